@@ -1,0 +1,99 @@
+// Issue 2: WebSocket and REST remote-call latency and throughput through the real gateway.
+import { openWs } from './floors.mjs';
+import { summarize, us } from './lib.mjs';
+
+async function connectedSocket(url, target = 'streamer') {
+  const ws = await openWs(`${url.replace(/^http/, 'ws')}/v1/interfaces/ws`);
+  await new Promise((resolve, reject) => {
+    ws.once('message', (data) => {
+      const frame = JSON.parse(data);
+      frame.type === 'connected' ? resolve() : reject(new Error(JSON.stringify(frame)));
+    });
+    ws.send(JSON.stringify({ type: 'connect', target }));
+  });
+  return ws;
+}
+
+/**
+ * Closed-loop round trips: `connections` sockets, each with one call in flight at a time.
+ * Returns latency percentiles and calls per second.
+ */
+export async function wsCallLoop(url, { connections = 1, perConnection = 2000, warmup = 200 } = {}) {
+  const sockets = await Promise.all(Array.from({ length: connections }, () => connectedSocket(url)));
+  const samples = [];
+  let t0;
+  const runOne = async (ws, count, record) => {
+    let id = 0;
+    for (let i = 0; i < count; i++) {
+      const start = process.hrtime.bigint();
+      await new Promise((resolve, reject) => {
+        ws.once('message', (data) => {
+          const frame = JSON.parse(data);
+          frame.type === 'result' ? resolve() : reject(new Error(JSON.stringify(frame)));
+        });
+        ws.send(JSON.stringify({ type: 'call', id: ++id, method: 'echo', args: [i] }));
+      });
+      if (record) samples.push(us(process.hrtime.bigint() - start));
+    }
+  };
+  await Promise.all(sockets.map((ws) => runOne(ws, Math.ceil(warmup / connections), false)));
+  t0 = process.hrtime.bigint();
+  await Promise.all(sockets.map((ws) => runOne(ws, perConnection, true)));
+  const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+  for (const ws of sockets) ws.close();
+  return { ...summarize(samples), perSecond: (connections * perConnection) / seconds };
+}
+
+/** Pipelined calls: each socket keeps `inFlight` calls outstanding. Returns calls per second. */
+export async function wsCallPipelined(url, { connections = 8, total = 40000, inFlight = 64 } = {}) {
+  const sockets = await Promise.all(Array.from({ length: connections }, () => connectedSocket(url)));
+  const per = Math.floor(total / connections);
+  const t0 = process.hrtime.bigint();
+  await Promise.all(
+    sockets.map(
+      (ws) =>
+        new Promise((resolve, reject) => {
+          let sent = 0;
+          let got = 0;
+          const send = () => ws.send(JSON.stringify({ type: 'call', id: ++sent, method: 'echo', args: [sent] }));
+          ws.on('message', (data) => {
+            const frame = JSON.parse(data);
+            if (frame.type !== 'result') return reject(new Error(JSON.stringify(frame)));
+            got++;
+            if (sent < per) send();
+            if (got === per) resolve();
+          });
+          while (sent < Math.min(inFlight, per)) send();
+        }),
+    ),
+  );
+  const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+  for (const ws of sockets) ws.close();
+  return (per * connections) / seconds;
+}
+
+/** Sequential REST calls (keep-alive), then `concurrency` parallel loops for requests/s. */
+export async function restCalls(url, { count = 1500, warmup = 100, concurrency = 16, total = 6000 } = {}) {
+  const body = JSON.stringify({ target: 'streamer', method: 'echo', args: [1] });
+  const call = async () => {
+    const res = await fetch(`${url}/v1/interfaces/call`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    if (res.status !== 200) throw new Error(`REST call answered ${res.status}`);
+    await res.arrayBuffer();
+  };
+  for (let i = 0; i < warmup; i++) await call();
+  const samples = [];
+  for (let i = 0; i < count; i++) {
+    const t0 = process.hrtime.bigint();
+    await call();
+    samples.push(us(process.hrtime.bigint() - t0));
+  }
+  const t0 = process.hrtime.bigint();
+  let left = total;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (left-- > 0) await call();
+    }),
+  );
+  const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+  return { ...summarize(samples), perSecond: total / seconds };
+}

@@ -1,0 +1,64 @@
+// Shared bench helpers: percentiles, formatting, spawning the gateway, bounded loops.
+import { spawn } from 'node:child_process';
+import { cp, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+export function percentile(sorted, p) {
+  if (!sorted.length) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+/** Summary of latencies in microseconds. */
+export function summarize(samplesUs) {
+  const sorted = [...samplesUs].sort((a, b) => a - b);
+  return { p50: percentile(sorted, 50), p99: percentile(sorted, 99), n: sorted.length };
+}
+
+export const us = (ns) => Number(ns) / 1000;
+export const fmt = (v, unit = '') => (Number.isFinite(v) ? `${v >= 100 ? v.toFixed(0) : v.toFixed(1)}${unit}` : 'n/a');
+
+/** Prints one figure beside its floor and the ratio; `target` is the ratio to meet. */
+export function report(rows) {
+  const width = Math.max(...rows.map((r) => r.name.length));
+  for (const r of rows) {
+    const ratio = r.floor ? r.value / r.floor : undefined;
+    const verdict = r.target === undefined || ratio === undefined ? '' : (r.higherIsBetter ? r.value >= r.target : ratio <= r.target) ? '  ok' : '  MISSED';
+    const ratioText = ratio === undefined ? '' : `  (${ratio.toFixed(2)}x floor${r.target !== undefined && !r.higherIsBetter ? `, target <= ${r.target}x` : ''})`;
+    const targetText = r.higherIsBetter && r.target !== undefined ? `  (target >= ${r.target}${r.unit})` : '';
+    console.log(`  ${r.name.padEnd(width)}  ${fmt(r.value, r.unit).padStart(10)}${r.floor ? `   floor ${fmt(r.floor, r.unit)}` : ''}${ratioText}${targetText}${verdict}`);
+  }
+}
+
+/** A copy of the demo project in a temp dir. */
+export async function demoProject() {
+  const dir = await mkdtemp(path.join(tmpdir(), 'portico-bench-'));
+  await cp(path.join(ROOT, 'examples/demo'), dir, { recursive: true, filter: (src) => !src.includes('.portico') && !src.includes('__pycache__') });
+  return { dir, remove: () => rm(dir, { recursive: true, force: true }) };
+}
+
+/** Starts the built gateway as its own process; resolves with its URL. */
+export function startGateway(project, extraArgs = []) {
+  const child = spawn(process.execPath, [path.join(ROOT, 'packages/server/bin/portico.js'), 'serve', project, '--port', '0', ...extraArgs], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  return new Promise((resolve, reject) => {
+    let out = '';
+    child.stdout.on('data', (d) => {
+      out += d;
+      const m = /API\s+(http:\/\/\S+)\/v1/.exec(out);
+      if (m) resolve({ url: m[1], child, pid: child.pid, stop: () => new Promise((r) => { child.once('exit', r); child.kill('SIGTERM'); }) });
+    });
+    child.once('exit', (code) => reject(new Error(`gateway exited (${code}): ${out}`)));
+  });
+}
+
+/** Resident set size of a process, in MB (Linux /proc). */
+export async function rssMb(pid) {
+  const { readFile } = await import('node:fs/promises');
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? NaN) / 1024;
+}

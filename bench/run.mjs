@@ -1,0 +1,58 @@
+#!/usr/bin/env node
+// `npm run bench`: every figure beside its floor measured in this same run. Never part of `npm test`.
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { restCalls, wsCallLoop, wsCallPipelined } from './calls.mjs';
+import { pipeEchoRtt, startWsEcho, wsEchoRtt, wsEchoThroughput } from './floors.mjs';
+import { demoProject, report, ROOT, rssMb, startGateway } from './lib.mjs';
+
+if (!existsSync(path.join(ROOT, 'packages/server/dist/cli/main.js'))) {
+  console.error('Build first: npm run build');
+  process.exit(1);
+}
+
+console.log(`Portico bench — node ${process.version}, ${(await import('node:os')).cpus().length} cores\n`);
+
+const echo = await startWsEcho();
+const project = await demoProject();
+const gw = await startGateway(project.dir);
+try {
+  console.log('Floors');
+  const wsFloor = await wsEchoRtt(echo.url);
+  const pipeFloor = await pipeEchoRtt();
+  const wsFloorTput = await wsEchoThroughput(echo.url, { connections: 8 });
+  const floorP50 = wsFloor.p50 + pipeFloor.p50;
+  const floorP99 = wsFloor.p99 + pipeFloor.p99;
+  report([
+    { name: 'raw ws echo RTT p50', value: wsFloor.p50, unit: ' µs' },
+    { name: 'raw ws echo RTT p99', value: wsFloor.p99, unit: ' µs' },
+    { name: 'raw pipe echo RTT p50 (Node<->Python)', value: pipeFloor.p50, unit: ' µs' },
+    { name: 'raw pipe echo RTT p99', value: pipeFloor.p99, unit: ' µs' },
+    { name: 'floor for a call (ws + pipe) p50', value: floorP50, unit: ' µs' },
+    { name: 'raw ws echo pipelined msgs/s (8 conns)', value: wsFloorTput, unit: '/s' },
+  ]);
+
+  console.log('\nRemote calls (issue 2): demo streamer.echo through the gateway');
+  const rows = [];
+  for (const connections of [1, 8, 64]) {
+    const r = await wsCallLoop(gw.url, { connections, perConnection: connections === 1 ? 3000 : Math.ceil(6000 / connections) });
+    rows.push(
+      { name: `ws call RTT p50, ${connections} conn`, value: r.p50, unit: ' µs', floor: floorP50, ...(connections === 1 ? { target: 1.5 } : {}) },
+      { name: `ws call RTT p99, ${connections} conn`, value: r.p99, unit: ' µs', floor: floorP99 },
+      { name: `ws calls/s closed loop, ${connections} conn`, value: r.perSecond, unit: '/s' },
+    );
+  }
+  const pipelined = await wsCallPipelined(gw.url, { connections: 8, inFlight: 64 });
+  rows.push({ name: 'ws calls/s pipelined (8 conns x 64)', value: pipelined, unit: '/s', floor: wsFloorTput, target: 10000, higherIsBetter: true });
+  const rest = await restCalls(gw.url);
+  rows.push(
+    { name: 'REST call p50 (keep-alive)', value: rest.p50, unit: ' µs', floor: floorP50 },
+    { name: 'REST calls/s (16 concurrent)', value: rest.perSecond, unit: '/s' },
+    { name: 'gateway RSS after the load', value: await rssMb(gw.pid), unit: ' MB' },
+  );
+  report(rows);
+} finally {
+  await gw.stop();
+  echo.stop();
+  await project.remove();
+}

@@ -1,0 +1,13 @@
+#!/usr/bin/env node
+// The `portico` command: runs the compiled CLI (built by `npm install` / `npm run build`).
+import { main } from '../dist/cli/main.js';
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    if (typeof code === 'number') process.exitCode = code;
+  },
+  (err) => {
+    process.stderr.write(`portico: ${err?.message ?? err}\n`);
+    process.exitCode = 1;
+  },
+);

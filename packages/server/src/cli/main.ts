@@ -1,0 +1,67 @@
+/** The `portico` command line: `portico serve [PROJECT] [options]`. */
+import { existsSync, statSync } from 'node:fs';
+import { VERSION } from '../config/constants.js';
+import { startServer } from '../server.js';
+import { parseServeArgs, SERVE_OPTIONS, UsageError } from './options.js';
+
+const USAGE = `Usage: portico serve [PROJECT] [options]
+
+Serves the Python interface classes of PROJECT (default: the current directory).
+
+Options:
+${SERVE_OPTIONS.map((o) => `  ${o.flag.padEnd(20)} ${o.help} [${o.env}]`).join('\n')}
+`;
+
+async function serve(argv: string[]): Promise<number> {
+  const options = parseServeArgs(argv);
+  if (!existsSync(options.project) || !statSync(options.project).isDirectory()) {
+    throw new UsageError(`Project directory '${options.project}' does not exist`);
+  }
+  const running = await startServer(options);
+  const ws = running.url.replace(/^http/, 'ws');
+  process.stdout.write(
+    [
+      `Portico ${VERSION} serving ${running.gateway.projects.defaultDir}`,
+      `  API      ${running.url}/v1`,
+      `  Docs     ${running.url}/docs`,
+      `  Socket   ${ws}/v1/interfaces/ws`,
+      options.apiToken ? '  Auth     Authorization: Bearer <api token>' : '  Auth     none (loopback only)',
+      '',
+    ].join('\n'),
+  );
+  await new Promise<void>((resolve) => {
+    const stop = () => resolve();
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+  });
+  await running.close();
+  return 0;
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  try {
+    switch (command) {
+      case 'serve':
+        return await serve(rest);
+      case '--version':
+      case 'version':
+        process.stdout.write(`${VERSION}\n`);
+        return 0;
+      case undefined:
+      case '--help':
+      case '-h':
+      case 'help':
+        process.stdout.write(USAGE);
+        return command === undefined ? 2 : 0;
+      default:
+        throw new UsageError(`Unknown command '${command}'`);
+    }
+  } catch (err) {
+    if (err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+      process.stderr.write(`portico: ${(err as Error).message}\n\n${USAGE}`);
+      return 2;
+    }
+    throw err;
+  }
+}

@@ -1,0 +1,75 @@
+/**
+ * `portico serve` options: flags win over PORTICO_* environment variables, which win over the
+ * defaults. Bad values are refused with a message, never guessed.
+ */
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { DEFAULT_HOST, DEFAULT_PORT } from '../config/constants.js';
+import { defaultOptions, isLoopback, type GatewayOptions } from '../config/options.js';
+
+/** One row per option: the flag, its environment variable and what it does (README table). */
+export const SERVE_OPTIONS = [
+  { flag: '--host', env: 'PORTICO_HOST', default: DEFAULT_HOST, help: 'Address to bind. A non-loopback address needs --api-token (or --insecure).' },
+  { flag: '--port', env: 'PORTICO_PORT', default: String(DEFAULT_PORT), help: 'Port to listen on (0 picks a free one).' },
+  { flag: '--api-token', env: 'PORTICO_API_TOKEN', default: '', help: 'Require Authorization: Bearer <token> on every endpoint but /docs and /openapi.json.' },
+  { flag: '--project-roots', env: 'PORTICO_PROJECT_ROOTS', default: '', help: 'Comma-separated directories under which requests may bind other projects.' },
+  { flag: '--python', env: 'PORTICO_PYTHON', default: 'python3', help: 'Interpreter that runs the project workers.' },
+  { flag: '--python-allowlist', env: 'PORTICO_PYTHON_ALLOWLIST', default: '', help: 'Comma-separated further interpreters a request may pick with X-Service-Python.' },
+  { flag: '--allow-origins', env: 'PORTICO_ALLOW_ORIGINS', default: '', help: 'Comma-separated browser origins allowed besides the gateway’s own.' },
+  { flag: '--insecure', env: 'PORTICO_INSECURE', default: 'false', help: 'Allow a non-loopback address without a token.' },
+] as const;
+
+export class UsageError extends Error {}
+
+function list(value: string | undefined): string[] {
+  return (value ?? '')
+    .split(',')
+    .map((item) => item.trim())
+    .filter(Boolean);
+}
+
+function truthy(value: string | undefined): boolean {
+  return ['1', 'true', 'yes', 'on'].includes((value ?? '').toLowerCase());
+}
+
+export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): GatewayOptions {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    strict: true,
+    options: {
+      host: { type: 'string' },
+      port: { type: 'string' },
+      'api-token': { type: 'string' },
+      'project-roots': { type: 'string', multiple: true },
+      python: { type: 'string' },
+      'python-allowlist': { type: 'string', multiple: true },
+      'allow-origins': { type: 'string', multiple: true },
+      insecure: { type: 'boolean' },
+    },
+  });
+  if (positionals.length > 1) throw new UsageError(`serve takes one PROJECT directory, got ${positionals.length}`);
+
+  const portText = values.port ?? env.PORTICO_PORT ?? String(DEFAULT_PORT);
+  const port = Number(portText);
+  if (!/^\d+$/.test(portText) || port > 65535) throw new UsageError(`--port must be an integer from 0 to 65535, got '${portText}'`);
+
+  const options = defaultOptions({
+    project: path.resolve(positionals[0] ?? env.PORTICO_PROJECT ?? process.cwd()),
+    host: values.host ?? env.PORTICO_HOST ?? DEFAULT_HOST,
+    port,
+    apiToken: values['api-token'] ?? env.PORTICO_API_TOKEN ?? undefined,
+    projectRoots: (values['project-roots'] ?? [env.PORTICO_PROJECT_ROOTS ?? '']).flatMap(list).map((p) => path.resolve(p)),
+    python: values.python ?? env.PORTICO_PYTHON ?? 'python3',
+    pythonAllowlist: (values['python-allowlist'] ?? [env.PORTICO_PYTHON_ALLOWLIST ?? '']).flatMap(list),
+    allowOrigins: (values['allow-origins'] ?? [env.PORTICO_ALLOW_ORIGINS ?? '']).flatMap(list),
+    insecure: values.insecure ?? truthy(env.PORTICO_INSECURE),
+  });
+  if (options.apiToken === '') delete options.apiToken;
+  if (!isLoopback(options.host) && !options.apiToken && !options.insecure) {
+    throw new UsageError(
+      `Refusing to serve ${options.host} without --api-token: anyone who can reach it could run the project's code. Pass --api-token, or --insecure if you mean it.`,
+    );
+  }
+  return options;
+}

@@ -1,0 +1,37 @@
+/**
+ * Every bound and default of the gateway, in one place. The README's options table and
+ * GET /v1/protocol (`limits`) are generated from or checked against this module.
+ */
+
+export const VERSION = '0.1.0';
+/** The REST API version (spec: Versioning). */
+export const API_VERSION = '5.1.0';
+/** The WebSocket protocol version served at GET /v1/protocol. */
+export const PROTOCOL_VERSION = '1.0';
+
+export const DEFAULT_HOST = '127.0.0.1';
+export const DEFAULT_PORT = 8000;
+
+export const LIMITS = {
+  /** Largest JSON request body accepted over REST, in bytes. */
+  maxBodyBytes: 16 * 1024 * 1024,
+  /** Largest WebSocket message accepted, in bytes (a larger one closes the socket with 1009). */
+  maxMessageBytes: 64 * 1024 * 1024,
+  /** A call that runs longer than this is cancelled and answers `timeout` (ms). */
+  callTimeoutMs: 10 * 60 * 1000,
+  /** Items a streaming call may have in flight before the generator pauses (bridge window). */
+  streamWindow: 16,
+  /** Bytes queued on a socket before a stream stops crediting the worker. */
+  socketHighWaterBytes: 4 * 1024 * 1024,
+  /** How long a worker may take to report ready (ms). */
+  workerStartTimeoutMs: 30 * 1000,
+  /** An idle worker (no calls, no attached instances) stops after this long (ms). */
+  workerIdleMs: 10 * 60 * 1000,
+  /** Grace period between asking a worker to stop and killing it (ms). */
+  workerStopGraceMs: 2 * 1000,
+  /** Largest frame the worker may send the gateway, in bytes. */
+  maxBridgeFrameBytes: 256 * 1024 * 1024,
+  /** Default and maximum `limit` of list endpoints. */
+  listDefault: 100,
+  listMax: 1000,
+} as const;

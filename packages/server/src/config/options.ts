@@ -1,0 +1,43 @@
+/** The gateway's one typed options object, with its defaults. */
+import { DEFAULT_HOST, DEFAULT_PORT } from './constants.js';
+
+export interface GatewayOptions {
+  /** The launch project directory (the default for every request). */
+  project: string;
+  host: string;
+  /** 0 picks a free port. */
+  port: number;
+  /** When set, every endpoint but /docs and /openapi.json needs `Authorization: Bearer <token>`. */
+  apiToken?: string | undefined;
+  /** Directories under which requests may bind other projects (empty: only the launch project). */
+  projectRoots: string[];
+  /** The default interpreter for workers. */
+  python: string;
+  /** Further interpreters a request may pick with X-Service-Python (empty by default). */
+  pythonAllowlist: string[];
+  /** Browser origins allowed besides the gateway's own (empty by default). */
+  allowOrigins: string[];
+  /** Allows binding a non-loopback address without a token. */
+  insecure: boolean;
+  /** Where gateway log lines go (default: stderr). */
+  log?: ((line: string) => void) | undefined;
+}
+
+export function defaultOptions(overrides: Partial<GatewayOptions> = {}): GatewayOptions {
+  return {
+    project: process.cwd(),
+    host: DEFAULT_HOST,
+    port: DEFAULT_PORT,
+    projectRoots: [],
+    python: 'python3',
+    pythonAllowlist: [],
+    allowOrigins: [],
+    insecure: false,
+    ...overrides,
+  };
+}
+
+/** True for addresses only this machine can reach. */
+export function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(host);
+}

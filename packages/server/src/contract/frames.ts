@@ -1,0 +1,84 @@
+/**
+ * WebSocket frames of /v1/interfaces/ws, written once: the session validates client frames with
+ * these schemas and GET /v1/protocol describes every frame from them.
+ */
+import { JsonObject, Version } from './common.js';
+import { z } from './zod.js';
+
+const Id = z
+  .union([z.string().max(256), z.number()])
+  .optional()
+  .describe('Correlation id chosen by the client; echoed on every frame that answers this one.');
+
+/** Client → server frames. */
+export const ClientFrames = {
+  connect: z.object({
+    type: z.literal('connect'),
+    id: Id,
+    target: z.string().min(1).describe('Module path to instantiate, or an existing uuid.'),
+    version: Version.optional().describe('Version list passed to the interface make step.'),
+    uuid: z.string().min(1).max(128).nullable().optional().describe('Client-supplied id for create-by-id; the same id attaches to the existing instance.'),
+    label: z.string().nullable().optional().describe('Mutable label to set on a newly created instance.'),
+    project: z.string().nullable().optional().describe('Project directory to bind; overrides header and query.'),
+    meta: JsonObject.optional().describe('Client metadata stored with the interface.'),
+  }),
+  call: z.object({
+    type: z.literal('call'),
+    id: Id,
+    method: z.string().min(1).describe('Public method name, no leading underscore.'),
+    args: z.array(z.unknown()).optional().describe('Positional arguments.'),
+    kwargs: JsonObject.optional().describe('Keyword arguments.'),
+  }),
+  ping: z.object({ type: z.literal('ping'), id: Id }),
+  close: z.object({ type: z.literal('close'), id: Id }),
+} as const;
+
+export type ClientFrameType = keyof typeof ClientFrames;
+export type ClientFrame = { [K in ClientFrameType]: z.infer<(typeof ClientFrames)[K]> }[ClientFrameType];
+
+const Payload = (schema: z.ZodType, description: string) => schema.describe(description);
+
+/** Server → client frames (documentation only: the gateway builds them, clients validate them). */
+export const ServerFrames = {
+  connected: z.object({
+    type: z.literal('connected'),
+    id: Id,
+    payload: Payload(
+      z.object({ uuid: z.string(), config: JsonObject }).passthrough(),
+      'The InterfaceInfo of the connected interface: uuid, resolved config, module, label, …',
+    ),
+  }),
+  result: z.object({ type: z.literal('result'), id: Id, payload: Payload(z.unknown(), 'JSON-encoded return value.') }),
+  stream: z.object({
+    type: z.literal('stream'),
+    id: Id,
+    payload: Payload(z.unknown(), 'One yielded item; null on the terminal frame.'),
+    final: z.boolean().describe('true closes the stream.'),
+  }),
+  event: z.object({
+    type: z.literal('event'),
+    payload: Payload(z.unknown(), 'What the interface passed to emit(); sent to every client attached to it.'),
+  }),
+  error: z.object({
+    type: z.literal('error'),
+    id: Id,
+    payload: Payload(
+      z.object({ message: z.string(), code: z.string(), issues: z.array(z.unknown()).optional(), exception: z.string().optional() }),
+      'Failure detail: message, stable code, and issues or the Python exception class where they apply.',
+    ),
+  }),
+  pong: z.object({ type: z.literal('pong'), id: Id }),
+} as const;
+
+export const FRAME_SUMMARIES: Record<string, { direction: 'client_to_server' | 'server_to_client'; summary: string }> = {
+  connect: { direction: 'client_to_server', summary: 'Create or attach to an interface and bind the project.' },
+  call: { direction: 'client_to_server', summary: 'Invoke a public method of the connected interface.' },
+  ping: { direction: 'client_to_server', summary: 'Liveness probe; answered with pong. Works before connect.' },
+  close: { direction: 'client_to_server', summary: 'Teardown: cancels calls in flight, detaches, evicts the instance when no other client is attached, closes with 1000.' },
+  connected: { direction: 'server_to_client', summary: 'Confirms the connection; payload is the InterfaceInfo (uuid, resolved config, …).' },
+  result: { direction: 'server_to_client', summary: 'Single return value of a call.' },
+  stream: { direction: 'server_to_client', summary: 'One yielded value of a generator method; final=true closes the stream.' },
+  event: { direction: 'server_to_client', summary: 'Push from emit(), to every client attached to the interface (also during a call, for progress).' },
+  error: { direction: 'server_to_client', summary: 'Failure of the frame with the same id (or of the socket when id is absent). The socket stays usable.' },
+  pong: { direction: 'server_to_client', summary: 'Reply to ping.' },
+};

@@ -1,0 +1,87 @@
+/**
+ * GET /v1/protocol: the machine-readable WebSocket protocol, generated from the frame schemas
+ * the socket validates with, plus the headers, interface hooks, capabilities, error codes and
+ * limits of this gateway.
+ */
+import { LIMITS, PROTOCOL_VERSION } from '../config/constants.js';
+import { ERROR_CODES } from '../errors.js';
+import { ClientFrames, FRAME_SUMMARIES, ServerFrames } from './frames.js';
+import { z } from './zod.js';
+
+interface FieldDoc {
+  name: string;
+  type: string;
+  required: boolean;
+  description: string;
+}
+
+function typeName(schema: z.ZodType): string {
+  const json = z.toJSONSchema(schema, { unrepresentable: 'any', io: 'input' }) as Record<string, unknown>;
+  const describe = (s: Record<string, unknown>): string => {
+    if (Array.isArray(s.anyOf)) return (s.anyOf as Record<string, unknown>[]).map(describe).join(' | ');
+    if (s.const !== undefined) return JSON.stringify(s.const);
+    if (Array.isArray(s.type)) return s.type.join(' | ');
+    return typeof s.type === 'string' ? s.type : 'any';
+  };
+  return describe(json);
+}
+
+function fields(schema: z.ZodObject<z.ZodRawShape>): FieldDoc[] {
+  return Object.entries(schema.shape)
+    .filter(([name]) => name !== 'type')
+    .map(([name, field]) => {
+      const f = field as z.ZodType;
+      return { name, type: typeName(f), required: !f.safeParse(undefined).success, description: f.description ?? '' };
+    });
+}
+
+export const CAPABILITIES = [
+  { name: 'remote_call', summary: 'Invoke any interface method over REST or WebSocket, including streaming', surfaces: ['POST /v1/interfaces/call', 'WebSocket frames call/result/stream'] },
+  { name: 'binary_upload', summary: 'Stream opaque bytes into an interface directory', surfaces: ['WebSocket chunk_start (write or append), binary frames, chunk_end'] },
+  { name: 'binary_read', summary: 'Stream interface bytes back through the interface read hook', surfaces: ['WebSocket chunk_start (mode read)'] },
+  { name: 'config_search', summary: 'Query instances by config (operators), sort, paginate', surfaces: ['POST /v1/interfaces/search'] },
+  { name: 'create_by_id', summary: 'Content-addressed, idempotent create with a client-supplied id', surfaces: ['POST /v1/interfaces (uuid)', 'WebSocket connect (uuid)'] },
+  { name: 'mutable_label', summary: 'Rename through a mutable label while config stays immutable', surfaces: ['PATCH /v1/interfaces/{uuid}/label'] },
+  { name: 'creator_attribution', summary: 'Durable created_by metadata, queryable, preserved by reindexing', surfaces: ['X-Service-User header', 'created_by in search'] },
+  { name: 'multi_project', summary: 'Serve many projects and interpreters from one gateway', surfaces: ['X-Service-Project', 'X-Service-Python'] },
+  { name: 'source_edit', summary: 'Read/write/create/rename interface source (token-gated)', surfaces: ['GET/PUT/DELETE /v1/source/{path}', 'POST /v1/source/move'] },
+  { name: 'widgets', summary: 'Interfaces ship a widget frontend (ES module and stylesheet) for notebook and web', surfaces: ['GET /v1/project/{module}/widget/{asset}'] },
+];
+
+export const HEADERS = [
+  { name: 'X-Service-Project', type: 'string', required: false, description: 'Target project (query ?project=); must be the launch project or lie under a --project-roots entry.' },
+  { name: 'X-Service-User', type: 'string', required: false, description: 'Attributes created interfaces (created_by); default: the gateway OS user; ignored when a verified identity admitted the request.' },
+  { name: 'X-Service-Python', type: 'string', required: false, description: 'Interpreter serving the request (query ?python=); the default or one on --python-allowlist.' },
+  { name: 'Authorization', type: 'string', required: false, description: 'Bearer <token>; required when the gateway has an api token. WebSocket upgrades may send it as Sec-WebSocket-Protocol: bearer, <token>.' },
+];
+
+export const INTERFACE_HOOKS = [
+  { name: '<public methods>', signature: 'method(*args, **kwargs) -> Any | Iterator | AsyncIterator', description: 'Any public name the subclass defines (or exactly __api_methods__). Generators stream as stream frames with backpressure; coroutines are awaited.' },
+  { name: 'emit', signature: 'emit(payload) -> None', description: 'Pushes an event frame to every client attached to the interface.' },
+  { name: 'local_directory', signature: 'local_directory(*parts, create=False) -> str', description: "The interface's data folder: <project>/.portico/interfaces/<uuid>/." },
+  { name: 'save_file / load_file', signature: 'save_file(name, data) / load_file(name, default=None)', description: 'Durable state in local_directory (atomic writes).' },
+  { name: 'version_<name>', signature: 'version_<name>(self, **kwargs) -> dict', description: "Selectable as '~name' or '~name(args)' (arguments are Python literals, never evaluated code)." },
+];
+
+export function protocolDoc() {
+  const frame = (type: string, schema: z.ZodObject<z.ZodRawShape>) => ({ type, ...FRAME_SUMMARIES[type]!, fields: fields(schema) });
+  return {
+    protocol_version: PROTOCOL_VERSION,
+    transport: {
+      control_plane: 'JSON text frames, each an object with a type field',
+      data_plane: 'raw binary WebSocket frames',
+      rest: 'JSON over HTTP under /v1; OpenAPI at /openapi.json',
+    },
+    ws_endpoints: { '/v1/interfaces/ws': 'Create or attach to any interface; call, stream, events.' },
+    headers: HEADERS,
+    ws_frames: [
+      ...Object.entries(ClientFrames).map(([type, schema]) => frame(type, schema as never)),
+      ...Object.entries(ServerFrames).map(([type, schema]) => frame(type, schema as never)),
+    ],
+    chunk_flows: [],
+    interface_hooks: INTERFACE_HOOKS,
+    capabilities: CAPABILITIES,
+    errors: Object.entries(ERROR_CODES).map(([code, { status, meaning }]) => ({ code, status, meaning })),
+    limits: LIMITS,
+  };
+}

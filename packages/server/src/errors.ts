@@ -1,0 +1,82 @@
+/**
+ * The one error type of the gateway. Every failure that reaches a client is a PorticoError with
+ * a stable `code`; the code fixes the HTTP status, and the same error is rendered once as an HTTP
+ * body (`http/errors.ts`) and once as a WebSocket `error` frame (`ws/session.ts`).
+ */
+
+/** Stable error codes, each with its one HTTP status and meaning (listed in /v1/protocol). */
+export const ERROR_CODES = {
+  invalid_argument: { status: 400, meaning: 'The arguments do not fit the method or request.' },
+  invalid_config: { status: 400, meaning: 'The version cannot be resolved against the Config; see issues.' },
+  invalid_frame: { status: 400, meaning: 'A WebSocket frame is not valid JSON or misses required fields.' },
+  unknown_frame: { status: 400, meaning: 'A WebSocket frame has an unknown type.' },
+  not_connected: { status: 409, meaning: 'The frame needs a connected interface; send connect first.' },
+  already_connected: { status: 409, meaning: 'The socket is already connected to an interface.' },
+  call_failed: { status: 400, meaning: 'The method raised; `exception` names its class.' },
+  unserializable_result: { status: 400, meaning: 'The method returned a value that is not JSON.' },
+  streaming_unsupported: { status: 400, meaning: 'A streaming method was called over REST; use the WebSocket.' },
+  module_error: { status: 400, meaning: 'The module fails to import, or has no single interface class.' },
+  unauthorized: { status: 401, meaning: 'Missing or invalid bearer credential.' },
+  forbidden: { status: 403, meaning: 'The request is outside what this gateway allows (project roots, private methods).' },
+  not_found: { status: 404, meaning: 'No such interface, module, method or file.' },
+  method_not_allowed: { status: 405, meaning: 'The path exists but not with this HTTP method.' },
+  conflict: { status: 409, meaning: 'The request conflicts with the current state.' },
+  precondition_failed: { status: 412, meaning: 'A conditional request did not match.' },
+  payload_too_large: { status: 413, meaning: 'A body, frame or upload exceeds its documented bound.' },
+  validation_error: { status: 422, meaning: 'The request body or parameters fail validation.' },
+  cancelled: { status: 499, meaning: 'The call was cancelled (its client went away).' },
+  internal: { status: 500, meaning: 'An unexpected gateway failure (details are in the gateway log).' },
+  worker_crashed: { status: 502, meaning: 'The Python worker died during the call; the next call starts a fresh one.' },
+  worker_unavailable: { status: 503, meaning: 'The Python worker could not be started.' },
+  timeout: { status: 504, meaning: 'The call exceeded its time limit and was cancelled.' },
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+/** One problem of a config or request, attached to a dotted path when known. */
+export interface Issue {
+  path: string | null;
+  message: string;
+}
+
+export interface ErrorDetail {
+  code: ErrorCode;
+  message: string;
+  issues?: Issue[];
+  /** The Python exception class, for `call_failed`. */
+  exception?: string;
+}
+
+export class PorticoError extends Error {
+  readonly code: ErrorCode;
+  readonly issues?: Issue[];
+  readonly exception?: string;
+
+  constructor(code: ErrorCode, message: string, extra: { issues?: Issue[]; exception?: string } = {}) {
+    super(message);
+    this.name = 'PorticoError';
+    this.code = code;
+    if (extra.issues) this.issues = extra.issues;
+    if (extra.exception) this.exception = extra.exception;
+  }
+
+  get status(): number {
+    return ERROR_CODES[this.code].status;
+  }
+
+  toDetail(): ErrorDetail {
+    const detail: ErrorDetail = { code: this.code, message: this.message };
+    if (this.issues) detail.issues = this.issues;
+    if (this.exception) detail.exception = this.exception;
+    return detail;
+  }
+}
+
+/**
+ * Turns anything thrown into a PorticoError. Unexpected errors become a generic `internal`
+ * error (their details belong in the log, never in a response body).
+ */
+export function toPorticoError(err: unknown): PorticoError {
+  if (err instanceof PorticoError) return err;
+  return new PorticoError('internal', 'Internal gateway error');
+}

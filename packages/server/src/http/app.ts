@@ -1,0 +1,43 @@
+/**
+ * The Koa application: error mapping, origin policy, authentication, then the routes. Every
+ * route is declared once (http/route.ts), so /openapi.json is generated from the same schemas
+ * that validate requests.
+ */
+import { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
+import Router from '@koa/router';
+import Koa from 'koa';
+import { bearerFromHeader, type Authenticator } from '../auth/credentials.js';
+import { originAllowed } from '../auth/origin.js';
+import { PorticoError } from '../errors.js';
+import type { Gateway } from '../service/gateway.js';
+import { isPublicPath, mountDocs, openApiDocument } from './docs.js';
+import { errorMiddleware } from './errors.js';
+import { mountRoutes } from './route.js';
+import { interfaceRoutes } from './routes/interfaces.js';
+import { metaRoutes } from './routes/meta.js';
+
+export function createApp(gateway: Gateway, auth: Authenticator, log: (line: string) => void): Koa {
+  const app = new Koa();
+  app.proxy = false;
+  const router = new Router();
+  const registry = new OpenAPIRegistry();
+  mountRoutes(router, registry, [...metaRoutes(gateway), ...interfaceRoutes(gateway)] as never);
+  mountDocs(router, openApiDocument(registry));
+
+  router.get('/', (ctx) => ctx.redirect('/docs'));
+
+  app.use(errorMiddleware(log));
+  app.use(async function checkOrigin(ctx, next) {
+    if (!originAllowed(ctx.get('origin') || undefined, ctx.get('host') || undefined, gateway.options.allowOrigins)) {
+      throw new PorticoError('forbidden', `Origin '${ctx.get('origin')}' is not allowed`);
+    }
+    await next();
+  });
+  app.use(async function authenticate(ctx, next) {
+    if (!isPublicPath(ctx.path)) ctx.state.principal = auth.authenticate(bearerFromHeader(ctx.get('authorization') || undefined));
+    await next();
+  });
+  app.use(router.routes());
+  app.use(router.allowedMethods());
+  return app;
+}

@@ -1,0 +1,39 @@
+/**
+ * The one mapping of errors to HTTP: a PorticoError becomes its status with
+ * `{"detail": {code, message, issues?, exception?}}`; a validation failure becomes 422 with an
+ * HTTPValidationError body; anything else is a generic 500 whose details go to the log only.
+ */
+import type Koa from 'koa';
+import { PorticoError, toPorticoError } from '../errors.js';
+
+/** A request that fails schema validation (rendered as 422 HTTPValidationError). */
+export class ValidationFailure extends Error {
+  constructor(readonly detail: Array<{ type: string; loc: Array<string | number>; msg: string; input?: unknown }>) {
+    super('validation failed');
+  }
+}
+
+export function errorMiddleware(log: (line: string) => void): Koa.Middleware {
+  return async function handleErrors(ctx, next) {
+    try {
+      await next();
+      if (ctx.body === undefined && ctx.status === 404) {
+        throw new PorticoError('not_found', `No route for ${ctx.method} ${ctx.path}`);
+      }
+      if (ctx.body === undefined && ctx.status === 405) {
+        throw new PorticoError('method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}`);
+      }
+    } catch (err) {
+      if (err instanceof ValidationFailure) {
+        ctx.status = 422;
+        ctx.body = { detail: err.detail };
+        return;
+      }
+      if (!(err instanceof PorticoError)) log(`${ctx.method} ${ctx.path} failed: ${(err as Error)?.stack ?? String(err)}`);
+      const error = toPorticoError(err);
+      ctx.status = error.status;
+      ctx.body = { detail: error.toDetail() };
+      if (error.code === 'unauthorized') ctx.set('WWW-Authenticate', 'Bearer');
+    }
+  };
+}

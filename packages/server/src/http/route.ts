@@ -1,0 +1,115 @@
+/**
+ * One declaration per REST route: the same zod schemas validate the request (422 on failure),
+ * type the handler's input and describe the route in /openapi.json.
+ */
+import type Router from '@koa/router';
+import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
+import type Koa from 'koa';
+import { ErrorResponse, HTTPValidationError } from '../contract/common.js';
+import type { z } from '../contract/zod.js';
+import { readJson } from './body.js';
+import { ValidationFailure } from './errors.js';
+
+type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
+type AnyObject = z.ZodObject<z.ZodRawShape>;
+
+export interface RouteSpec<B extends z.ZodType | undefined, Q extends AnyObject | undefined, P extends AnyObject | undefined> {
+  method: Method;
+  /** OpenAPI-style path: `/v1/interfaces/{uuid}`. */
+  path: string;
+  tag: string;
+  summary: string;
+  description?: string;
+  body?: B;
+  query?: Q;
+  params?: P;
+  /** The 200 body; null for 204 No Content. */
+  response: z.ZodType | null;
+  /** Statuses besides 200/422 this route answers, for the docs. */
+  errors?: number[];
+  handler: (
+    ctx: Koa.Context,
+    input: {
+      body: B extends z.ZodType ? z.infer<B> : undefined;
+      query: Q extends AnyObject ? z.infer<Q> : undefined;
+      params: P extends AnyObject ? z.infer<P> : undefined;
+    },
+  ) => Promise<unknown>;
+}
+
+/** Declares a route (an identity function that keeps the input types). */
+export function route<B extends z.ZodType | undefined = undefined, Q extends AnyObject | undefined = undefined, P extends AnyObject | undefined = undefined>(
+  spec: RouteSpec<B, Q, P>,
+): RouteSpec<B, Q, P> {
+  return spec;
+}
+
+type AnyRoute = RouteSpec<z.ZodType | undefined, AnyObject | undefined, AnyObject | undefined>;
+
+function parse(schema: z.ZodType, value: unknown, where: 'body' | 'query' | 'path'): unknown {
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  throw new ValidationFailure(
+    result.error.issues.map((issue) => ({
+      type: issue.code,
+      loc: [where, ...issue.path.map((p) => (typeof p === 'symbol' ? String(p) : p))],
+      msg: issue.message,
+      input: issue.path.reduce<unknown>((v, key) => (v && typeof v === 'object' ? (v as Record<PropertyKey, unknown>)[key] : undefined), value),
+    })),
+  );
+}
+
+/** Mounts routes on the router and registers them in the OpenAPI registry. */
+export function mountRoutes(router: Router, registry: OpenAPIRegistry, routes: AnyRoute[]): void {
+  for (const spec of routes) {
+    const koaPath = spec.path.replace(/\{(\w+)\}/g, ':$1');
+    router[spec.method](koaPath, async function handleRoute(ctx: Koa.Context) {
+      const params = spec.params ? parse(spec.params, ctx.params, 'path') : undefined;
+      const query = spec.query ? parse(spec.query, ctx.query, 'query') : undefined;
+      const body = spec.body ? parse(spec.body, await readJson(ctx), 'body') : undefined;
+      const result = await spec.handler(ctx, { body, query, params } as never);
+      if (spec.response === null) {
+        ctx.status = 204;
+        ctx.body = null;
+      } else if (ctx.body === undefined) {
+        ctx.body = result;
+      }
+    });
+
+    const responses: Record<number, { description: string; content?: Record<string, { schema: z.ZodType }> }> = {};
+    responses[spec.response === null ? 204 : 200] =
+      spec.response === null ? { description: 'No content' } : { description: 'Success', content: { 'application/json': { schema: spec.response } } };
+    for (const status of spec.errors ?? []) {
+      responses[status] = { description: STATUS_TEXT[status] ?? 'Error', content: { 'application/json': { schema: ErrorResponse } } };
+    }
+    if (spec.body || spec.query || spec.params) {
+      responses[422] = { description: 'Validation error', content: { 'application/json': { schema: HTTPValidationError } } };
+    }
+    registry.registerPath({
+      method: spec.method,
+      path: spec.path,
+      tags: [spec.tag],
+      summary: spec.summary,
+      ...(spec.description ? { description: spec.description } : {}),
+      request: {
+        ...(spec.params ? { params: spec.params } : {}),
+        ...(spec.query ? { query: spec.query } : {}),
+        ...(spec.body ? { body: { required: true, content: { 'application/json': { schema: spec.body } } } } : {}),
+      },
+      responses,
+    });
+  }
+}
+
+const STATUS_TEXT: Record<number, string> = {
+  400: 'Bad request (structured detail)',
+  401: 'Missing or invalid bearer credential',
+  403: 'Forbidden',
+  404: 'Not found',
+  409: 'Conflict',
+  412: 'Precondition failed',
+  413: 'Payload too large',
+  502: 'Worker crashed',
+  503: 'Worker unavailable',
+  504: 'Call timed out',
+};

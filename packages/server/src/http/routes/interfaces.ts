@@ -1,0 +1,89 @@
+/** /v1/interfaces: create or attach, list, get, delete, and remote calls over REST. */
+import { InterfaceInfo } from '../../contract/common.js';
+import {
+  CreateInterfaceRequest,
+  InterfaceCallRequest,
+  InterfaceCallResponse,
+  InterfaceList,
+  ListQuery,
+  UuidParams,
+} from '../../contract/rest.js';
+import type { Gateway } from '../../service/gateway.js';
+import { bindRequest } from '../bind.js';
+import { route } from '../route.js';
+
+export function interfaceRoutes(gateway: Gateway) {
+  const { interfaces } = gateway;
+  return [
+    route({
+      method: 'get',
+      path: '/v1/interfaces',
+      tag: 'interfaces',
+      summary: 'List interfaces',
+      description: 'The non-archived interfaces of the project, newest first.',
+      query: ListQuery,
+      response: InterfaceList,
+      errors: [401, 403],
+      handler: async (ctx, { query }) => interfaces.list(await bindRequest(ctx, gateway), query.limit),
+    }),
+    route({
+      method: 'post',
+      path: '/v1/interfaces',
+      tag: 'interfaces',
+      summary: 'Create or attach to an interface',
+      description:
+        'Materializes an interface. The uuid is the content hash of module, resolved config and predicate unless the client supplies one; an existing uuid returns that instance unchanged.',
+      body: CreateInterfaceRequest,
+      response: InterfaceInfo,
+      errors: [400, 401, 403, 404],
+      handler: async (ctx, { body }) => interfaces.create(await bindRequest(ctx, gateway), body),
+    }),
+    route({
+      method: 'post',
+      path: '/v1/interfaces/call',
+      tag: 'interfaces',
+      summary: 'Call a method',
+      description:
+        'Invokes a public method and answers {payload}. Failures carry a structured detail (code, message, exception). Streaming methods need the WebSocket.',
+      body: InterfaceCallRequest,
+      response: InterfaceCallResponse,
+      errors: [400, 401, 403, 404, 502, 503, 504],
+      handler: async (ctx, { body }) => {
+        const bound = await bindRequest(ctx, gateway);
+        const record = await interfaces.create(bound, { target: body.target, version: body.version, meta: body.meta });
+        // A client that goes away cancels its call.
+        const controller = new AbortController();
+        const onClose = () => {
+          if (!ctx.res.writableEnded) controller.abort();
+        };
+        ctx.res.once('close', onClose);
+        try {
+          return { payload: await interfaces.callForResult(bound, record, body, controller.signal) };
+        } finally {
+          ctx.res.off('close', onClose);
+        }
+      },
+    }),
+    route({
+      method: 'get',
+      path: '/v1/interfaces/{uuid}',
+      tag: 'interfaces',
+      summary: 'Get an interface',
+      params: UuidParams,
+      response: InterfaceInfo,
+      errors: [401, 403, 404],
+      handler: async (ctx, { params }) => interfaces.get(await bindRequest(ctx, gateway), params.uuid),
+    }),
+    route({
+      method: 'delete',
+      path: '/v1/interfaces/{uuid}',
+      tag: 'interfaces',
+      summary: 'Delete an interface',
+      description: 'Removes the record from the index and drops its live instance.',
+      params: UuidParams,
+      response: null,
+      errors: [401, 403, 404],
+      handler: async (ctx, { params }) => interfaces.delete(await bindRequest(ctx, gateway), params.uuid),
+    }),
+  ];
+}

@@ -1,0 +1,103 @@
+/**
+ * The worker pool: one long-lived worker per (project, interpreter), started lazily, reused,
+ * replaced after a crash (the next request starts a fresh one) and stopped when idle.
+ */
+import { LIMITS } from '../config/constants.js';
+import { Worker } from './worker.js';
+
+export interface PoolOptions {
+  onEvent: (project: string, uuid: string, payload: unknown) => void;
+  /** Whether a worker must stay up although no call is running (e.g. sockets are attached). */
+  keepAlive?: (project: string, python: string) => boolean;
+  log?: (line: string) => void;
+  idleMs?: number;
+}
+
+export interface WorkerInfo {
+  directory: string;
+  python: string;
+  pid: number | null;
+}
+
+interface Slot {
+  worker: Worker;
+  ready: Promise<Worker>;
+  lastUsed: number;
+}
+
+export class KernelPool {
+  private readonly slots = new Map<string, Slot>();
+  private readonly sweeper: NodeJS.Timeout;
+  private closed = false;
+
+  constructor(private readonly options: PoolOptions) {
+    const idleMs = options.idleMs ?? LIMITS.workerIdleMs;
+    this.sweeper = setInterval(() => this.stopIdle(idleMs), Math.max(1000, Math.min(idleMs / 4, 30_000)));
+    this.sweeper.unref();
+  }
+
+  /** The running worker for (project, python), starting one if there is none. */
+  get(project: string, python: string): Promise<Worker> {
+    if (this.closed) return Promise.reject(new Error('kernel pool is closed'));
+    const key = slotKey(project, python);
+    const slot = this.slots.get(key);
+    if (slot && slot.worker.alive) {
+      slot.lastUsed = Date.now();
+      return slot.ready;
+    }
+    const worker = new Worker({
+      project,
+      python,
+      onEvent: (uuid, payload) => this.options.onEvent(project, uuid, payload),
+      ...(this.options.log ? { log: this.options.log } : {}),
+    });
+    const ready = worker.start().then(
+      () => worker,
+      (err) => {
+        if (this.slots.get(key)?.worker === worker) this.slots.delete(key);
+        throw err;
+      },
+    );
+    worker.onExit(() => {
+      if (this.slots.get(key)?.worker === worker) this.slots.delete(key);
+    });
+    this.slots.set(key, { worker, ready, lastUsed: Date.now() });
+    return ready;
+  }
+
+  /** The worker for (project, python) if one is running; never starts one. */
+  peek(project: string, python: string): Worker | undefined {
+    const slot = this.slots.get(slotKey(project, python));
+    return slot?.worker.alive ? slot.worker : undefined;
+  }
+
+  list(): WorkerInfo[] {
+    return [...this.slots.values()]
+      .filter((slot) => slot.worker.alive)
+      .map(({ worker }) => ({ directory: worker.project, python: worker.python, pid: worker.pid ?? null }));
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearInterval(this.sweeper);
+    const workers = [...this.slots.values()].map((slot) => slot.worker);
+    this.slots.clear();
+    await Promise.all(workers.map((worker) => worker.stop()));
+  }
+
+  private stopIdle(idleMs: number): void {
+    const now = Date.now();
+    for (const [key, slot] of this.slots) {
+      const { worker } = slot;
+      if (worker.busy > 0) slot.lastUsed = now;
+      if (now - slot.lastUsed < idleMs) continue;
+      if (this.options.keepAlive?.(worker.project, worker.python)) continue;
+      this.slots.delete(key);
+      void worker.stop();
+    }
+  }
+}
+
+function slotKey(project: string, python: string): string {
+  return `${project}\0${python}`;
+}

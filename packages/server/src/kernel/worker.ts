@@ -1,0 +1,312 @@
+/**
+ * One Python worker process (see README.md in this folder): spawns it, frames requests onto
+ * fd 3, routes replies from fd 4 back to the calls waiting for them, and fails every call in
+ * flight with `worker_crashed` when the process dies.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import path from 'node:path';
+import type { Readable, Writable } from 'node:stream';
+import { LIMITS } from '../config/constants.js';
+import { PorticoError, type ErrorCode, type Issue } from '../errors.js';
+import { FrameDecoder, encodeFrame, type BridgeFrame } from './frames.js';
+
+/** The bundled Python package folder (`packages/server/python`), put on the worker's PYTHONPATH. */
+export const PYTHON_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../python');
+
+export interface WorkerOptions {
+  project: string;
+  python: string;
+  /** Receives `emit()` payloads of the worker's instances. */
+  onEvent?: (uuid: string, payload: unknown) => void;
+  /** Receives the worker's stdout/stderr lines (user prints, tracebacks). */
+  log?: (line: string) => void;
+}
+
+export interface Resolved {
+  module: string;
+  kind: string;
+  config: Record<string, unknown>;
+  version: unknown[];
+}
+
+export interface CallRequest {
+  uuid: string;
+  module: string;
+  config: Record<string, unknown>;
+  method: string;
+  args: unknown[];
+  kwargs: Record<string, unknown>;
+}
+
+/**
+ * Where a streaming call delivers its items, synchronously and in order; the returned promise
+ * paces the generator (the worker gets credit for the next item when it settles).
+ */
+export type ItemSink = (payload: unknown) => void | Promise<void>;
+
+/** How a call ended: its result, the end of its stream, or an error. */
+export type CallOutcome = { ok: true; streamed: boolean; payload?: unknown } | { ok: false; error: PorticoError };
+
+export interface CallHandlers {
+  signal?: AbortSignal | undefined;
+  onItem?: ItemSink | undefined;
+  /**
+   * Called synchronously when the worker's terminal frame arrives, before the returned promise
+   * settles: a transport that sends the final frame here keeps it in order with `event` pushes.
+   */
+  onSettled?: ((outcome: CallOutcome) => void) | undefined;
+}
+
+interface Pending {
+  settle: (outcome: CallOutcome) => void;
+  onItem?: ItemSink | undefined;
+}
+
+/** How each worker error code is rendered publicly; anything else is an internal error. */
+const FROM_WORKER: Record<string, ErrorCode> = {
+  module_not_found: 'not_found',
+  module_error: 'module_error',
+  invalid_config: 'invalid_config',
+  method_not_found: 'not_found',
+  method_forbidden: 'forbidden',
+  invalid_argument: 'invalid_argument',
+  call_failed: 'call_failed',
+  unserializable_result: 'unserializable_result',
+  streaming_unsupported: 'streaming_unsupported',
+  cancelled: 'cancelled',
+};
+
+function errorFromWorker(header: Record<string, unknown>): PorticoError {
+  const code = FROM_WORKER[String(header.code)] ?? 'internal';
+  const extra: { issues?: Issue[]; exception?: string } = {};
+  if (Array.isArray(header.issues)) extra.issues = header.issues as Issue[];
+  if (typeof header.exception === 'string') extra.exception = header.exception;
+  return new PorticoError(code, String(header.message ?? header.code), extra);
+}
+
+export class Worker {
+  readonly project: string;
+  readonly python: string;
+  pid: number | undefined;
+  private child: ChildProcess | undefined;
+  private toWorker: Writable | undefined;
+  private nextId = 1;
+  private readonly pending = new Map<number, Pending>();
+  private readonly decoder = new FrameDecoder(LIMITS.maxBridgeFrameBytes);
+  private outbox: Buffer[] = [];
+  private flushScheduled = false;
+  private exitError: PorticoError | undefined;
+  private exited!: Promise<void>;
+  private readonly exitListeners: Array<() => void> = [];
+  private readonly options: WorkerOptions;
+
+  constructor(options: WorkerOptions) {
+    this.options = options;
+    this.project = options.project;
+    this.python = options.python;
+  }
+
+  /** Starts the process and waits for its `ready` frame. */
+  start(): Promise<void> {
+    const child = spawn(this.python, ['-m', 'portico.worker', this.project], {
+      cwd: this.project,
+      env: { ...process.env, PYTHONPATH: joinPythonPath(PYTHON_DIR, process.env.PYTHONPATH), PYTHONUNBUFFERED: '1' },
+      stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'],
+    });
+    this.child = child;
+    this.toWorker = child.stdio[3] as Writable;
+    const fromWorker = child.stdio[4] as Readable;
+    for (const stream of [child.stdout, child.stderr]) forwardLines(stream!, (line) => this.log(line));
+    this.toWorker.on('error', () => {}); // EPIPE after a crash: the exit handler reports it
+
+    let onReady!: () => void;
+    let onFail!: (err: PorticoError) => void;
+    const ready = new Promise<void>((resolve, reject) => {
+      onReady = resolve;
+      onFail = reject;
+    });
+    this.exited = new Promise((resolve) => {
+      child.on('exit', (code, signal) => {
+        const why = signal ? `signal ${signal}` : `exit code ${code}`;
+        this.exitError = new PorticoError('worker_crashed', `The Python worker (pid ${child.pid}) stopped (${why})`);
+        onFail(new PorticoError('worker_unavailable', `The Python worker failed to start (${why}); see the gateway log`));
+        this.failAll(this.exitError);
+        for (const listener of this.exitListeners) listener();
+        resolve();
+      });
+    });
+    child.on('error', (err) => {
+      onFail(new PorticoError('worker_unavailable', `Cannot start Python interpreter '${this.python}': ${err.message}`));
+    });
+
+    fromWorker.on('data', (chunk: Buffer) => {
+      let frames: BridgeFrame[];
+      try {
+        frames = this.decoder.push(chunk);
+      } catch (err) {
+        this.log(`bridge: ${(err as Error).message}; stopping worker`);
+        child.kill('SIGKILL');
+        return;
+      }
+      for (const frame of frames) {
+        if (frame.header.op === 'ready') {
+          this.pid = Number(frame.header.pid);
+          onReady();
+        } else {
+          this.dispatch(frame);
+        }
+      }
+    });
+
+    const timer = setTimeout(() => {
+      onFail(new PorticoError('worker_unavailable', `The Python worker did not start within ${LIMITS.workerStartTimeoutMs} ms`));
+      child.kill('SIGKILL');
+    }, LIMITS.workerStartTimeoutMs);
+    return ready.finally(() => clearTimeout(timer));
+  }
+
+  get alive(): boolean {
+    return this.child !== undefined && this.exitError === undefined;
+  }
+
+  /** Number of requests waiting for an answer. */
+  get busy(): number {
+    return this.pending.size;
+  }
+
+  onExit(listener: () => void): void {
+    this.exitListeners.push(listener);
+  }
+
+  async resolve(module: string, version: unknown[]): Promise<Resolved> {
+    const outcome = await this.request({ op: 'resolve', module, version });
+    if (!outcome.ok) throw outcome.error;
+    return outcome.payload as Resolved;
+  }
+
+  /**
+   * Runs a method. Without `onItem` the method must not stream (REST); with it, each yielded
+   * item goes to the sink and the generator advances only as fast as the sink settles.
+   * Aborting `signal` cancels the call in the worker. Never rejects: the outcome says how it ended.
+   */
+  call(req: CallRequest, handlers: CallHandlers = {}): Promise<CallOutcome> {
+    return this.request({ op: 'call', ...req, stream: handlers.onItem !== undefined }, handlers);
+  }
+
+  release(uuid: string): void {
+    if (this.alive) this.send({ op: 'release', uuid });
+  }
+
+  /** Asks the worker to exit; kills it if it has not after the grace period. */
+  async stop(): Promise<void> {
+    if (!this.child || this.exitError) return;
+    this.send({ op: 'shutdown' });
+    const timer = setTimeout(() => this.child?.kill('SIGKILL'), LIMITS.workerStopGraceMs);
+    await this.exited;
+    clearTimeout(timer);
+  }
+
+  /** Kills the process at once (tests use it to simulate a crash). */
+  kill(signal: NodeJS.Signals = 'SIGKILL'): void {
+    this.child?.kill(signal);
+  }
+
+  private request(header: Record<string, unknown>, handlers: CallHandlers = {}): Promise<CallOutcome> {
+    const { signal, onItem, onSettled } = handlers;
+    const early = this.exitError ?? (signal?.aborted ? new PorticoError('cancelled', 'The call was cancelled') : undefined);
+    if (early) {
+      const outcome: CallOutcome = { ok: false, error: early };
+      onSettled?.(outcome);
+      return Promise.resolve(outcome);
+    }
+    const id = this.nextId++;
+    return new Promise((resolve) => {
+      const onAbort = () => this.send({ op: 'cancel', id });
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.pending.set(id, {
+        onItem,
+        settle: (outcome) => {
+          this.pending.delete(id);
+          signal?.removeEventListener('abort', onAbort);
+          onSettled?.(outcome);
+          resolve(outcome);
+        },
+      });
+      this.send({ ...header, id });
+    });
+  }
+
+  private dispatch({ header }: BridgeFrame): void {
+    if (header.op === 'event') {
+      this.options.onEvent?.(String(header.uuid), header.payload);
+      return;
+    }
+    const id = Number(header.id);
+    const entry = this.pending.get(id);
+    if (!entry) return; // a late reply to a call that already ended
+    switch (header.op) {
+      case 'item': {
+        if (!entry.onItem) return;
+        // Delivered synchronously (in order with events); credit goes back once the sink is ready.
+        const ready = entry.onItem(header.payload);
+        if (ready) ready.then(() => this.grantCredit(id), () => this.send({ op: 'cancel', id }));
+        else this.grantCredit(id);
+        return;
+      }
+      case 'end':
+        return entry.settle({ ok: true, streamed: true });
+      case 'result':
+        return entry.settle({ ok: true, streamed: false, payload: header.payload });
+      case 'resolved':
+        return entry.settle({ ok: true, streamed: false, payload: header });
+      case 'error':
+        return entry.settle({ ok: false, error: errorFromWorker(header) });
+      default:
+        this.log(`bridge: unexpected op '${header.op}' from worker`);
+    }
+  }
+
+  private grantCredit(id: number): void {
+    if (this.pending.has(id)) this.send({ op: 'credit', id, n: 1 });
+  }
+
+  /** Queues a frame; everything queued in one tick goes out in a single write. */
+  private send(header: object): void {
+    if (!this.toWorker || this.exitError) return;
+    this.outbox.push(...encodeFrame(header));
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    queueMicrotask(() => {
+      this.flushScheduled = false;
+      const data = this.outbox.length === 1 ? this.outbox[0]! : Buffer.concat(this.outbox);
+      this.outbox = [];
+      this.toWorker?.write(data);
+    });
+  }
+
+  private failAll(error: PorticoError): void {
+    for (const entry of [...this.pending.values()]) entry.settle({ ok: false, error });
+  }
+
+  private log(line: string): void {
+    (this.options.log ?? ((l: string) => process.stderr.write(l + '\n')))(`[worker ${this.pid ?? '?'}] ${line}`);
+  }
+}
+
+function joinPythonPath(first: string, rest: string | undefined): string {
+  return rest ? `${first}${path.delimiter}${rest}` : first;
+}
+
+function forwardLines(stream: Readable, write: (line: string) => void): void {
+  let partial = '';
+  stream.setEncoding('utf8');
+  stream.on('data', (text: string) => {
+    const lines = (partial + text).split('\n');
+    partial = lines.pop() ?? '';
+    for (const line of lines) write(line);
+  });
+  stream.on('end', () => {
+    if (partial) write(partial);
+  });
+}

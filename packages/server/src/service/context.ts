@@ -1,0 +1,10 @@
+/** What every service operation is bound to: the project, the interpreter and the user. */
+import type { Project } from './projects.js';
+
+export interface RequestContext {
+  project: Project;
+  /** The interpreter serving the request. */
+  python: string;
+  /** Attribution for records this request creates (`created_by`). */
+  user: string;
+}

@@ -1,0 +1,95 @@
+/**
+ * The service layer's entry point: binds requests to a project, an interpreter and a user,
+ * owns the worker pool and routes what workers push to the clients attached to an interface.
+ * Knows nothing of HTTP or WebSocket.
+ */
+import { realpath } from 'node:fs/promises';
+import { userInfo } from 'node:os';
+import { VERSION } from '../config/constants.js';
+import type { GatewayOptions } from '../config/options.js';
+import { PorticoError } from '../errors.js';
+import { KernelPool } from '../kernel/pool.js';
+import type { RequestContext } from './context.js';
+import { InterfaceService } from './interfaces.js';
+import { ProjectRegistry } from './projects.js';
+
+export interface BindInput {
+  project?: string | null | undefined;
+  python?: string | null | undefined;
+  user?: string | null | undefined;
+}
+
+export interface HealthInfo {
+  status: 'ok';
+  version: string;
+  project: string;
+  projects: string[];
+  executions_active: number;
+  workers: number;
+  uptime_seconds: number;
+}
+
+export class Gateway {
+  readonly interfaces: InterfaceService;
+  readonly projects: ProjectRegistry;
+  readonly pool: KernelPool;
+  private readonly startedAt = performance.now();
+  private readonly defaultUser = safeUserName();
+
+  private constructor(
+    readonly options: GatewayOptions,
+    project: string,
+    roots: string[],
+  ) {
+    this.projects = new ProjectRegistry(project, roots);
+    this.pool = new KernelPool({
+      onEvent: (dir, uuid, payload) => this.projects.peek(dir)?.push(uuid, { type: 'event', payload }),
+      keepAlive: (dir) => this.projects.peek(dir)?.hasAttachments ?? false,
+      ...(options.log ? { log: options.log } : {}),
+    });
+    this.interfaces = new InterfaceService(this.pool);
+  }
+
+  static async create(options: GatewayOptions): Promise<Gateway> {
+    const project = await realpath(options.project).catch(() => {
+      throw new Error(`Project directory '${options.project}' does not exist`);
+    });
+    const roots = await Promise.all(options.projectRoots.map((root) => realpath(root).catch(() => root)));
+    return new Gateway(options, project, roots);
+  }
+
+  /** Binds a request; refuses projects outside the roots and interpreters outside the allowlist. */
+  async bind(input: BindInput = {}): Promise<RequestContext> {
+    const python = input.python || this.options.python;
+    if (python !== this.options.python && !this.options.pythonAllowlist.includes(python)) {
+      throw new PorticoError('forbidden', `Interpreter '${python}' is not permitted; start the gateway with --python-allowlist to allow it`);
+    }
+    const project = await this.projects.bind(input.project);
+    return { project, python, user: input.user || this.defaultUser };
+  }
+
+  health(): HealthInfo {
+    return {
+      status: 'ok',
+      version: VERSION,
+      project: this.projects.defaultDir,
+      projects: this.projects.openDirs,
+      executions_active: 0,
+      workers: this.pool.list().length,
+      uptime_seconds: (performance.now() - this.startedAt) / 1000,
+    };
+  }
+
+  async close(): Promise<void> {
+    await this.pool.close();
+    await Promise.all((await this.projects.all()).map((p) => p.store.close()));
+  }
+}
+
+function safeUserName(): string {
+  try {
+    return userInfo().username;
+  } catch {
+    return process.env.USER ?? 'unknown';
+  }
+}

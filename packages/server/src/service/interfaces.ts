@@ -1,0 +1,150 @@
+/**
+ * Interface operations, transport-free: create or attach (content-addressed, idempotent in
+ * uuid), get, list, delete, and remote calls (plain or streaming). REST and WebSocket are thin
+ * adapters over these functions.
+ */
+import { LIMITS } from '../config/constants.js';
+import { PorticoError, toPorticoError } from '../errors.js';
+import type { KernelPool } from '../kernel/pool.js';
+import type { CallOutcome, ItemSink } from '../kernel/worker.js';
+
+export type { CallOutcome };
+import { interfaceUuid } from '../store/identity.js';
+import type { InterfaceRecord } from '../store/store.js';
+import type { RequestContext } from './context.js';
+
+export type InterfaceInfo = InterfaceRecord;
+
+export interface CreateInput {
+  target: string;
+  version?: unknown[];
+  uuid?: string | null;
+  label?: string | null;
+  meta?: Record<string, unknown>;
+}
+
+export interface CallInput {
+  method: string;
+  args?: unknown[];
+  kwargs?: Record<string, unknown>;
+}
+
+export interface CallOptions {
+  signal?: AbortSignal | undefined;
+  /** Streaming calls deliver items here; without it a streaming method is refused. */
+  onItem?: ItemSink | undefined;
+  /** Receives the outcome synchronously with the worker's terminal frame (see CallHandlers). */
+  onSettled?: ((outcome: CallOutcome) => void) | undefined;
+  timeoutMs?: number | undefined;
+}
+
+export class InterfaceService {
+  constructor(private readonly pool: KernelPool) {}
+
+  /**
+   * Materializes an interface, or returns the existing one unchanged: `uuid` (client-supplied)
+   * or `target` naming an existing record attaches to it; otherwise `target` is a module whose
+   * version is resolved by Python and whose uuid is the content hash of the result.
+   */
+  async create(ctx: RequestContext, input: CreateInput): Promise<InterfaceInfo> {
+    const { store } = ctx.project;
+    const existing = (input.uuid && (await store.get(input.uuid))) || (await store.get(input.target));
+    if (existing) return existing;
+
+    const worker = await this.pool.get(ctx.project.dir, ctx.python);
+    const resolved = await worker.resolve(input.target, input.version ?? []);
+    const predicate = {};
+    const record: InterfaceRecord = {
+      uuid: input.uuid ?? interfaceUuid(resolved.module, resolved.config, predicate),
+      module: resolved.module,
+      kind: resolved.kind,
+      config: resolved.config,
+      predicate,
+      version: resolved.version,
+      label: input.label ?? null,
+      meta: input.meta ?? {},
+      created_by: ctx.user,
+      created_at: new Date().toISOString(),
+      archived: false,
+    };
+    return (await store.insert(record)).record;
+  }
+
+  async get(ctx: RequestContext, uuid: string): Promise<InterfaceInfo> {
+    const record = await ctx.project.store.get(uuid);
+    if (!record) throw new PorticoError('not_found', `Interface '${uuid}' not found`);
+    return record;
+  }
+
+  list(ctx: RequestContext, limit: number = LIMITS.listDefault): Promise<InterfaceInfo[]> {
+    return ctx.project.store.list({ limit });
+  }
+
+  /** Removes the record and drops its live instance. */
+  async delete(ctx: RequestContext, uuid: string): Promise<void> {
+    if (!(await ctx.project.store.delete(uuid))) throw new PorticoError('not_found', `Interface '${uuid}' not found`);
+    this.release(ctx, uuid);
+  }
+
+  /** Drops the live Python instance (its record stays). */
+  release(ctx: RequestContext, uuid: string): void {
+    this.pool.peek(ctx.project.dir, ctx.python)?.release(uuid);
+  }
+
+  /**
+   * Calls a public method of an interface. Never rejects: the outcome carries the result, the
+   * end of a stream (items went to `onItem`) or the error. A call that outlives `timeoutMs` is
+   * cancelled and fails with `timeout`; aborting `signal` cancels it.
+   */
+  async call(ctx: RequestContext, record: InterfaceInfo, input: CallInput, options: CallOptions = {}): Promise<CallOutcome> {
+    let worker;
+    try {
+      worker = await this.pool.get(ctx.project.dir, ctx.python);
+    } catch (err) {
+      const outcome: CallOutcome = { ok: false, error: toPorticoError(err) };
+      options.onSettled?.(outcome);
+      return outcome;
+    }
+    const timeoutMs = options.timeoutMs ?? LIMITS.callTimeoutMs;
+    const controller = new AbortController();
+    const onAbort = () => controller.abort();
+    options.signal?.addEventListener('abort', onAbort, { once: true });
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      controller.abort();
+    }, timeoutMs);
+    const settled = (outcome: CallOutcome): CallOutcome =>
+      timedOut && !outcome.ok && outcome.error.code === 'cancelled'
+        ? { ok: false, error: new PorticoError('timeout', `${input.method}() exceeded the call time limit of ${timeoutMs} ms and was cancelled`) }
+        : outcome;
+    try {
+      const outcome = await worker.call(
+        {
+          uuid: record.uuid,
+          module: record.module,
+          config: record.config,
+          method: input.method,
+          args: input.args ?? [],
+          kwargs: input.kwargs ?? {},
+        },
+        {
+          signal: controller.signal,
+          onItem: options.onItem,
+          onSettled: options.onSettled && ((outcome) => options.onSettled!(settled(outcome))),
+        },
+      );
+      return settled(outcome);
+    } finally {
+      clearTimeout(timer);
+      options.signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
+  /** A plain (non-streaming) call: its result, or its error thrown. */
+  async callForResult(ctx: RequestContext, record: InterfaceInfo, input: CallInput, signal?: AbortSignal): Promise<unknown> {
+    const outcome = await this.call(ctx, record, input, { signal });
+    if (!outcome.ok) throw outcome.error;
+    return outcome.payload;
+  }
+}

@@ -1,0 +1,121 @@
+/**
+ * Project binding: which directories a request may target (the launch project, or anything
+ * under a `--project-roots` entry) and the per-project state (its store and the clients
+ * attached to its interfaces). A refused path is never read.
+ */
+import { realpath, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { PorticoError } from '../errors.js';
+import { LowdbStore } from '../store/lowdb-store.js';
+import type { Store } from '../store/store.js';
+
+/** Receives what an interface pushes to the clients attached to it. */
+export type Listener = (push: { type: 'event'; payload: unknown }) => void;
+
+export class Project {
+  /** uuid → the clients attached to that interface. */
+  private readonly attached = new Map<string, Set<Listener>>();
+
+  constructor(
+    readonly dir: string,
+    readonly store: Store,
+  ) {}
+
+  /** Attaches a client to an interface; returns the detach function. */
+  attach(uuid: string, listener: Listener): () => boolean {
+    let set = this.attached.get(uuid);
+    if (!set) this.attached.set(uuid, (set = new Set()));
+    set.add(listener);
+    return () => {
+      set.delete(listener);
+      if (set.size === 0) this.attached.delete(uuid);
+      return set.size === 0;
+    };
+  }
+
+  /** Sends a push to every client attached to `uuid`. */
+  push(uuid: string, push: Parameters<Listener>[0]): void {
+    for (const listener of this.attached.get(uuid) ?? []) listener(push);
+  }
+
+  get hasAttachments(): boolean {
+    return this.attached.size > 0;
+  }
+}
+
+function isWithin(child: string, parent: string): boolean {
+  return child === parent || child.startsWith(parent.endsWith(path.sep) ? parent : parent + path.sep);
+}
+
+export class ProjectRegistry {
+  private readonly open = new Map<string, Promise<Project>>();
+  private readonly ready = new Map<string, Project>();
+  private readonly roots: string[];
+
+  constructor(
+    readonly defaultDir: string,
+    roots: string[],
+  ) {
+    this.roots = roots.map((root) => path.resolve(root));
+  }
+
+  /** The configured roots, absolute. */
+  get projectRoots(): string[] {
+    return [...this.roots];
+  }
+
+  /** Directories with live state (opened stores), the default first. */
+  get openDirs(): string[] {
+    return [...new Set([this.defaultDir, ...this.open.keys()])];
+  }
+
+  /**
+   * The project a request binds to. `requested` (header, query or connect field) must be the
+   * launch project or lie under a root, both before and after symlinks are resolved.
+   */
+  async bind(requested?: string | null): Promise<Project> {
+    const dir = requested ? await this.check(requested) : this.defaultDir;
+    let project = this.open.get(dir);
+    if (!project) {
+      project = LowdbStore.open(dir).then((store) => {
+        const opened = new Project(dir, store);
+        this.ready.set(dir, opened);
+        return opened;
+      });
+      this.open.set(dir, project);
+      project.catch(() => this.open.delete(dir));
+    }
+    return project;
+  }
+
+  /** Every opened project (for event routing and shutdown). */
+  async all(): Promise<Project[]> {
+    await Promise.allSettled(this.open.values());
+    return [...this.ready.values()];
+  }
+
+  /** The project at `dir` if it is open already (synchronous, for routing pushes in order). */
+  peek(dir: string): Project | undefined {
+    return this.ready.get(dir);
+  }
+
+  private allowed(dir: string): boolean {
+    return dir === this.defaultDir || this.roots.some((root) => isWithin(dir, root));
+  }
+
+  private async check(requested: string): Promise<string> {
+    const lexical = path.resolve(requested);
+    const refuse = () =>
+      new PorticoError('forbidden', `Project '${lexical}' is not permitted; start the gateway with --project-roots to allow it`);
+    if (!this.allowed(lexical)) throw refuse();
+    let real: string;
+    try {
+      real = await realpath(lexical);
+      if (!(await stat(real)).isDirectory()) throw new Error('not a directory');
+    } catch {
+      throw new PorticoError('not_found', `Project directory '${lexical}' does not exist`);
+    }
+    if (!this.allowed(real)) throw refuse();
+    return real;
+  }
+}
