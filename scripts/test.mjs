@@ -25,7 +25,7 @@ if (run('npm', ['run', 'build', '--silent']).status !== 0) {
 step('python unit tests');
 {
   const python = process.env.PORTICO_PYTHON || 'python3';
-  const res = run(python, ['-m', 'unittest', 'discover', '-s', 'tests', '-t', '.'], {
+  const res = run(python, ['-m', 'unittest', 'discover', '-s', 'tests'], {
     cwd: path.join(root, 'packages/server/python'),
     stdio: ['ignore', 'inherit', 'pipe'],
     encoding: 'utf8',

@@ -47,8 +47,8 @@ describe('api token', () => {
   it('the token may travel as the bearer subprotocol; the server answers bearer', async () => {
     const c = await Client.open(g.url, { protocols: ['bearer', TOKEN] });
     expect(c.ws.protocol).toBe('bearer');
-    await c.connect('counter');
-    expect(await c.request({ type: 'call', method: 'add', args: [2] })).toMatchObject({ payload: 2 });
+    await c.connect('counter', { version: [{ start: 100 }] });
+    expect(await c.request({ type: 'call', method: 'add', args: [2] })).toMatchObject({ payload: 102 });
   });
 
   it('an upgrade on an unknown path is refused', async () => {

@@ -111,7 +111,9 @@ export class Worker {
   start(): Promise<void> {
     const child = spawn(this.python, ['-m', 'portico.worker', this.project], {
       cwd: this.project,
-      env: { ...process.env, PYTHONPATH: joinPythonPath(PYTHON_DIR, process.env.PYTHONPATH), PYTHONUNBUFFERED: '1' },
+      // PYTHONSAFEPATH: the project must not shadow modules the worker itself imports (json, ast…);
+      // the worker puts the project on sys.path itself, after its own imports.
+      env: { ...process.env, PYTHONPATH: joinPythonPath(PYTHON_DIR, process.env.PYTHONPATH), PYTHONUNBUFFERED: '1', PYTHONSAFEPATH: '1' },
       stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'],
     });
     this.child = child;

@@ -23,8 +23,8 @@ interface Connection {
 export class Session {
   private connection: Connection | undefined;
   private connecting: Promise<void> | undefined;
-  /** Cancels everything this socket started. */
-  private readonly controller = new AbortController();
+  /** One controller per call in flight: closing the socket aborts them all. */
+  private readonly calls = new Set<AbortController>();
   private closed = false;
 
   constructor(
@@ -119,12 +119,14 @@ export class Session {
     const connection = this.connection;
     if (!connection) throw new PorticoError('not_connected', 'Send connect before call');
     const { id } = frame;
+    const controller = new AbortController();
+    this.calls.add(controller);
     await this.gateway.interfaces.call(
       connection.ctx,
       connection.record,
       { method: frame.method, args: frame.args ?? [], kwargs: frame.kwargs ?? {} },
       {
-        signal: this.controller.signal,
+        signal: controller.signal,
         onItem: (payload) => this.sendPaced({ type: 'stream', id, payload, final: false }),
         onSettled: (outcome: CallOutcome) => {
           if (!outcome.ok) this.sendError(id, outcome.error);
@@ -133,6 +135,7 @@ export class Session {
         },
       },
     );
+    this.calls.delete(controller);
   }
 
   private send(frame: object): void {
@@ -160,7 +163,8 @@ export class Session {
   private teardown(): void {
     if (this.closed) return;
     this.closed = true;
-    this.controller.abort();
+    for (const call of this.calls) call.abort();
+    this.calls.clear();
     const connection = this.connection;
     this.connection = undefined;
     if (connection && connection.detach()) this.gateway.interfaces.release(connection.ctx, connection.record.uuid);

@@ -1,0 +1,129 @@
+"""The ``Interface`` base class that project code subclasses.
+
+Kept deliberately small: what an author calls or overrides lives here, with docstrings.
+Resolution (config.py), hosting (worker.py) and file handling (_storage.py) live elsewhere.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, ClassVar
+
+from . import _storage
+from ._json import dumps
+from ._view import ConfigView
+
+__all__ = ["Binding", "CallCancelled", "Interface", "attach"]
+
+
+class CallCancelled(Exception):
+    """Raised inside a sync method or generator whose client cancelled the call.
+
+    Catch it only to clean up, then re-raise. It is raised asynchronously at the next Python
+    bytecode, so a long blocking C call (``time.sleep(60)``) finishes first: sleep or wait in
+    small steps where prompt cancellation matters. Async methods see ``asyncio.CancelledError``
+    instead, and a stream waiting for its client is closed (``GeneratorExit``).
+    """
+
+
+@dataclass(frozen=True)
+class Binding:
+    """What the worker attaches to an instance (machinery; authors never build one)."""
+
+    uuid: str | None
+    config: ConfigView
+    project: str | None
+    emit: Callable[[str | None, Any], None]
+
+
+def _drop_event(uuid: str | None, payload: Any) -> None:
+    dumps(payload)  # still refuse what a served instance would refuse
+
+
+_UNBOUND = Binding(uuid=None, config=ConfigView({}), project=None, emit=_drop_event)
+
+
+def attach(obj: Interface, binding: Binding) -> None:
+    """Give ``obj`` its uuid, config, project and event sink (used by the worker and config)."""
+    object.__setattr__(obj, "_portico_", binding)
+
+
+class Interface:
+    """Base class of a project's interface classes.
+
+    Subclass it in a project module; public methods become remotely callable. Generator and
+    async-generator methods stream their items; ``version_<name>`` methods are selectable
+    config versions (``"~name"`` or ``"~name(args)"``) that return a dict of config changes.
+
+    Class attributes an author may set:
+
+    - ``Config``: an inner class declaring the config fields (annotated fields with defaults, a
+      ``@dataclass`` or a pydantic ``BaseModel``). Without it the config is empty.
+    - ``__api_methods__``: a list of method names; when set, exactly these are callable remotely.
+
+    A module with several interface classes picks one with ``__interface__ = "Name"``.
+    """
+
+    Config: ClassVar[type | None] = None
+    __api_methods__: ClassVar[list[str] | None] = None
+
+    def __init__(self) -> None:
+        """Set up per-instance state. Runs once, with ``config`` and ``uuid`` already bound.
+
+        The worker calls ``__init__()`` without arguments; calling ``super().__init__()`` is
+        optional because the base class needs no set-up.
+        """
+
+    def _portico_binding(self) -> Binding:
+        return getattr(self, "_portico_", _UNBOUND)
+
+    def _portico_served(self) -> tuple[str, str]:
+        binding = self._portico_binding()
+        if binding.project is None or binding.uuid is None:
+            raise RuntimeError("this instance is not served by the Portico worker (no project or uuid)")
+        return binding.project, binding.uuid
+
+    @property
+    def config(self) -> ConfigView:
+        """The resolved config, read-only; ``self.config.start`` or ``self.config["start"]``."""
+        return self._portico_binding().config
+
+    @property
+    def uuid(self) -> str | None:
+        """The id of this instance (None when the instance is not served by a worker)."""
+        return self._portico_binding().uuid
+
+    def emit(self, payload: Any) -> None:
+        """Send ``payload`` as an ``event`` to every client attached to this instance.
+
+        Thread-safe; usable from sync, generator and async methods and from other threads.
+        Events are ordered before the result of the call that emitted them.
+        Raises TypeError when ``payload`` is not JSON-serializable.
+        """
+        binding = self._portico_binding()
+        try:
+            binding.emit(binding.uuid, payload)
+        except ValueError as exc:  # NaN, infinity, circular reference: same contract as TypeError
+            raise TypeError(f"emit() payload is not JSON-serializable: {exc}") from None
+
+    def local_directory(self, *parts: str, create: bool = False) -> str:
+        """Path of this instance's data folder, ``<project>/.portico/interfaces/<uuid>/<parts...>``.
+
+        With ``create=True`` the directory (the joined path itself) is created. Parts that are
+        absolute or contain ``..`` raise ValueError.
+        """
+        project, uuid = self._portico_served()
+        return _storage.data_path(project, uuid, parts, create)
+
+    def save_file(self, name: str, data: Any) -> str:
+        """Durably store ``data`` under ``local_directory(name)`` and return the path.
+
+        ``.json`` names store ``data`` as JSON; otherwise ``data`` must be ``str`` (stored as
+        UTF-8) or ``bytes``. The write is atomic: readers never see a partial file.
+        """
+        return _storage.save_file(*self._portico_served(), name, data)
+
+    def load_file(self, name: str, default: Any = None) -> Any:
+        """Read a file written by ``save_file``: parsed JSON for ``.json`` names, else text
+        (bytes when it is not UTF-8); ``default`` when the file does not exist."""
+        return _storage.load_file(*self._portico_served(), name, default)

@@ -1,0 +1,831 @@
+"""The kernel bridge worker: ``python -m portico.worker <project dir>``.
+
+Owns the protocol of packages/server/src/kernel/README.md: reading requests from fd 3, hosting
+interface instances, running calls concurrently (a thread pool for sync code, one asyncio loop
+for coroutines), streaming with a credit window, cancellation, and writing replies to fd 4.
+stdout and stderr belong to user code and to our diagnostics; they never carry protocol.
+
+Threads: the main thread reads and dispatches frames (it never runs user code, so a slow call
+cannot stall the bridge); pool threads run sync methods, generators, imports and resolution;
+one thread runs the event loop; the frame writer thread owns fd 4.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections.abc
+import concurrent.futures
+import ctypes
+import importlib
+import importlib.machinery
+import inspect
+import os
+import platform
+import sys
+import threading
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO, Callable
+
+from . import config as _config
+from ._frames import FrameError, FrameWriter, encode_frame, read_frame
+from ._view import ConfigView
+from .interface import Binding, CallCancelled, Interface, attach
+
+#: Items a stream may have sent and not yet had credited; the generator waits beyond that.
+STREAM_WINDOW = 16
+#: Upper bound on threads running sync methods at once. Large, because a sleeping or blocked
+#: call holds its thread and must not delay the others; idle threads are reused, not re-created.
+MAX_SYNC_THREADS = 256
+#: gateway → worker and worker → gateway pipes (README "Process").
+REQUEST_FD = 3
+REPLY_FD = 4
+#: Read buffer for fd 3: pipelined requests are parsed from memory instead of one read per frame.
+READ_BUFFER_BYTES = 1 << 20
+#: How long exiting waits for queued replies to reach the gateway.
+EXIT_FLUSH_SECONDS = 5.0
+
+# Method kinds, decided once per (class, name).
+_SYNC, _ASYNC, _GEN, _AGEN = "sync", "async", "generator", "async generator"
+
+
+def log(message: str) -> None:
+    """Worker diagnostics go to stderr, which the gateway forwards to its log."""
+    try:
+        sys.stderr.write(f"portico.worker: {message}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+class _Refusal(Exception):
+    """A request that ends in an ``error`` frame with this code."""
+
+    def __init__(self, code: str, message: str, **extra: Any) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.extra = extra
+
+
+class _Exit(Exception):
+    """Raised by the ``shutdown`` handler to leave the read loop."""
+
+
+def _set_async_exc(thread_id: int, exc: type[BaseException] | None) -> None:
+    # CPython only; ``None`` clears an exception that has not been raised yet.
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(
+        ctypes.c_ulong(thread_id), ctypes.py_object(exc) if exc is not None else None
+    )
+
+
+@dataclass(eq=False, slots=True)
+class _Call:
+    """State of one ``call`` request until its terminal frame (result, end or error)."""
+
+    id: Any
+    method: str
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    done: bool = False  # a terminal frame was sent: nothing else may be sent for this id
+    credits: int = STREAM_WINDOW
+    thread_id: int | None = None  # set while a pool thread runs user code for this call
+    interrupt_sent: bool = False
+    future: concurrent.futures.Future[Any] | None = None
+    parked: collections.abc.Iterator[Any] | None = None  # a sync stream waiting for credit
+    async_wakeup: asyncio.Event | None = None
+
+
+@dataclass
+class _Instance:
+    obj: Interface
+    label: str  # "module.Class", for messages
+
+
+@dataclass
+class _Method:
+    kind: str
+    signature: inspect.Signature | None
+
+
+@dataclass
+class _Pending:
+    """An instance being created; later calls for the same uuid wait for it."""
+
+    ready: threading.Event = field(default_factory=threading.Event)
+    instance: _Instance | None = None
+    error: _Refusal | None = None
+
+
+def _is_request_id(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _described(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+class Worker:
+    """One project's interface instances and the calls running on them."""
+
+    def __init__(self, project: str, reply_fd: int = REPLY_FD) -> None:
+        self.project = project
+        self.writer = FrameWriter(reply_fd, self._reply_pipe_broken)
+        self.pool = concurrent.futures.ThreadPoolExecutor(MAX_SYNC_THREADS, thread_name_prefix="portico-call")
+        self.loop = asyncio.new_event_loop()
+        threading.Thread(target=self.loop.run_forever, name="portico-asyncio", daemon=True).start()
+        self.calls: dict[Any, _Call] = {}
+        self.instances: dict[str, _Instance] = {}
+        self._pending: dict[str, _Pending] = {}
+        self._instances_lock = threading.Lock()
+        self._classes: dict[str, tuple[type[Interface], str]] = {}
+        self._methods: dict[tuple[type, str], _Method | tuple[str, str]] = {}
+        self._handlers: dict[str, Callable[[dict[str, Any]], None]] = {
+            "resolve": self._on_resolve,
+            "call": self._on_call,
+            "credit": self._on_credit,
+            "cancel": self._on_cancel,
+            "release": self._on_release,
+            "shutdown": self._on_shutdown,
+        }
+
+    # -- output ---------------------------------------------------------------------------------
+
+    def send(self, header: dict[str, Any]) -> None:
+        self.writer.put(encode_frame(header))
+
+    def _reply_pipe_broken(self, exc: OSError) -> None:
+        log(f"reply pipe closed ({exc}); exiting")
+        _exit(1)
+
+    def _emit(self, uuid: str | None, payload: Any) -> None:
+        # Encoded in the caller's thread so that a bad payload raises where emit() was called, and
+        # queued before the call returns so the event precedes the call's result on the wire.
+        self.writer.put(encode_frame({"op": "event", "uuid": uuid, "payload": payload}))
+
+    def _error_header(self, request_id: Any, refusal: _Refusal) -> dict[str, Any]:
+        header = {"op": "error", "id": request_id, "code": refusal.code, "message": refusal.message}
+        header.update(refusal.extra)
+        return header
+
+    def _finish(self, call: _Call, header: dict[str, Any]) -> None:
+        self._finish_frame(call, encode_frame(header))
+
+    def _finish_frame(self, call: _Call, frame: bytes) -> None:
+        """Send the call's terminal frame unless one was sent already (first one wins)."""
+        with call.lock:
+            if call.done:
+                return
+            call.done = True
+            self.writer.put(frame)
+        self.calls.pop(call.id, None)
+
+    def _fail(self, call: _Call, refusal: _Refusal) -> None:
+        self._finish(call, self._error_header(call.id, refusal))
+
+    def _fail_raised(self, call: _Call, exc: BaseException) -> None:
+        if isinstance(exc, CallCancelled):
+            self._fail(call, _Refusal("cancelled", f"{call.method}() was cancelled"))
+            return
+        log(f"{call.method}() (call {call.id}) raised:\n" + "".join(traceback.format_exception(exc)).rstrip())
+        self._fail(
+            call,
+            _Refusal("call_failed", f"{call.method}() raised {_described(exc)}", exception=type(exc).__name__),
+        )
+
+    def _finish_result(self, call: _Call, payload: Any) -> None:
+        try:
+            frame = encode_frame({"op": "result", "id": call.id, "payload": payload})
+        except Exception as exc:  # any failure of user types while encoding
+            self._fail(call, _Refusal("unserializable_result", f"Result of {call.method}() is not JSON: {exc}"))
+            return
+        self._finish_frame(call, frame)
+
+    def _send_item(self, call: _Call, payload: Any) -> bool:
+        """Send one stream item; False when the stream must stop (finished or unserializable)."""
+        try:
+            frame = encode_frame({"op": "item", "id": call.id, "payload": payload})
+        except Exception as exc:
+            self._fail(call, _Refusal("unserializable_result", f"Item of {call.method}() is not JSON: {exc}"))
+            return False
+        with call.lock:
+            if call.done:
+                return False
+            call.credits -= 1
+            self.writer.put(frame)
+        return True
+
+    # -- input ----------------------------------------------------------------------------------
+
+    def serve(self, stream: BinaryIO) -> int:
+        """Answer requests until EOF or ``shutdown``; returns the exit status."""
+        self.send({"op": "ready", "pid": os.getpid(), "python": platform.python_version(), "executable": sys.executable})
+        while True:
+            try:
+                frame = read_frame(stream)
+            except FrameError as exc:
+                log(f"malformed frame, exiting: {exc}")
+                return 2
+            if frame is None:
+                return 0
+            try:
+                self.dispatch(frame[0])
+            except _Exit:
+                return 0
+
+    def dispatch(self, header: dict[str, Any]) -> None:
+        op = header.get("op")
+        handler = self._handlers.get(op) if isinstance(op, str) else None
+        if handler is None:
+            self._bad_request(header, f"unknown op {op!r}" if op is not None else "the frame has no 'op'")
+            return
+        try:
+            handler(header)
+        except _Refusal as refusal:
+            # Only resolve and call reach here; their `id` is their own (credit/cancel log instead).
+            if refusal.code == "bad_request" and header.get("op") not in ("resolve", "call"):
+                log(f"ignored {op} frame: {refusal.message}")
+            else:
+                self._bad_request(header, refusal.message, refusal)
+
+    def _bad_request(self, header: dict[str, Any], message: str, refusal: _Refusal | None = None) -> None:
+        request_id = header.get("id")
+        if _is_request_id(request_id):
+            self.send(self._error_header(request_id, refusal or _Refusal("bad_request", message)))
+        else:
+            log(f"bad request without an id ({message}): {str(header)[:200]}")
+
+    @staticmethod
+    def _field(header: dict[str, Any], name: str, kind: type | tuple[type, ...], default: Any = ...) -> Any:
+        value = header.get(name)
+        if value is None:  # absent or null: the default, if the field has one
+            value = default
+        if value is ... or not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise _Refusal("bad_request", f"{header.get('op')}: field {name!r} is missing or has the wrong type")
+        return value
+
+    def _request_id(self, header: dict[str, Any]) -> Any:
+        request_id = header.get("id")
+        if not _is_request_id(request_id):
+            raise _Refusal("bad_request", f"{header.get('op')}: field 'id' must be a number")
+        return request_id
+
+    # -- resolve --------------------------------------------------------------------------------
+
+    def _on_resolve(self, header: dict[str, Any]) -> None:
+        request_id = self._request_id(header)
+        module = self._field(header, "module", str)
+        version = header.get("version", [])
+        # In the pool: importing and version methods run user code, which may be slow.
+        self.pool.submit(self._resolve, request_id, module, version)
+
+    def _resolve(self, request_id: Any, module: str, version: Any) -> None:
+        try:
+            cls, label = self.interface_class(module)
+            resolved = _config.resolve(cls, version)
+            if resolved.issues:
+                raise _invalid_config(label, resolved.issues)
+            self.send(
+                {
+                    "op": "resolved",
+                    "id": request_id,
+                    "module": module,
+                    "kind": cls.__name__,
+                    "config": resolved.config,
+                    "version": resolved.version,
+                }
+            )
+        except _Refusal as refusal:
+            self.send(self._error_header(request_id, refusal))
+        except BaseException as exc:  # a bug here must still answer the request
+            log("resolve failed:\n" + "".join(traceback.format_exception(exc)).rstrip())
+            self.send(self._error_header(request_id, _Refusal("module_error", f"Resolving {module!r} failed: {_described(exc)}")))
+
+    # -- modules --------------------------------------------------------------------------------
+
+    def _inside_project(self, path: str | None) -> bool:
+        if not path:
+            return False
+        path = os.path.abspath(path)
+        try:
+            return os.path.commonpath([path, self.project]) == self.project
+        except ValueError:  # different drives
+            return False
+
+    def _import(self, module: str) -> Any:
+        parts = module.split(".")
+        if not module or not all(part.isidentifier() and not part.startswith("__") for part in parts):
+            raise _Refusal("module_not_found", f"Module {module!r} not found in project {self.project}: not a dotted module name")
+        # Search only the project directory for the top-level name, so that a request can never
+        # import (and run) a stdlib or installed module: "os" or "json" are simply not found.
+        finder = importlib.machinery.PathFinder
+        if finder.find_spec(parts[0], [self.project]) is None:
+            importlib.invalidate_caches()  # the file may have been created after start-up
+            if finder.find_spec(parts[0], [self.project]) is None:
+                raise _Refusal("module_not_found", f"Module {module!r} not found in project {self.project}")
+        try:
+            imported = importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name and (module == exc.name or module.startswith(exc.name + ".")):
+                raise _Refusal("module_not_found", f"Module {module!r} not found in project {self.project}") from None
+            raise self._import_failed(module, exc) from None
+        except BaseException as exc:
+            raise self._import_failed(module, exc) from None
+        # The project's module may be shadowed by one imported earlier from elsewhere
+        # (a project `json.py` versus the stdlib json the worker already uses).
+        for depth in range(1, len(parts) + 1):
+            name = ".".join(parts[:depth])
+            loaded = sys.modules.get(name)
+            location = getattr(loaded, "__file__", None) or next(iter(getattr(loaded, "__path__", None) or []), None)
+            if not self._inside_project(location):
+                raise _Refusal(
+                    "module_error",
+                    f"Module {name!r} resolves to {location or 'a built-in module'}, outside project {self.project} "
+                    "(a module of that name was imported before); rename the project module",
+                )
+        return imported
+
+    def _import_failed(self, module: str, exc: BaseException) -> _Refusal:
+        log(f"module {module!r} failed to import:\n" + "".join(traceback.format_exception(exc)).rstrip())
+        return _Refusal("module_error", f"Module {module!r} failed to import: {_described(exc)}", exception=type(exc).__name__)
+
+    def interface_class(self, module: str) -> tuple[type[Interface], str]:
+        """The interface class of ``module`` and its label ``module.Class`` (cached)."""
+        # No lock of our own: importlib already serializes imports of one module, and a slow
+        # import must not hold up resolving other modules.
+        cached = self._classes.get(module)
+        if cached is None:
+            cls = _select_interface(module, self._import(module))
+            cached = self._classes[module] = (cls, f"{module}.{cls.__name__}")
+        return cached
+
+    # -- instances ------------------------------------------------------------------------------
+
+    def instance(self, uuid: str, module: str, config: dict[str, Any]) -> _Instance:
+        """The cached instance for ``uuid``, created (once, even under concurrent calls) if needed."""
+        with self._instances_lock:
+            existing = self.instances.get(uuid)
+            if existing is not None:
+                return existing
+            pending = self._pending.get(uuid)
+            owner = pending is None
+            if pending is None:
+                pending = self._pending[uuid] = _Pending()
+        if not owner:
+            pending.ready.wait()
+            if pending.error is not None:
+                raise _Refusal(pending.error.code, pending.error.message, **pending.error.extra)
+            assert pending.instance is not None
+            return pending.instance
+        try:
+            pending.instance = self._create(uuid, module, config)
+            with self._instances_lock:
+                self.instances[uuid] = pending.instance
+            return pending.instance
+        except BaseException as exc:
+            pending.error = (
+                exc
+                if isinstance(exc, _Refusal)
+                else _Refusal("call_failed", f"Creating instance {uuid} failed: {_described(exc)}", exception=type(exc).__name__)
+            )
+            raise
+        finally:
+            with self._instances_lock:
+                self._pending.pop(uuid, None)
+            pending.ready.set()
+
+    def _create(self, uuid: str, module: str, config: dict[str, Any]) -> _Instance:
+        cls, label = self.interface_class(module)
+        resolved, issues = _config.check_config(cls, config)
+        if issues:
+            raise _invalid_config(label, issues)
+        obj = cls.__new__(cls)
+        attach(obj, Binding(uuid=uuid, config=ConfigView(resolved), project=self.project, emit=self._emit))
+        try:
+            obj.__init__()
+        except BaseException as exc:
+            log(f"{label}.__init__() raised:\n" + "".join(traceback.format_exception(exc)).rstrip())
+            raise _Refusal(
+                "call_failed", f"{label}.__init__() raised {_described(exc)}", exception=type(exc).__name__
+            ) from None
+        return _Instance(obj, label)
+
+    def _on_release(self, header: dict[str, Any]) -> None:
+        uuid = header.get("uuid")
+        if not isinstance(uuid, str):
+            raise _Refusal("bad_request", "release: field 'uuid' must be a string")
+        with self._instances_lock:
+            self.instances.pop(uuid, None)
+
+    def _on_shutdown(self, header: dict[str, Any]) -> None:
+        raise _Exit()
+
+    # -- calls ----------------------------------------------------------------------------------
+
+    def _on_call(self, header: dict[str, Any]) -> None:
+        request_id = self._request_id(header)
+        uuid = self._field(header, "uuid", str)
+        module = self._field(header, "module", str)
+        method = self._field(header, "method", str)
+        config = self._field(header, "config", dict, {})
+        args = self._field(header, "args", list, [])
+        kwargs = self._field(header, "kwargs", dict, {})
+        stream = self._field(header, "stream", bool, False)
+        if request_id in self.calls:
+            raise _Refusal("bad_request", f"call: id {request_id} is already in use by a running call")
+        call = _Call(request_id, method)
+        self.calls[request_id] = call
+        instance = self.instances.get(uuid)
+        if instance is None:
+            # Creating runs imports and __init__: user code, so not on this thread.
+            self.pool.submit(self._create_and_start, call, uuid, module, config, args, kwargs, stream)
+            return
+        try:
+            self._start(call, instance, args, kwargs, stream)
+        except _Refusal as refusal:
+            self._fail(call, refusal)
+
+    def _create_and_start(
+        self, call: _Call, uuid: str, module: str, config: dict[str, Any], args: list[Any], kwargs: dict[str, Any], stream: bool
+    ) -> None:
+        try:
+            if call.done:
+                return
+            self._start(call, self.instance(uuid, module, config), args, kwargs, stream)
+        except _Refusal as refusal:
+            self._fail(call, refusal)
+        except BaseException as exc:
+            self._fail_raised(call, exc)
+
+    def _method(self, instance: _Instance, name: str) -> _Method:
+        cls = type(instance.obj)
+        entry = self._methods.get((cls, name))
+        if entry is None:
+            try:
+                entry = self._inspect_method(instance, name)
+            except _Refusal as refusal:
+                entry = (refusal.code, refusal.message)
+            self._methods[(cls, name)] = entry
+        if isinstance(entry, tuple):
+            raise _Refusal(*entry)
+        return entry
+
+    def _inspect_method(self, instance: _Instance, name: str) -> _Method:
+        cls, label = type(instance.obj), instance.label
+        missing = object()
+        attr = getattr(cls, name, missing)
+        if name.startswith("_"):
+            raise _Refusal("method_forbidden", f"Method {name!r} is private on {label}")
+        explicit = getattr(cls, "__api_methods__", None)
+        if explicit is not None:
+            if name not in explicit:
+                if attr is missing:
+                    raise _Refusal("method_not_found", f"Method {name!r} not found on {label}")
+                raise _Refusal("method_forbidden", f"Method {name!r} is not listed in {label}.__api_methods__")
+        else:
+            if not _defined_below_interface(cls, name):
+                if attr is missing:
+                    raise _Refusal("method_not_found", f"Method {name!r} not found on {label}")
+                raise _Refusal("method_forbidden", f"Method {name!r} of {label} comes from Interface and is not callable remotely")
+            if name.startswith("version_") or name == "Config":
+                raise _Refusal("method_forbidden", f"{name!r} on {label} is not callable remotely (versions and Config are not methods)")
+        if attr is missing or isinstance(attr, type) or not callable(attr):
+            raise _Refusal("method_not_found", f"Method {name!r} not found on {label}")
+        bound = getattr(instance.obj, name)
+        if inspect.isasyncgenfunction(bound):
+            kind = _AGEN
+        elif inspect.iscoroutinefunction(bound):
+            kind = _ASYNC
+        elif inspect.isgeneratorfunction(bound):
+            kind = _GEN
+        else:
+            kind = _SYNC
+        try:
+            signature: inspect.Signature | None = inspect.signature(bound)
+        except (TypeError, ValueError):  # builtins without a signature: let the call decide
+            signature = None
+        return _Method(kind, signature)
+
+    def _start(self, call: _Call, instance: _Instance, args: list[Any], kwargs: dict[str, Any], stream: bool) -> None:
+        """Check the call and hand it to the pool or the loop (never runs user code itself)."""
+        method = self._method(instance, call.method)
+        if method.signature is not None:
+            try:
+                method.signature.bind(*args, **kwargs)
+            except TypeError as exc:
+                raise _Refusal("invalid_argument", f"Invalid arguments for {call.method}(): {exc}") from None
+        if method.kind in (_GEN, _AGEN) and not stream:
+            raise _streaming_unsupported(call)
+        bound = getattr(instance.obj, call.method)
+        if method.kind == _SYNC:
+            self.pool.submit(self._run_sync, call, bound, args, kwargs, stream)
+        elif method.kind == _ASYNC:
+            self._submit_coroutine(call, self._run_coroutine(call, bound, args, kwargs, stream))
+        elif method.kind == _GEN:
+            self.pool.submit(self._drive_sync, call, bound(*args, **kwargs))  # creating it runs no user code
+        else:
+            self._submit_coroutine(call, self._drive_async(call, bound(*args, **kwargs)))
+
+    def _submit_coroutine(self, call: _Call, coroutine: collections.abc.Coroutine[Any, Any, None]) -> None:
+        future = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+        with call.lock:
+            call.future = future
+            cancelled = call.done
+        if cancelled:  # cancel raced us before the future existed
+            future.cancel()
+
+    def _deliver(self, call: _Call, result: Any, stream: bool, on_loop: bool) -> None:
+        """Send what a plain or async method returned: a value, or a stream it handed back."""
+        if inspect.iscoroutine(result):
+            self._submit_coroutine(call, self._await_result(call, result, stream))
+        elif isinstance(result, collections.abc.AsyncIterator):
+            if stream:
+                self._submit_coroutine(call, self._drive_async(call, result))
+            else:
+                aclose = getattr(result, "aclose", None)
+                if aclose is not None:
+                    asyncio.run_coroutine_threadsafe(aclose(), self.loop)
+                self._fail(call, _streaming_unsupported(call))
+        elif isinstance(result, collections.abc.Iterator):
+            if not stream:
+                _close_iterator(call, result)
+                self._fail(call, _streaming_unsupported(call))
+            elif on_loop:  # advancing a sync iterator would block every coroutine
+                self.pool.submit(self._drive_sync, call, result)
+            else:
+                self._drive_sync(call, result)
+        else:
+            self._finish_result(call, result)
+
+    # A pool thread running user code for a call registers itself, so that cancel can raise
+    # CallCancelled in it (PyThreadState_SetAsyncExc). That is best-effort: the exception fires at
+    # the next bytecode, so a long blocking C call such as time.sleep(60) completes first.
+
+    def _run_interruptible(self, call: _Call, fn: Callable[..., Any], args: Any, kwargs: dict[str, Any]) -> Any:
+        thread_id = threading.get_ident()
+        with call.lock:
+            if call.done:
+                raise CallCancelled()
+            call.thread_id = thread_id
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            self._leave_interruptible(call, thread_id)
+
+    def _leave_interruptible(self, call: _Call, thread_id: int) -> None:
+        # A CallCancelled sent just as user code returned may still be pending: clear it under the
+        # lock (after which cancel cannot send another), so it never fires in the next call this
+        # pool thread runs. If it fires while we get here, catching it and retrying is enough.
+        while True:
+            try:
+                with call.lock:
+                    call.thread_id = None
+                    if call.interrupt_sent:
+                        _set_async_exc(thread_id, None)
+                return
+            except CallCancelled:
+                continue
+
+    def _run_sync(self, call: _Call, fn: Callable[..., Any], args: list[Any], kwargs: dict[str, Any], stream: bool) -> None:
+        if call.done:  # cancelled while queued
+            return
+        try:
+            result = self._run_interruptible(call, fn, args, kwargs)
+        except BaseException as exc:
+            self._fail_raised(call, exc)
+            return
+        self._deliver(call, result, stream, on_loop=False)
+
+    def _drive_sync(self, call: _Call, iterator: collections.abc.Iterator[Any]) -> None:
+        """Stream a sync iterator from a pool thread, never advancing it past the credit window.
+
+        When the window is full the stream is parked and its thread returns to the pool, so slow
+        clients cannot use up the pool; the next credit resubmits it (possibly to another thread).
+        """
+        finished = True
+        try:
+            while True:
+                with call.lock:
+                    if call.done:
+                        return
+                    if call.credits <= 0:
+                        call.parked = iterator
+                        finished = False
+                        return
+                try:
+                    item = self._run_interruptible(call, next, (iterator,), {})
+                except StopIteration:
+                    self._finish(call, {"op": "end", "id": call.id})
+                    return
+                except BaseException as exc:
+                    self._fail_raised(call, exc)
+                    return
+                if not self._send_item(call, item):
+                    return
+        finally:
+            if finished:
+                _close_iterator(call, iterator)
+
+    async def _run_coroutine(
+        self, call: _Call, fn: Callable[..., Any], args: list[Any], kwargs: dict[str, Any], stream: bool
+    ) -> None:
+        # The coroutine is created here, not by the caller, so a call cancelled before it starts
+        # leaves no never-awaited coroutine behind.
+        await self._await_result(call, fn(*args, **kwargs), stream)
+
+    async def _await_result(self, call: _Call, awaitable: Any, stream: bool) -> None:
+        try:
+            result = await awaitable
+        except asyncio.CancelledError:
+            if not call.done:  # not our cancel: the method's own code was cancelled
+                self._fail(call, _Refusal("call_failed", f"{call.method}() raised CancelledError", exception="CancelledError"))
+            return
+        except BaseException as exc:
+            self._fail_raised(call, exc)
+            return
+        self._deliver(call, result, stream, on_loop=True)
+
+    async def _drive_async(self, call: _Call, iterator: collections.abc.AsyncIterator[Any]) -> None:
+        """Stream an async iterator on the loop; credits wake it through an asyncio.Event."""
+        call.async_wakeup = wakeup = asyncio.Event()
+        try:
+            while True:
+                while call.credits <= 0 and not call.done:
+                    wakeup.clear()
+                    await wakeup.wait()
+                if call.done:
+                    return
+                try:
+                    item = await iterator.__anext__()
+                except StopAsyncIteration:
+                    self._finish(call, {"op": "end", "id": call.id})
+                    return
+                except asyncio.CancelledError:
+                    if not call.done:
+                        self._fail(call, _Refusal("call_failed", f"{call.method}() raised CancelledError", exception="CancelledError"))
+                    return
+                except BaseException as exc:
+                    self._fail_raised(call, exc)
+                    return
+                if not self._send_item(call, item):
+                    return
+        finally:
+            aclose = getattr(iterator, "aclose", None)
+            if aclose is not None:
+                try:
+                    await aclose()
+                except BaseException as exc:
+                    log(f"closing the stream of {call.method}() raised {_described(exc)}")
+
+    def _on_credit(self, header: dict[str, Any]) -> None:
+        n = header.get("n")
+        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+            raise _Refusal("bad_request", "credit: field 'n' must be a non-negative integer")
+        call = self.calls.get(header.get("id"))
+        if call is None:  # finished, or never existed: credit for it is meaningless
+            return
+        with call.lock:
+            call.credits += n
+            parked, call.parked = call.parked, None
+        if parked is not None:
+            self.pool.submit(self._drive_sync, call, parked)
+        wakeup = call.async_wakeup
+        if wakeup is not None:
+            self.loop.call_soon_threadsafe(wakeup.set)
+
+    def _on_cancel(self, header: dict[str, Any]) -> None:
+        call = self.calls.get(header.get("id"))
+        if call is None:  # finished already: its normal end won the race
+            return
+        frame = encode_frame(self._error_header(call.id, _Refusal("cancelled", f"{call.method}() was cancelled")))
+        with call.lock:
+            if call.done:
+                return
+            call.done = True
+            self.writer.put(frame)
+            if call.thread_id is not None:
+                _set_async_exc(call.thread_id, CallCancelled)
+                call.interrupt_sent = True
+            future = call.future
+            parked, call.parked = call.parked, None
+        self.calls.pop(call.id, None)
+        if parked is not None:  # a stream waiting for credit: close it (its finally blocks are user code)
+            self.pool.submit(_close_iterator, call, parked)
+        if future is not None:
+            future.cancel()  # cancels the task on the loop (coroutine or async generator)
+
+
+def _close_iterator(call: _Call, iterator: Any) -> None:
+    close = getattr(iterator, "close", None)
+    if close is not None:
+        try:
+            close()
+        except BaseException as exc:
+            log(f"closing the stream of {call.method}() raised {_described(exc)}")
+
+
+def _invalid_config(label: str, issues: list[_config.Issue]) -> _Refusal:
+    problems = "; ".join(f"{issue['path']}: {issue['message']}" if issue["path"] else issue["message"] for issue in issues)
+    return _Refusal("invalid_config", f"Invalid config for {label}: {problems}", issues=issues)
+
+
+def _streaming_unsupported(call: _Call) -> _Refusal:
+    return _Refusal(
+        "streaming_unsupported",
+        f"{call.method}() streams its results; call it over the WebSocket to receive them",
+    )
+
+
+def _defined_below_interface(cls: type, name: str) -> bool:
+    """Whether ``name`` comes from the project's classes rather than from Interface itself."""
+    for klass in cls.__mro__:
+        if klass is Interface:
+            return False
+        if name in vars(klass):
+            return True
+    return False
+
+
+def _select_interface(module: str, imported: Any) -> type[Interface]:
+    chosen = getattr(imported, "__interface__", None)
+    if chosen is not None:
+        cls = getattr(imported, chosen, None) if isinstance(chosen, str) else chosen
+        if isinstance(cls, type) and issubclass(cls, Interface) and cls is not Interface:
+            return cls
+        raise _Refusal("module_error", f"Module {module!r} sets __interface__ = {chosen!r}, which is not an Interface subclass in it")
+    found: list[type[Interface]] = []
+    for value in vars(imported).values():
+        # Only classes defined here: an imported base or sibling interface is not this module's.
+        if (
+            isinstance(value, type)
+            and issubclass(value, Interface)
+            and value is not Interface
+            and value.__module__ == imported.__name__
+            and value not in found
+        ):
+            found.append(value)
+    if not found:
+        raise _Refusal("module_error", f"Module {module!r} defines no Interface subclass")
+    if len(found) > 1:
+        names = ", ".join(cls.__name__ for cls in found)
+        raise _Refusal(
+            "module_error", f"Module {module!r} defines several Interface subclasses ({names}); set __interface__ = \"Name\" to pick one"
+        )
+    return found[0]
+
+
+def _exit(status: int) -> None:
+    """Leave now: pool threads may be stuck in user code, so no interpreter shutdown."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
+    os._exit(status)
+
+
+def _prepare(project: str) -> None:
+    launch_dir = os.getcwd()
+    os.chdir(project)
+    # `python -m` put the launch directory first; the project takes its place (README "Process").
+    if sys.path and sys.path[0] in ("", launch_dir):
+        sys.path.pop(0)
+    sys.path[:] = [project] + [entry for entry in sys.path if os.path.abspath(entry or ".") != project]
+    for fd in (REQUEST_FD, REPLY_FD):
+        os.set_inheritable(fd, False)  # processes started by user code must not hold our pipes open
+    try:
+        sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]  # prints reach the log promptly
+    except (AttributeError, ValueError):
+        pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        log("usage: python -m portico.worker <project dir>")
+        return 2
+    project = os.path.abspath(args[0])
+    if not os.path.isdir(project):
+        log(f"project directory {project} does not exist")
+        return 2
+    try:
+        os.fstat(REQUEST_FD)
+        os.fstat(REPLY_FD)
+    except OSError:
+        log(f"fd {REQUEST_FD} and fd {REPLY_FD} must be the gateway's pipes")
+        return 2
+    _prepare(project)
+    worker = Worker(project)
+    try:
+        with open(REQUEST_FD, "rb", buffering=READ_BUFFER_BYTES, closefd=False) as requests:
+            status = worker.serve(requests)
+    except BaseException as exc:
+        log("worker failed:\n" + "".join(traceback.format_exception(exc)).rstrip())
+        status = 1
+    worker.writer.flush(EXIT_FLUSH_SECONDS)
+    _exit(status)
+    return status  # not reached: _exit ends the process
+
+
+if __name__ == "__main__":
+    sys.exit(main())

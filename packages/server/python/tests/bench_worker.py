@@ -1,0 +1,124 @@
+"""Benchmark (not a test): pipelined trivial calls per second through a real worker.
+
+    python3 tests/bench_worker.py [--calls 20000] [--in-flight 64] [--runs 3]
+
+The client pre-encodes every request and, while the clock runs, only splits the reply stream
+into frames; replies are decoded and checked after the clock stops. So the figure is the worker's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import struct
+import sys
+import tempfile
+import threading
+import time
+
+from support import WorkerProcess, encode, write_files
+
+PROJECT = {
+    "bench.py": """
+        from portico import Interface
+
+        class Bench(Interface):
+            def ping(self, x):
+                return x
+
+            async def aping(self, x):
+                return x
+    """
+}
+
+
+class ReplyCounter:
+    """Reads the reply pipe on a thread, counting complete frames."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.data = bytearray()
+        self.frames = 0
+        self.cond = threading.Condition()
+        self._offset = 0
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while True:
+            chunk = os.read(self.fd, 1 << 20)
+            if not chunk:
+                return
+            self.data.extend(chunk)
+            count = 0
+            while len(self.data) - self._offset >= 8:
+                header_len, body_len = struct.unpack_from(">II", self.data, self._offset)
+                end = self._offset + 8 + header_len + body_len
+                if end > len(self.data):
+                    break
+                self._offset = end
+                count += 1
+            if count:
+                with self.cond:
+                    self.frames += count
+                    self.cond.notify_all()
+
+    def wait(self, predicate, timeout: float = 120.0) -> None:
+        with self.cond:
+            if not self.cond.wait_for(predicate, timeout):
+                raise TimeoutError("the worker stopped answering")
+
+    def decoded(self) -> list[dict]:
+        out, offset = [], 0
+        while offset < len(self.data):
+            header_len, body_len = struct.unpack_from(">II", self.data, offset)
+            out.append(json.loads(self.data[offset + 8 : offset + 8 + header_len]))
+            offset += 8 + header_len + body_len
+        return out
+
+
+def run(calls: int, in_flight: int, method: str) -> float:
+    with tempfile.TemporaryDirectory(prefix="portico-bench-") as project:
+        write_files(project, PROJECT)
+        worker = WorkerProcess(project, read_replies=False)
+        replies = ReplyCounter(worker.reply_fd)
+        call = {"op": "call", "uuid": "b", "module": "bench", "config": {}, "method": method, "kwargs": {}, "stream": False}
+        # Warm-up (ready frame + one call): the instance exists before the clock starts.
+        worker.send(dict(call, id=0, args=[0]))
+        replies.wait(lambda: replies.frames >= 2)
+        base = replies.frames
+        requests = [encode(dict(call, id=i, args=[i])) for i in range(1, calls + 1)]
+        sent = 0
+        start = time.perf_counter()
+        while sent < calls:
+            replies.wait(lambda: sent - (replies.frames - base) < in_flight)
+            room = in_flight - (sent - (replies.frames - base))
+            worker.send_raw(b"".join(requests[sent : sent + room]))
+            sent += room
+        replies.wait(lambda: replies.frames - base >= calls)
+        elapsed = time.perf_counter() - start
+        worker.close()
+        replies.thread.join()
+        os.close(worker.reply_fd)
+        results = [f for f in replies.decoded() if f["op"] == "result" and f["id"] > 0]
+        assert len(results) == calls and all(f["payload"] == f["id"] for f in results), "wrong replies"
+        return calls / elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="pipelined trivial calls per second through the worker")
+    parser.add_argument("--calls", type=int, default=20000)
+    parser.add_argument("--in-flight", type=int, default=64)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--method", choices=("ping", "aping"), default="ping", help="aping is the async variant")
+    options = parser.parse_args()
+    rates = [run(options.calls, options.in_flight, options.method) for _ in range(options.runs)]
+    print(
+        f"worker: {max(rates):,.0f} {options.method}() calls/s pipelined (best of {options.runs}: {', '.join(f'{r:,.0f}' for r in rates)}; "
+        f"{options.calls} trivial calls, {options.in_flight} in flight, Python {sys.version.split()[0]})"
+    )
+
+
+if __name__ == "__main__":
+    main()

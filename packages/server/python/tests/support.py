@@ -1,0 +1,254 @@
+"""Test helpers: temporary projects, and a real worker subprocess spoken to over fds 3/4."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+import unittest
+from typing import Any, Callable
+
+PYTHON_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if PYTHON_DIR not in sys.path:
+    sys.path.insert(0, PYTHON_DIR)
+
+#: Generous: these bound waits for things that normally take milliseconds.
+TIMEOUT = 15.0
+
+
+def make_project(test: unittest.TestCase, files: dict[str, str]) -> str:
+    """A temporary project directory holding ``files`` (dedented), removed after the test."""
+    root = tempfile.mkdtemp(prefix="portico-test-")
+    test.addCleanup(shutil.rmtree, root, True)
+    write_files(root, files)
+    return root
+
+
+def write_files(root: str, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = os.path.join(root, name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(textwrap.dedent(text))
+
+
+def encode(header: dict[str, Any], body: bytes = b"") -> bytes:
+    raw = json.dumps(header, separators=(",", ":")).encode()
+    return struct.pack(">II", len(raw), len(body)) + raw + body
+
+
+def _read_exact(fd: int, n: int) -> bytes | None:
+    chunks = []
+    while n:
+        chunk = os.read(fd, n)
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)
+
+
+class WorkerProcess:
+    """``python -m portico.worker <project>`` with the request pipe on fd 3 and replies on fd 4."""
+
+    def __init__(self, project: str, read_replies: bool = True) -> None:
+        """With ``read_replies=False`` the caller reads ``reply_fd`` itself (the benchmark does)."""
+        request_r, self._request_w = os.pipe()
+        self._reply_r, reply_w = os.pipe()
+
+        def child_fds() -> None:
+            # Move both ends above 10 first so that dup2 onto 3 or 4 cannot clobber the other one.
+            high_r = fcntl.fcntl(request_r, fcntl.F_DUPFD, 10)
+            high_w = fcntl.fcntl(reply_w, fcntl.F_DUPFD, 10)
+            os.dup2(high_r, 3)
+            os.dup2(high_w, 4)
+
+        env = dict(os.environ, PYTHONPATH=PYTHON_DIR, PYTHONDONTWRITEBYTECODE="1")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "portico.worker", project],
+            cwd=project,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            close_fds=False,  # our pipe ends are non-inheritable; only the dup2'ed 3/4 cross exec
+            preexec_fn=child_fds,
+        )
+        os.close(request_r)
+        os.close(reply_w)
+        self.reply_fd = self._reply_r
+        self.frames: list[dict[str, Any]] = []
+        self.eof = False
+        self._cond = threading.Condition()
+        self._next_id = 0
+        self.stdout = bytearray()
+        self.stderr = bytearray()
+        if read_replies:
+            threading.Thread(target=self._read_replies, daemon=True).start()
+        self._drains = [
+            threading.Thread(target=self._drain, args=(self.proc.stdout, self.stdout), daemon=True),
+            threading.Thread(target=self._drain, args=(self.proc.stderr, self.stderr), daemon=True),
+        ]
+        for thread in self._drains:
+            thread.start()
+
+    # -- plumbing ------------------------------------------------------------------------------
+
+    def _read_replies(self) -> None:
+        while True:
+            prefix = _read_exact(self._reply_r, 8)
+            if prefix is None:
+                break
+            header_len, body_len = struct.unpack(">II", prefix)
+            raw = _read_exact(self._reply_r, header_len)
+            body = _read_exact(self._reply_r, body_len) if body_len else b""
+            if raw is None or body is None:
+                break
+            with self._cond:
+                self.frames.append(json.loads(raw))
+                self._cond.notify_all()
+        with self._cond:
+            self.eof = True
+            self._cond.notify_all()
+        os.close(self._reply_r)
+
+    @staticmethod
+    def _drain(pipe: Any, sink: bytearray) -> None:
+        for chunk in iter(lambda: pipe.read1(65536), b""):
+            sink.extend(chunk)
+
+    def send_raw(self, data: bytes) -> None:
+        os.write(self._request_w, data)
+
+    def send(self, header: dict[str, Any]) -> None:
+        self.send_raw(encode(header))
+
+    def close_requests(self) -> None:
+        if self._request_w >= 0:
+            os.close(self._request_w)
+            self._request_w = -1
+
+    def close(self) -> None:
+        self.close_requests()
+        try:
+            self.proc.wait(TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        for thread in self._drains:
+            thread.join(TIMEOUT)
+        for pipe in (self.proc.stdout, self.proc.stderr):
+            if pipe is not None:
+                pipe.close()
+
+    # -- requests ------------------------------------------------------------------------------
+
+    def request(self, op: str, **fields: Any) -> int:
+        self._next_id += 1
+        self.send({"op": op, "id": self._next_id, **fields})
+        return self._next_id
+
+    def call(
+        self,
+        method: str,
+        *args: Any,
+        module: str = "counter",
+        uuid: str = "u1",
+        config: dict[str, Any] | None = None,
+        stream: bool = False,
+        **kwargs: Any,
+    ) -> int:
+        return self.request(
+            "call", uuid=uuid, module=module, config=config or {}, method=method, args=list(args), kwargs=kwargs, stream=stream
+        )
+
+    def wait_for(self, predicate: Callable[[dict[str, Any]], bool], timeout: float = TIMEOUT) -> dict[str, Any]:
+        """The first frame received (ever) that matches; waits for it."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                for frame in self.frames:
+                    if predicate(frame):
+                        return frame
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or self.eof:
+                    raise AssertionError(f"no matching frame; got {self.frames[-20:]}; stderr: {self.stderr.decode()[-2000:]}")
+                self._cond.wait(remaining)
+
+    def terminal(self, request_id: int, timeout: float = TIMEOUT) -> dict[str, Any]:
+        """The result / end / error / resolved frame of a request."""
+        return self.wait_for(
+            lambda f: f.get("id") == request_id and f["op"] in ("result", "end", "error", "resolved"), timeout
+        )
+
+    def result(self, request_id: int) -> Any:
+        frame = self.terminal(request_id)
+        if frame["op"] != "result":
+            raise AssertionError(f"expected a result, got {frame}")
+        return frame["payload"]
+
+    def error(self, request_id: int) -> dict[str, Any]:
+        frame = self.terminal(request_id)
+        if frame["op"] != "error":
+            raise AssertionError(f"expected an error, got {frame}")
+        return frame
+
+    def frames_for(self, request_id: int) -> list[dict[str, Any]]:
+        with self._cond:
+            return [f for f in self.frames if f.get("id") == request_id]
+
+    def items(self, request_id: int) -> list[Any]:
+        return [f["payload"] for f in self.frames_for(request_id) if f["op"] == "item"]
+
+    def wait_items(self, request_id: int, count: int, timeout: float = TIMEOUT) -> list[Any]:
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                items = [f["payload"] for f in self.frames if f.get("id") == request_id and f["op"] == "item"]
+                if len(items) >= count:
+                    return items
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or self.eof:
+                    raise AssertionError(f"only {len(items)} of {count} items arrived")
+                self._cond.wait(remaining)
+
+    def wait_output(self, needle: bytes, stream: str = "stdout", timeout: float = TIMEOUT) -> None:
+        """Wait until the worker's stdout (or stderr) contains ``needle``."""
+        sink = self.stdout if stream == "stdout" else self.stderr
+        deadline = time.monotonic() + timeout
+        while needle not in sink:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{needle!r} not in {stream}: {bytes(sink[-2000:])!r}")
+            time.sleep(0.01)
+
+    def settle(self, seconds: float = 0.3) -> None:
+        """Give the worker time to (wrongly) send more; used only to check that nothing arrives."""
+        time.sleep(seconds)
+
+
+class WorkerTestCase(unittest.TestCase):
+    """Starts one worker per test class on a project made of ``FILES``."""
+
+    FILES: dict[str, str] = {}
+    worker: WorkerProcess
+    project: str
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        cls.project = tempfile.mkdtemp(prefix="portico-test-")
+        write_files(cls.project, cls.FILES)
+        cls.worker = WorkerProcess(cls.project)
+        cls.worker.wait_for(lambda f: f["op"] == "ready")
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        cls.worker.close()
+        shutil.rmtree(cls.project, ignore_errors=True)

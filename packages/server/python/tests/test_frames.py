@@ -1,0 +1,131 @@
+"""Framing (u32be lengths + JSON header + body) and the JSON encoding of results."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import decimal
+import io
+import json
+import os
+import pathlib
+import struct
+import unittest
+import uuid
+
+import support  # noqa: F401  (puts the portico package on sys.path)
+from portico._frames import HEADER_MAX_BYTES, FrameError, FrameWriter, encode_frame, read_frame
+from portico._json import dumps
+from portico._view import ConfigView
+
+try:
+    import pydantic
+except ImportError:  # pragma: no cover - pydantic is optional
+    pydantic = None
+
+
+@dataclasses.dataclass
+class Point:
+    x: int
+    y: int
+
+
+class FramingTest(unittest.TestCase):
+    def test_frame_layout_is_two_big_endian_lengths_then_header_then_body(self) -> None:
+        frame = encode_frame({"op": "x", "id": 1}, b"\x00\x01")
+        header = b'{"op":"x","id":1}'
+        self.assertEqual(frame, struct.pack(">II", len(header), 2) + header + b"\x00\x01")
+
+    def test_read_frame_round_trips_header_and_body(self) -> None:
+        stream = io.BufferedReader(io.BytesIO(encode_frame({"op": "a"}) + encode_frame({"op": "b"}, b"raw")))
+        self.assertEqual(read_frame(stream), ({"op": "a"}, b""))
+        self.assertEqual(read_frame(stream), ({"op": "b"}, b"raw"))
+        self.assertIsNone(read_frame(stream))  # clean EOF between frames
+
+    def test_truncated_frame_is_malformed(self) -> None:
+        data = encode_frame({"op": "a"})
+        for cut in (3, 8, len(data) - 1):
+            with self.subTest(cut=cut), self.assertRaises(FrameError):
+                read_frame(io.BytesIO(data[:cut]))
+
+    def test_header_over_the_limit_is_malformed_before_reading_it(self) -> None:
+        with self.assertRaisesRegex(FrameError, "exceeds"):
+            read_frame(io.BytesIO(struct.pack(">II", HEADER_MAX_BYTES + 1, 0)))
+
+    def test_header_must_be_a_json_object(self) -> None:
+        for header in (b"[1]", b"not json", b"\xff\xfe"):
+            with self.subTest(header=header), self.assertRaises(FrameError):
+                read_frame(io.BytesIO(struct.pack(">II", len(header), 0) + header))
+
+    def test_writer_batches_frames_in_order_and_flush_waits_for_them(self) -> None:
+        read_fd, write_fd = os.pipe()
+        self.addCleanup(os.close, read_fd)
+        self.addCleanup(os.close, write_fd)
+        writer = FrameWriter(write_fd, on_broken=lambda exc: None)
+        frames = [encode_frame({"op": "item", "id": i}) for i in range(100)]
+        for frame in frames:
+            writer.put(frame)
+        self.assertTrue(writer.flush(5))
+        expected = b"".join(frames)
+        received = b""
+        while len(received) < len(expected):
+            received += os.read(read_fd, 65536)
+        self.assertEqual(received, expected)
+
+
+class JsonEncodingTest(unittest.TestCase):
+    def test_extra_types_encode_as_documented(self) -> None:
+        value = {
+            "tuple": (1, 2),
+            "set": {3, 1, 2},
+            "mixed_set": frozenset({1}),
+            "dataclass": Point(1, 2),
+            "datetime": datetime.datetime(2024, 5, 1, 12, 30),
+            "date": datetime.date(2024, 5, 1),
+            "time": datetime.time(8, 15),
+            "uuid": uuid.UUID("12345678-1234-5678-1234-567812345678"),
+            "path": pathlib.PurePosixPath("a/b.txt"),
+            "decimal": decimal.Decimal("1.5"),
+            "view": ConfigView({"a": {"b": [1]}}),
+        }
+        self.assertEqual(
+            json.loads(dumps(value)),
+            {
+                "tuple": [1, 2],
+                "set": [1, 2, 3],
+                "mixed_set": [1],
+                "dataclass": {"x": 1, "y": 2},
+                "datetime": "2024-05-01T12:30:00",
+                "date": "2024-05-01",
+                "time": "08:15:00",
+                "uuid": "12345678123456781234567812345678",
+                "path": "a/b.txt",
+                "decimal": 1.5,
+                "view": {"a": {"b": [1]}},
+            },
+        )
+
+    def test_unsortable_set_keeps_its_members(self) -> None:
+        self.assertCountEqual(json.loads(dumps({1, "a"})), [1, "a"])
+
+    @unittest.skipIf(pydantic is None, "pydantic is not installed")
+    def test_pydantic_models_dump_in_json_mode(self) -> None:
+        class Model(pydantic.BaseModel):
+            when: datetime.date
+            n: int = 1
+
+        self.assertEqual(json.loads(dumps([Model(when=datetime.date(2024, 1, 2))])), [{"when": "2024-01-02", "n": 1}])
+
+    def test_unsupported_values_are_refused_naming_the_type(self) -> None:
+        for value, pattern in ((b"x", "bytes"), (object(), "object"), ({"k": Point}, "type")):
+            with self.subTest(value=value), self.assertRaisesRegex(TypeError, pattern):
+                dumps(value)
+
+    def test_nan_and_infinity_are_refused(self) -> None:
+        for value in (float("nan"), float("inf"), decimal.Decimal("NaN")):
+            with self.subTest(value=value), self.assertRaises(ValueError):
+                dumps([value])
+
+
+if __name__ == "__main__":
+    unittest.main()

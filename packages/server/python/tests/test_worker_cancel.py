@@ -1,0 +1,191 @@
+"""Worker: concurrency (a slow call never blocks another) and cancellation of every call kind."""
+
+from __future__ import annotations
+
+import time
+import unittest
+
+from support import TIMEOUT, WorkerTestCase
+
+SLOW = """
+    import asyncio
+    import threading
+    import time
+
+    from portico import CallCancelled, Interface
+
+
+    class Slow(Interface):
+        def __init__(self):
+            self.gate = threading.Event()
+            self.state = {}
+
+        def wait_gate(self):
+            self.gate.wait(30)
+            return "released"
+
+        def open_gate(self):
+            self.gate.set()
+            return "opened"
+
+        def quick(self):
+            return "quick"
+
+        async def async_wait_gate(self):
+            while not self.gate.is_set():
+                await asyncio.sleep(0.01)
+            return "async released"
+
+        def sleepy(self, seconds):
+            self.emit("sleeping")
+            deadline = time.monotonic() + seconds
+            try:
+                while time.monotonic() < deadline:
+                    time.sleep(0.01)  # small steps: cancellation lands between them
+            except CallCancelled:
+                self.state["sleepy"] = "cancelled"
+                raise
+            return "slept"
+
+        async def async_sleep(self, seconds):
+            self.emit("async sleeping")
+            try:
+                await asyncio.sleep(seconds)
+            except asyncio.CancelledError:
+                self.state["async_sleep"] = "cancelled"
+                raise
+            return "slept"
+
+        def forever(self):
+            try:
+                i = 0
+                while True:
+                    yield i
+                    i += 1
+            finally:
+                self.state["forever"] = "closed"
+
+        def stuck_generator(self):
+            self.emit("generating")
+            try:
+                while True:
+                    time.sleep(0.01)  # inside next(): only CallCancelled can stop this
+                yield 1
+            except CallCancelled:
+                self.state["stuck_generator"] = "cancelled"
+                raise
+
+        async def aforever(self):
+            try:
+                i = 0
+                while True:
+                    yield i
+                    i += 1
+            finally:
+                self.state["aforever"] = "closed"
+
+        def read_state(self):
+            return self.state
+"""
+
+
+class WorkerConcurrencyTest(WorkerTestCase):
+    FILES = {"slow.py": SLOW}
+
+    def call(self, method: str, *args: object, uuid: str = "s", stream: bool = False) -> int:
+        return self.worker.call(method, *args, module="slow", uuid=uuid, stream=stream)
+
+    def wait_state(self, uuid: str, key: str, value: str) -> None:
+        deadline = time.monotonic() + TIMEOUT
+        while self.worker.result(self.call("read_state", uuid=uuid)).get(key) != value:
+            if time.monotonic() > deadline:
+                self.fail(f"state {key} never became {value}")
+            time.sleep(0.02)
+
+    def assert_single_terminal(self, request: int) -> None:
+        self.worker.settle(0.2)
+        terminals = [f for f in self.worker.frames_for(request) if f["op"] in ("result", "end", "error")]
+        self.assertEqual(len(terminals), 1, terminals)
+
+    def test_a_blocked_call_does_not_block_other_calls(self) -> None:
+        blocked = self.call("wait_gate", uuid="gate")
+        blocked_async = self.call("async_wait_gate", uuid="gate")
+        # Both answer while the blocked calls still wait: they run on other threads / the loop.
+        self.assertEqual(self.worker.result(self.call("quick", uuid="gate")), "quick")
+        self.assertEqual(self.worker.result(self.call("quick", uuid="other")), "quick")
+        self.assertEqual(self.worker.frames_for(blocked), [])
+        self.assertEqual(self.worker.result(self.call("open_gate", uuid="gate")), "opened")
+        self.assertEqual(self.worker.result(blocked), "released")
+        self.assertEqual(self.worker.result(blocked_async), "async released")
+
+    def test_many_concurrent_sleeping_calls_all_complete(self) -> None:
+        requests = [self.call("sleepy", 0.2, uuid=f"many{i}") for i in range(40)]
+        self.assertEqual([self.worker.result(r) for r in requests], ["slept"] * 40)
+
+    def test_cancel_a_sleeping_sync_method(self) -> None:
+        request = self.call("sleepy", 60, uuid="c-sync")
+        self.worker.wait_for(lambda f: f.get("uuid") == "c-sync" and f["payload"] == "sleeping")
+        self.worker.send({"op": "cancel", "id": request})
+        self.assertEqual(self.worker.error(request)["code"], "cancelled")
+        self.wait_state("c-sync", "sleepy", "cancelled")  # CallCancelled was raised inside it
+        self.assert_single_terminal(request)
+        # The pool threads that were interrupted keep serving calls normally.
+        results = [self.call("quick", uuid="c-sync") for _ in range(20)]
+        self.assertEqual([self.worker.result(r) for r in results], ["quick"] * 20)
+
+    def test_cancel_a_coroutine(self) -> None:
+        request = self.call("async_sleep", 60, uuid="c-async")
+        self.worker.wait_for(lambda f: f.get("uuid") == "c-async" and f["payload"] == "async sleeping")
+        self.worker.send({"op": "cancel", "id": request})
+        self.assertEqual(self.worker.error(request)["code"], "cancelled")
+        self.wait_state("c-async", "async_sleep", "cancelled")
+        self.assert_single_terminal(request)
+
+    def test_cancel_a_sync_generator_closes_it(self) -> None:
+        request = self.call("forever", uuid="c-gen", stream=True)
+        self.worker.wait_items(request, 16)
+        self.worker.send({"op": "cancel", "id": request})
+        self.assertEqual(self.worker.error(request)["code"], "cancelled")
+        self.wait_state("c-gen", "forever", "closed")
+        self.worker.send({"op": "credit", "id": request, "n": 10})  # too late: ignored
+        self.assert_single_terminal(request)
+        self.assertEqual(len(self.worker.items(request)), 16)
+
+    def test_cancel_interrupts_a_generator_while_it_computes_an_item(self) -> None:
+        request = self.call("stuck_generator", uuid="c-stuck", stream=True)
+        self.worker.wait_for(lambda f: f.get("uuid") == "c-stuck" and f["payload"] == "generating")
+        self.worker.send({"op": "cancel", "id": request})
+        self.assertEqual(self.worker.error(request)["code"], "cancelled")
+        self.wait_state("c-stuck", "stuck_generator", "cancelled")
+        self.assert_single_terminal(request)
+
+    def test_streams_waiting_for_credit_do_not_hold_pool_threads(self) -> None:
+        # More stalled streams than the pool has threads (256): sync calls must still run.
+        requests = [self.call("forever", uuid="parked", stream=True) for _ in range(300)]
+        for request in requests:
+            self.worker.wait_items(request, 16)
+        self.assertEqual(self.worker.result(self.call("quick", uuid="parked")), "quick")
+        for request in requests:
+            self.worker.send({"op": "cancel", "id": request})
+        for request in requests:
+            self.assertEqual(self.worker.error(request)["code"], "cancelled")
+
+    def test_cancel_an_async_generator_closes_it(self) -> None:
+        request = self.call("aforever", uuid="c-agen", stream=True)
+        self.worker.wait_items(request, 16)
+        self.worker.send({"op": "cancel", "id": request})
+        self.assertEqual(self.worker.error(request)["code"], "cancelled")
+        self.wait_state("c-agen", "aforever", "closed")
+        self.assert_single_terminal(request)
+
+    def test_cancel_after_the_end_changes_nothing(self) -> None:
+        request = self.call("quick", uuid="late")
+        self.assertEqual(self.worker.result(request), "quick")
+        self.worker.send({"op": "cancel", "id": request})
+        self.worker.send({"op": "cancel", "id": 987654})  # unknown id: ignored
+        self.assert_single_terminal(request)
+        self.assertEqual(self.worker.result(self.call("quick", uuid="late")), "quick")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,71 @@
+"""Worker process lifecycle: exit on EOF and on shutdown, malformed frames, sys.path and cwd."""
+
+from __future__ import annotations
+
+import struct
+import unittest
+
+from support import TIMEOUT, WorkerProcess, make_project
+
+PROJECT = {
+    "where.py": """
+        import os
+        import sys
+        import threading
+        import time
+
+        from portico import Interface
+
+        class Where(Interface):
+            def paths(self):
+                return {"cwd": os.getcwd(), "first": sys.path[0]}
+
+            def start_thread(self):
+                # A non-daemon thread in user code must not keep the worker alive after EOF.
+                threading.Thread(target=time.sleep, args=(60,)).start()
+                return "started"
+
+            def chatty(self):
+                print("buffered words")
+                return "ok"
+    """
+}
+
+
+class WorkerProcessTest(unittest.TestCase):
+    def start(self) -> WorkerProcess:
+        project = make_project(self, PROJECT)
+        worker = WorkerProcess(project)
+        self.addCleanup(worker.close)
+        worker.wait_for(lambda f: f["op"] == "ready")
+        return worker
+
+    def test_project_is_the_cwd_and_first_on_sys_path(self) -> None:
+        worker = self.start()
+        paths = worker.result(worker.call("paths", module="where"))
+        project = worker.proc.args[-1]
+        self.assertEqual(paths, {"cwd": project, "first": project})
+
+    def test_eof_on_the_request_pipe_ends_the_worker(self) -> None:
+        worker = self.start()
+        self.assertEqual(worker.result(worker.call("start_thread", module="where")), "started")
+        self.assertEqual(worker.result(worker.call("chatty", module="where")), "ok")
+        worker.close_requests()
+        self.assertEqual(worker.proc.wait(TIMEOUT), 0)
+        worker.wait_output(b"buffered words\n")  # user output is flushed on the way out
+
+    def test_shutdown_ends_the_worker(self) -> None:
+        worker = self.start()
+        worker.send({"op": "shutdown"})
+        self.assertEqual(worker.proc.wait(TIMEOUT), 0)
+
+    def test_malformed_frame_ends_the_worker(self) -> None:
+        worker = self.start()
+        header = b"[not an object]"
+        worker.send_raw(struct.pack(">II", len(header), 0) + header)
+        self.assertEqual(worker.proc.wait(TIMEOUT), 2)
+        worker.wait_output(b"malformed frame", stream="stderr")
+
+
+if __name__ == "__main__":
+    unittest.main()
