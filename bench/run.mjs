@@ -44,9 +44,11 @@ try {
   }
   const pipelined = await wsCallPipelined(gw.url, { connections: 8, inFlight: 64 });
   rows.push({ name: 'ws calls/s pipelined (8 conns x 64)', value: pipelined, unit: '/s', floor: wsFloorTput, target: 10000, higherIsBetter: true });
+  const http = await restCalls(gw.url, { path: '/v1/health', method: 'GET', total: 2000 });
   const rest = await restCalls(gw.url);
   rows.push(
-    { name: 'REST call p50 (keep-alive)', value: rest.p50, unit: ' µs', floor: floorP50 },
+    { name: 'REST GET /v1/health p50 (HTTP stack, no Python)', value: http.p50, unit: ' µs' },
+    { name: 'REST call p50 (keep-alive)', value: rest.p50, unit: ' µs', floor: http.p50 + pipeFloor.p50 },
     { name: 'REST calls/s (16 concurrent)', value: rest.perSecond, unit: '/s' },
     { name: 'gateway RSS after the load', value: await rssMb(gw.pid), unit: ' MB' },
   );

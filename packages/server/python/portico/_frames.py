@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import os
-import queue
+import select
 import struct
 import threading
 from typing import Any, BinaryIO, Callable
@@ -38,6 +38,25 @@ def encode_frame(header: dict[str, Any], body: bytes = b"") -> bytes:
     return _PREFIX.pack(len(raw), len(body)) + raw + body
 
 
+def _parse(prefix: bytes) -> tuple[int, int]:
+    header_len, body_len = _PREFIX.unpack(prefix)
+    if header_len > HEADER_MAX_BYTES:
+        raise FrameError(f"frame header of {header_len} bytes exceeds {HEADER_MAX_BYTES} bytes")
+    if body_len > BODY_MAX_BYTES:
+        raise FrameError(f"frame body of {body_len} bytes exceeds {BODY_MAX_BYTES} bytes")
+    return header_len, body_len
+
+
+def _decode_header(raw: bytes | memoryview) -> dict[str, Any]:
+    try:
+        header = json.loads(bytes(raw))
+    except ValueError as exc:  # includes UnicodeDecodeError
+        raise FrameError(f"frame header is not UTF-8 JSON: {exc}") from None
+    if not isinstance(header, dict):
+        raise FrameError("frame header is not a JSON object")
+    return header
+
+
 def _read_exact(stream: BinaryIO, n: int, what: str) -> bytes:
     data = stream.read(n)
     if data is None or len(data) != n:
@@ -52,70 +71,121 @@ def read_frame(stream: BinaryIO) -> tuple[dict[str, Any], bytes] | None:
         return None
     if len(prefix) != _PREFIX.size:
         raise FrameError("stream ended inside a frame prefix")
-    header_len, body_len = _PREFIX.unpack(prefix)
-    if header_len > HEADER_MAX_BYTES:
-        raise FrameError(f"frame header of {header_len} bytes exceeds {HEADER_MAX_BYTES} bytes")
-    if body_len > BODY_MAX_BYTES:
-        raise FrameError(f"frame body of {body_len} bytes exceeds {BODY_MAX_BYTES} bytes")
+    header_len, body_len = _parse(prefix)
     raw = _read_exact(stream, header_len, "header")
     body = _read_exact(stream, body_len, "body") if body_len else b""
-    try:
-        header = json.loads(raw)
-    except ValueError as exc:  # includes UnicodeDecodeError
-        raise FrameError(f"frame header is not UTF-8 JSON: {exc}") from None
-    if not isinstance(header, dict):
-        raise FrameError("frame header is not a JSON object")
-    return header, body
+    return _decode_header(raw), body
+
+
+class FrameReader:
+    """Reads frames from a pipe with its own buffer, so that it can tell whether the next frame
+    is already here (``ready``) — the worker's reader uses that to choose between running a call
+    itself (idle pipe: lowest latency) and handing it to the pool (requests queued: throughput).
+    """
+
+    def __init__(self, fd: int, chunk_bytes: int = 64 * 1024) -> None:
+        self._fd = fd
+        self._chunk = chunk_bytes
+        self._buf = bytearray()
+        self._pos = 0
+
+    def _available(self) -> int:
+        return len(self._buf) - self._pos
+
+    def _fill(self, need: int) -> bool:
+        """Read until ``need`` bytes are buffered; False on EOF."""
+        if self._pos:
+            del self._buf[: self._pos]
+            self._pos = 0
+        while len(self._buf) < need:
+            data = os.read(self._fd, max(self._chunk, need - len(self._buf)))
+            if not data:
+                return False
+            self._buf += data
+        return True
+
+    def _complete_frame_buffered(self) -> bool:
+        if self._available() < _PREFIX.size:
+            return False
+        header_len, body_len = _PREFIX.unpack_from(self._buf, self._pos)
+        return self._available() >= _PREFIX.size + header_len + body_len
+
+    def ready(self) -> bool:
+        """True when reading the next frame will not wait for the gateway."""
+        if self._complete_frame_buffered():
+            return True
+        return bool(select.select([self._fd], [], [], 0)[0])
+
+    def read(self) -> tuple[dict[str, Any], bytes] | None:
+        """The next frame; None on a clean EOF between frames."""
+        if self._available() < _PREFIX.size and not self._fill(_PREFIX.size):
+            if self._available():
+                raise FrameError("stream ended inside a frame prefix")
+            return None
+        header_len, body_len = _parse(bytes(self._buf[self._pos : self._pos + _PREFIX.size]))
+        total = _PREFIX.size + header_len + body_len
+        if self._available() < total and not self._fill(total):
+            raise FrameError("stream ended inside a frame")
+        start = self._pos + _PREFIX.size
+        view = memoryview(self._buf)
+        try:
+            header = _decode_header(view[start : start + header_len])
+            body = bytes(view[start + header_len : start + header_len + body_len]) if body_len else b""
+        finally:
+            view.release()
+        self._pos += total
+        return header, body
 
 
 class FrameWriter:
-    """Writes encoded frames to a file descriptor from one dedicated thread.
+    """Writes encoded frames to a file descriptor from whichever thread produced them.
 
-    Any thread may ``put`` a frame; the writer drains everything queued at that moment and
-    writes it with a single ``os.write`` (one syscall per batch instead of per frame is most of
-    the pipelined throughput). Frames from one thread keep their order.
+    The thread that finishes a call writes its reply itself: no hand-off to a writer thread on
+    the way out, which is most of a small call's latency. Threads that arrive while a write is
+    in progress only append their frame; the thread holding the write lock takes everything
+    pending before it lets go, so under load many frames leave in one ``os.write`` (batching)
+    and frames from one thread keep their order.
     """
 
     def __init__(self, fd: int, on_broken: Callable[[OSError], None]) -> None:
         self._fd = fd
         self._on_broken = on_broken
-        self._queue: queue.SimpleQueue[bytes | threading.Event] = queue.SimpleQueue()
-        # Daemon: a stuck pipe must never keep the worker process alive.
-        self._thread = threading.Thread(target=self._run, name="portico-writer", daemon=True)
-        self._thread.start()
+        self._pending: list[bytes] = []
+        self._pending_lock = threading.Lock()  # guards _pending only; never held during I/O
+        self._io_lock = threading.Lock()  # held by the one thread writing
+        self._broken = False
 
     def put(self, frame: bytes) -> None:
-        """Queue one encoded frame (thread-safe, never blocks)."""
-        self._queue.put(frame)
+        """Send one encoded frame (thread-safe). May write in the calling thread."""
+        with self._pending_lock:
+            self._pending.append(frame)
+        self._drain(blocking=False)
 
     def flush(self, timeout: float | None = None) -> bool:
-        """Wait until every frame queued before this call has been written; False on timeout."""
-        done = threading.Event()
-        self._queue.put(done)
-        return done.wait(timeout)
+        """Write everything put so far; False when the write lock is not had within ``timeout``."""
+        return self._drain(blocking=True, timeout=-1 if timeout is None else timeout)
 
-    def _run(self) -> None:
-        q = self._queue
+    def _drain(self, blocking: bool, timeout: float = -1) -> bool:
         while True:
-            item = q.get()
-            chunks: list[bytes] = []
-            markers: list[threading.Event] = []
-            while True:
-                if isinstance(item, bytes):
-                    chunks.append(item)
-                else:
-                    markers.append(item)
-                if q.empty():  # single consumer, so empty() then get() cannot race
-                    break
-                item = q.get()
-            if chunks:
-                try:
-                    self._write_all(b"".join(chunks) if len(chunks) > 1 else chunks[0])
-                except OSError as exc:
-                    self._on_broken(exc)
-                    return
-            for marker in markers:
-                marker.set()
+            if not self._io_lock.acquire(blocking, timeout):
+                return False  # the thread writing now will take our frame too
+            try:
+                while True:
+                    with self._pending_lock:
+                        batch, self._pending = self._pending, []
+                    if not batch or self._broken:
+                        break
+                    try:
+                        self._write_all(b"".join(batch) if len(batch) > 1 else batch[0])
+                    except OSError as exc:
+                        self._broken = True
+                        self._on_broken(exc)
+            finally:
+                self._io_lock.release()
+            # A frame appended after our last look, whose thread found the lock taken, is ours.
+            with self._pending_lock:
+                if not self._pending or self._broken:
+                    return True
 
     def _write_all(self, data: bytes) -> None:
         view = memoryview(data)

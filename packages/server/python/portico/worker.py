@@ -5,9 +5,11 @@ interface instances, running calls concurrently (a thread pool for sync code, on
 for coroutines), streaming with a credit window, cancellation, and writing replies to fd 4.
 stdout and stderr belong to user code and to our diagnostics; they never carry protocol.
 
-Threads: the main thread reads and dispatches frames (it never runs user code, so a slow call
-cannot stall the bridge); pool threads run sync methods, generators, imports and resolution;
-one thread runs the event loop; the frame writer thread owns fd 4.
+Threads: one thread at a time reads and dispatches frames; a plain sync call is run by the
+thread that read it, after it handed the reading to a standby thread (leader/follower, see
+``serve``), so a slow call never stalls the bridge. Pool threads run generators, imports and
+resolution; one thread runs the event loop; replies are written to fd 4 by the thread that
+produced them.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import asyncio
 import collections.abc
 import concurrent.futures
 import ctypes
+import functools
 import importlib
 import importlib.machinery
 import inspect
@@ -28,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Callable
 
 from . import config as _config
-from ._frames import FrameError, FrameWriter, encode_frame, read_frame
+from ._frames import FrameError, FrameReader, FrameWriter, encode_frame
 from ._view import ConfigView
 from .interface import Binding, CallCancelled, Interface, attach
 
@@ -41,7 +44,7 @@ MAX_SYNC_THREADS = 256
 REQUEST_FD = 3
 REPLY_FD = 4
 #: Read buffer for fd 3: pipelined requests are parsed from memory instead of one read per frame.
-READ_BUFFER_BYTES = 1 << 20
+READ_BUFFER_BYTES = 64 * 1024  # per os.read; a larger request costs a large allocation every read
 #: How long exiting waits for queued replies to reach the gateway.
 EXIT_FLUSH_SECONDS = 5.0
 
@@ -66,6 +69,10 @@ class _Refusal(Exception):
         self.code = code
         self.message = message
         self.extra = extra
+
+
+_Work = Callable[[], None]
+"""A sync call ready to run on whichever thread takes it."""
 
 
 class _Exit(Exception):
@@ -140,7 +147,15 @@ class Worker:
         self._instances_lock = threading.Lock()
         self._classes: dict[str, tuple[type[Interface], str]] = {}
         self._methods: dict[tuple[type, str], _Method | tuple[str, str]] = {}
-        self._handlers: dict[str, Callable[[dict[str, Any]], None]] = {
+        # Leader/follower reading (see serve): the thread waiting to take over reading, how many
+        # threads are running a call they read themselves, and how serving ended.
+        self._standby: threading.Lock | None = None
+        self._roles = threading.Lock()
+        self._running_inline = 0
+        self._done = threading.Event()
+        self._status = 0
+        self._reader: FrameReader | None = None
+        self._handlers: dict[str, Callable[[dict[str, Any]], _Work | None]] = {
             "resolve": self._on_resolve,
             "call": self._on_call,
             "credit": self._on_credit,
@@ -217,30 +232,91 @@ class Worker:
 
     # -- input ----------------------------------------------------------------------------------
 
-    def serve(self, stream: BinaryIO) -> int:
-        """Answer requests until EOF or ``shutdown``; returns the exit status."""
+    def serve(self, reader: FrameReader) -> int:
+        """Answer requests until EOF or ``shutdown``; returns the exit status.
+
+        Reading is leader/follower: the thread that reads a sync call runs it itself after
+        handing the reading over to a standby thread. No thread hand-off then sits between a
+        request and its reply (on two cores that hand-off was most of a small call's latency),
+        and a slow call still never stalls the bridge, because someone else reads meanwhile.
+        When further requests are already waiting, the reader keeps reading and the pool runs
+        the call instead: under load, batching beats latency.
+        """
+        self._reader = reader
         self.send({"op": "ready", "pid": os.getpid(), "python": platform.python_version(), "executable": sys.executable})
-        while True:
+        self._lead()
+        self._done.wait()
+        return self._status
+
+    def _lead(self) -> None:
+        """Read and dispatch frames until this thread runs a call and someone else leads."""
+        reader = self._reader
+        assert reader is not None
+        while not self._done.is_set():
             try:
-                frame = read_frame(stream)
+                frame = reader.read()
             except FrameError as exc:
                 log(f"malformed frame, exiting: {exc}")
-                return 2
+                return self._stop(2)
             if frame is None:
-                return 0
+                return self._stop(0)
             try:
-                self.dispatch(frame[0])
+                work = self.dispatch(frame[0])
             except _Exit:
-                return 0
+                return self._stop(0)
+            if work is None:
+                continue
+            if reader.ready() or not self._hand_over():
+                self.pool.submit(work)  # requests waiting, or at the thread bound
+                continue
+            try:
+                work()
+            finally:
+                led_again = self._wait_as_standby()
+            if not led_again:
+                return
 
-    def dispatch(self, header: dict[str, Any]) -> None:
+    def _hand_over(self) -> bool:
+        """Let another thread lead (the standby, or a new one); False at the thread bound."""
+        with self._roles:
+            if self._running_inline >= MAX_SYNC_THREADS:
+                return False
+            self._running_inline += 1
+            standby, self._standby = self._standby, None
+        if standby is not None:
+            standby.release()
+        else:
+            threading.Thread(target=self._lead, name="portico-reader", daemon=True).start()
+        return True
+
+    def _wait_as_standby(self) -> bool:
+        """After a call: wait to lead again if no thread is standing by; else end this thread."""
+        with self._roles:
+            self._running_inline -= 1
+            if self._standby is not None or self._done.is_set():
+                return False
+            turn = self._standby = threading.Lock()
+            turn.acquire()
+        turn.acquire()  # released by the next hand-over, or by _stop
+        return not self._done.is_set()
+
+    def _stop(self, status: int) -> None:
+        with self._roles:
+            self._status = status
+            standby, self._standby = self._standby, None
+        self._done.set()
+        if standby is not None:
+            standby.release()
+
+    def dispatch(self, header: dict[str, Any]) -> _Work | None:
+        """Handle one request; returns the sync call the reading thread should run, if any."""
         op = header.get("op")
         handler = self._handlers.get(op) if isinstance(op, str) else None
         if handler is None:
             self._bad_request(header, f"unknown op {op!r}" if op is not None else "the frame has no 'op'")
-            return
+            return None
         try:
-            handler(header)
+            return handler(header)
         except _Refusal as refusal:
             # Only resolve and call reach here; their `id` is their own (credit/cancel log instead).
             if refusal.code == "bad_request" and header.get("op") not in ("resolve", "call"):
@@ -422,7 +498,7 @@ class Worker:
 
     # -- calls ----------------------------------------------------------------------------------
 
-    def _on_call(self, header: dict[str, Any]) -> None:
+    def _on_call(self, header: dict[str, Any]) -> _Work | None:
         request_id = self._request_id(header)
         uuid = self._field(header, "uuid", str)
         module = self._field(header, "module", str)
@@ -439,11 +515,12 @@ class Worker:
         if instance is None:
             # Creating runs imports and __init__: user code, so not on this thread.
             self.pool.submit(self._create_and_start, call, uuid, module, config, args, kwargs, stream)
-            return
+            return None
         try:
-            self._start(call, instance, args, kwargs, stream)
+            return self._start(call, instance, args, kwargs, stream)
         except _Refusal as refusal:
             self._fail(call, refusal)
+            return None
 
     def _create_and_start(
         self, call: _Call, uuid: str, module: str, config: dict[str, Any], args: list[Any], kwargs: dict[str, Any], stream: bool
@@ -451,7 +528,9 @@ class Worker:
         try:
             if call.done:
                 return
-            self._start(call, self.instance(uuid, module, config), args, kwargs, stream)
+            work = self._start(call, self.instance(uuid, module, config), args, kwargs, stream)
+            if work is not None:
+                work()
         except _Refusal as refusal:
             self._fail(call, refusal)
         except BaseException as exc:
@@ -506,8 +585,9 @@ class Worker:
             signature = None
         return _Method(kind, signature)
 
-    def _start(self, call: _Call, instance: _Instance, args: list[Any], kwargs: dict[str, Any], stream: bool) -> None:
-        """Check the call and hand it to the pool or the loop (never runs user code itself)."""
+    def _start(self, call: _Call, instance: _Instance, args: list[Any], kwargs: dict[str, Any], stream: bool) -> _Work | None:
+        """Check the call and hand it to the loop or the pool; a plain sync method is returned
+        instead, for the caller to run on its own thread (never runs user code itself)."""
         method = self._method(instance, call.method)
         if method.signature is not None:
             try:
@@ -518,13 +598,14 @@ class Worker:
             raise _streaming_unsupported(call)
         bound = getattr(instance.obj, call.method)
         if method.kind == _SYNC:
-            self.pool.submit(self._run_sync, call, bound, args, kwargs, stream)
-        elif method.kind == _ASYNC:
+            return functools.partial(self._run_sync, call, bound, args, kwargs, stream)
+        if method.kind == _ASYNC:
             self._submit_coroutine(call, self._run_coroutine(call, bound, args, kwargs, stream))
         elif method.kind == _GEN:
             self.pool.submit(self._drive_sync, call, bound(*args, **kwargs))  # creating it runs no user code
         else:
             self._submit_coroutine(call, self._drive_async(call, bound(*args, **kwargs)))
+        return None
 
     def _submit_coroutine(self, call: _Call, coroutine: collections.abc.Coroutine[Any, Any, None]) -> None:
         future = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
@@ -817,8 +898,7 @@ def main(argv: list[str] | None = None) -> int:
     _prepare(project)
     worker = Worker(project)
     try:
-        with open(REQUEST_FD, "rb", buffering=READ_BUFFER_BYTES, closefd=False) as requests:
-            status = worker.serve(requests)
+        status = worker.serve(FrameReader(REQUEST_FD, READ_BUFFER_BYTES))
     except BaseException as exc:
         log("worker failed:\n" + "".join(traceback.format_exception(exc)).rstrip())
         status = 1

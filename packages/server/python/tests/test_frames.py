@@ -14,7 +14,7 @@ import unittest
 import uuid
 
 import support  # noqa: F401  (puts the portico package on sys.path)
-from portico._frames import HEADER_MAX_BYTES, FrameError, FrameWriter, encode_frame, read_frame
+from portico._frames import HEADER_MAX_BYTES, FrameError, FrameReader, FrameWriter, encode_frame, read_frame
 from portico._json import dumps
 from portico._view import ConfigView
 
@@ -71,6 +71,30 @@ class FramingTest(unittest.TestCase):
         while len(received) < len(expected):
             received += os.read(read_fd, 65536)
         self.assertEqual(received, expected)
+
+
+class FrameReaderTest(unittest.TestCase):
+    def test_reads_frames_across_chunk_boundaries_and_knows_when_one_is_waiting(self) -> None:
+        read_fd, write_fd = os.pipe()
+        self.addCleanup(os.close, read_fd)
+        reader = FrameReader(read_fd, chunk_bytes=7)  # tiny chunks: every frame spans several reads
+        self.assertFalse(reader.ready())
+        big = bytes(range(256)) * 40
+        os.write(write_fd, encode_frame({"op": "a"}) + encode_frame({"op": "b"}, big))
+        self.assertTrue(reader.ready())
+        self.assertEqual(reader.read(), ({"op": "a"}, b""))
+        self.assertEqual(reader.read(), ({"op": "b"}, big))
+        self.assertFalse(reader.ready())
+        os.close(write_fd)
+        self.assertIsNone(reader.read())  # clean EOF between frames
+
+    def test_eof_inside_a_frame_is_an_error(self) -> None:
+        read_fd, write_fd = os.pipe()
+        self.addCleanup(os.close, read_fd)
+        os.write(write_fd, encode_frame({"op": "a"})[:-2])
+        os.close(write_fd)
+        with self.assertRaises(FrameError):
+            FrameReader(read_fd).read()
 
 
 class JsonEncodingTest(unittest.TestCase):

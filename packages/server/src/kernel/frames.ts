@@ -10,13 +10,15 @@ export interface BridgeFrame {
 
 const EMPTY = Buffer.alloc(0);
 
-/** Encodes one frame as the list of buffers to write (the body is never copied). */
+/** Encodes one frame as the buffers to write: prefix and header in one, the body never copied. */
 export function encodeFrame(header: object, body: Buffer = EMPTY): Buffer[] {
-  const json = Buffer.from(JSON.stringify(header), 'utf8');
-  const prefix = Buffer.allocUnsafe(8);
-  prefix.writeUInt32BE(json.length, 0);
-  prefix.writeUInt32BE(body.length, 4);
-  return body.length ? [prefix, json, body] : [prefix, json];
+  const json = JSON.stringify(header);
+  const headerLen = Buffer.byteLength(json, 'utf8');
+  const head = Buffer.allocUnsafe(8 + headerLen);
+  head.writeUInt32BE(headerLen, 0);
+  head.writeUInt32BE(body.length, 4);
+  head.write(json, 8, 'utf8');
+  return body.length ? [head, body] : [head];
 }
 
 /**

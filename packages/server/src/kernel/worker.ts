@@ -49,7 +49,10 @@ export type ItemSink = (payload: unknown) => void | Promise<void>;
 export type CallOutcome = { ok: true; streamed: boolean; payload?: unknown } | { ok: false; error: PorticoError };
 
 export interface CallHandlers {
+  /** Aborting it cancels the call in the worker (one listener per signal, however many calls). */
   signal?: AbortSignal | undefined;
+  /** A call still running after this long is cancelled and fails with `timeout`. */
+  timeoutMs?: number | undefined;
   onItem?: ItemSink | undefined;
   /**
    * Called synchronously when the worker's terminal frame arrives, before the returned promise
@@ -61,7 +64,16 @@ export interface CallHandlers {
 interface Pending {
   settle: (outcome: CallOutcome) => void;
   onItem?: ItemSink | undefined;
+  /** performance.now() after which the call times out. */
+  deadline: number;
+  timeoutMs: number;
 }
+
+/** Resolutions remembered per worker (oldest dropped first). */
+const RESOLVE_CACHE_SIZE = 1024;
+
+/** How often deadlines are checked: a timeout lands within this much of its limit. */
+const DEADLINE_SWEEP_MS = 250;
 
 /** How each worker error code is rendered publicly; anything else is an internal error. */
 const FROM_WORKER: Record<string, ErrorCode> = {
@@ -100,6 +112,10 @@ export class Worker {
   private exited!: Promise<void>;
   private readonly exitListeners: Array<() => void> = [];
   private readonly options: WorkerOptions;
+  /** Calls started under each signal, so that one abort listener cancels them all. */
+  private readonly bySignal = new WeakMap<AbortSignal, Set<number>>();
+  private sweeper: NodeJS.Timeout | undefined;
+  private readonly resolved = new Map<string, Resolved>();
 
   constructor(options: WorkerOptions) {
     this.options = options;
@@ -118,6 +134,8 @@ export class Worker {
     });
     this.child = child;
     this.toWorker = child.stdio[3] as Writable;
+    this.sweeper = setInterval(() => this.sweepDeadlines(), DEADLINE_SWEEP_MS);
+    this.sweeper.unref();
     const fromWorker = child.stdio[4] as Readable;
     for (const stream of [child.stdout, child.stderr]) forwardLines(stream!, (line) => this.log(line));
     this.toWorker.on('error', () => {}); // EPIPE after a crash: the exit handler reports it
@@ -133,6 +151,7 @@ export class Worker {
         const why = signal ? `signal ${signal}` : `exit code ${code}`;
         this.exitError = new PorticoError('worker_crashed', `The Python worker (pid ${child.pid}) stopped (${why})`);
         onFail(new PorticoError('worker_unavailable', `The Python worker failed to start (${why}); see the gateway log`));
+        clearInterval(this.sweeper);
         this.failAll(this.exitError);
         for (const listener of this.exitListeners) listener();
         resolve();
@@ -181,10 +200,21 @@ export class Worker {
     this.exitListeners.push(listener);
   }
 
+  /**
+   * Resolves a version against a module's Config. Results are cached for the worker's life
+   * (the worker never re-imports a module either), so repeated REST calls on the same target
+   * cost no round trip.
+   */
   async resolve(module: string, version: unknown[]): Promise<Resolved> {
+    const key = JSON.stringify([module, version]);
+    const cached = this.resolved.get(key);
+    if (cached) return cached;
     const outcome = await this.request({ op: 'resolve', module, version });
     if (!outcome.ok) throw outcome.error;
-    return outcome.payload as Resolved;
+    const resolved = outcome.payload as Resolved;
+    if (this.resolved.size >= RESOLVE_CACHE_SIZE) this.resolved.delete(this.resolved.keys().next().value!);
+    this.resolved.set(key, resolved);
+    return resolved;
   }
 
   /**
@@ -215,7 +245,7 @@ export class Worker {
   }
 
   private request(header: Record<string, unknown>, handlers: CallHandlers = {}): Promise<CallOutcome> {
-    const { signal, onItem, onSettled } = handlers;
+    const { signal, onItem, onSettled, timeoutMs = Infinity } = handlers;
     const early = this.exitError ?? (signal?.aborted ? new PorticoError('cancelled', 'The call was cancelled') : undefined);
     if (early) {
       const outcome: CallOutcome = { ok: false, error: early };
@@ -223,20 +253,45 @@ export class Worker {
       return Promise.resolve(outcome);
     }
     const id = this.nextId++;
+    const calls = signal && this.callsUnder(signal);
+    calls?.add(id);
     return new Promise((resolve) => {
-      const onAbort = () => this.send({ op: 'cancel', id });
-      signal?.addEventListener('abort', onAbort, { once: true });
       this.pending.set(id, {
         onItem,
+        deadline: performance.now() + timeoutMs,
+        timeoutMs,
         settle: (outcome) => {
           this.pending.delete(id);
-          signal?.removeEventListener('abort', onAbort);
+          calls?.delete(id);
           onSettled?.(outcome);
           resolve(outcome);
         },
       });
       this.send({ ...header, id });
     });
+  }
+
+  private callsUnder(signal: AbortSignal): Set<number> {
+    let calls = this.bySignal.get(signal);
+    if (!calls) {
+      const ids = (calls = new Set());
+      this.bySignal.set(signal, ids);
+      signal.addEventListener('abort', () => ids.forEach((id) => this.send({ op: 'cancel', id })), { once: true });
+    }
+    return calls;
+  }
+
+  /** Cancels calls past their deadline; they fail with `timeout` at once. */
+  private sweepDeadlines(): void {
+    const now = performance.now();
+    for (const [id, entry] of this.pending) {
+      if (entry.deadline > now) continue;
+      this.send({ op: 'cancel', id });
+      entry.settle({
+        ok: false,
+        error: new PorticoError('timeout', `The call exceeded its time limit of ${entry.timeoutMs} ms and was cancelled`),
+      });
+    }
   }
 
   private dispatch({ header }: BridgeFrame): void {

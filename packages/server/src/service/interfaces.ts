@@ -93,52 +93,37 @@ export class InterfaceService {
 
   /**
    * Calls a public method of an interface. Never rejects: the outcome carries the result, the
-   * end of a stream (items went to `onItem`) or the error. A call that outlives `timeoutMs` is
-   * cancelled and fails with `timeout`; aborting `signal` cancels it.
+   * end of a stream (items went to `onItem`) or the error. A call that outlives `timeoutMs`
+   * (default LIMITS.callTimeoutMs) is cancelled and fails with `timeout`; aborting `signal`
+   * cancels it.
    */
   async call(ctx: RequestContext, record: InterfaceInfo, input: CallInput, options: CallOptions = {}): Promise<CallOutcome> {
-    let worker;
-    try {
-      worker = await this.pool.get(ctx.project.dir, ctx.python);
-    } catch (err) {
-      const outcome: CallOutcome = { ok: false, error: toPorticoError(err) };
-      options.onSettled?.(outcome);
-      return outcome;
+    let worker = this.pool.peek(ctx.project.dir, ctx.python);
+    if (!worker) {
+      try {
+        worker = await this.pool.get(ctx.project.dir, ctx.python);
+      } catch (err) {
+        const outcome: CallOutcome = { ok: false, error: toPorticoError(err) };
+        options.onSettled?.(outcome);
+        return outcome;
+      }
     }
-    const timeoutMs = options.timeoutMs ?? LIMITS.callTimeoutMs;
-    const controller = new AbortController();
-    const onAbort = () => controller.abort();
-    options.signal?.addEventListener('abort', onAbort, { once: true });
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      controller.abort();
-    }, timeoutMs);
-    const settled = (outcome: CallOutcome): CallOutcome =>
-      timedOut && !outcome.ok && outcome.error.code === 'cancelled'
-        ? { ok: false, error: new PorticoError('timeout', `${input.method}() exceeded the call time limit of ${timeoutMs} ms and was cancelled`) }
-        : outcome;
-    try {
-      const outcome = await worker.call(
-        {
-          uuid: record.uuid,
-          module: record.module,
-          config: record.config,
-          method: input.method,
-          args: input.args ?? [],
-          kwargs: input.kwargs ?? {},
-        },
-        {
-          signal: controller.signal,
-          onItem: options.onItem,
-          onSettled: options.onSettled && ((outcome) => options.onSettled!(settled(outcome))),
-        },
-      );
-      return settled(outcome);
-    } finally {
-      clearTimeout(timer);
-      options.signal?.removeEventListener('abort', onAbort);
-    }
+    return worker.call(
+      {
+        uuid: record.uuid,
+        module: record.module,
+        config: record.config,
+        method: input.method,
+        args: input.args ?? [],
+        kwargs: input.kwargs ?? {},
+      },
+      {
+        signal: options.signal,
+        timeoutMs: options.timeoutMs ?? LIMITS.callTimeoutMs,
+        onItem: options.onItem,
+        onSettled: options.onSettled,
+      },
+    );
   }
 
   /** A plain (non-streaming) call: its result, or its error thrown. */

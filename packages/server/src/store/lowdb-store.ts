@@ -18,6 +18,9 @@ interface IndexFile {
 export const STORE_DIR = '.portico';
 
 export class LowdbStore implements Store {
+  /** The write carrying the latest mutation; a record is acknowledged once it has settled. */
+  private lastWrite: Promise<void> = Promise.resolve();
+
   private constructor(
     private readonly db: Low<IndexFile>,
     readonly file: string,
@@ -44,11 +47,11 @@ export class LowdbStore implements Store {
     const existing = await this.get(record.uuid);
     if (existing) {
       // It may still be on its way to disk: acknowledge only once that write is done.
-      await this.db.write();
+      await this.lastWrite;
       return { record: existing, created: false };
     }
     this.db.data.interfaces[record.uuid] = record;
-    await this.db.write();
+    await this.write();
     return { record, created: true };
   }
 
@@ -61,11 +64,18 @@ export class LowdbStore implements Store {
   async delete(uuid: string): Promise<boolean> {
     if (!Object.hasOwn(this.db.data.interfaces, uuid)) return false;
     delete this.db.data.interfaces[uuid];
-    await this.db.write();
+    await this.write();
     return true;
   }
 
   async close(): Promise<void> {
-    await this.db.write();
+    await this.lastWrite;
+  }
+
+  /** Writes the file (lowdb coalesces overlapping writes) and remembers the write. */
+  private write(): Promise<void> {
+    const write = this.db.write();
+    this.lastWrite = write.catch(() => undefined);
+    return write;
   }
 }

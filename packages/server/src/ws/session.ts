@@ -23,8 +23,8 @@ interface Connection {
 export class Session {
   private connection: Connection | undefined;
   private connecting: Promise<void> | undefined;
-  /** One controller per call in flight: closing the socket aborts them all. */
-  private readonly calls = new Set<AbortController>();
+  /** Aborted when the socket goes away: cancels every call it started. */
+  private readonly controller = new AbortController();
   private closed = false;
 
   constructor(
@@ -115,18 +115,16 @@ export class Session {
 
   private async call(frame: Extract<ClientFrame, { type: 'call' }>): Promise<void> {
     // A call pipelined right behind its connect waits for it.
-    await this.connecting?.catch(() => undefined);
+    if (this.connecting) await this.connecting.catch(() => undefined);
     const connection = this.connection;
     if (!connection) throw new PorticoError('not_connected', 'Send connect before call');
     const { id } = frame;
-    const controller = new AbortController();
-    this.calls.add(controller);
     await this.gateway.interfaces.call(
       connection.ctx,
       connection.record,
       { method: frame.method, args: frame.args ?? [], kwargs: frame.kwargs ?? {} },
       {
-        signal: controller.signal,
+        signal: this.controller.signal,
         onItem: (payload) => this.sendPaced({ type: 'stream', id, payload, final: false }),
         onSettled: (outcome: CallOutcome) => {
           if (!outcome.ok) this.sendError(id, outcome.error);
@@ -135,7 +133,6 @@ export class Session {
         },
       },
     );
-    this.calls.delete(controller);
   }
 
   private send(frame: object): void {
@@ -163,8 +160,7 @@ export class Session {
   private teardown(): void {
     if (this.closed) return;
     this.closed = true;
-    for (const call of this.calls) call.abort();
-    this.calls.clear();
+    this.controller.abort();
     const connection = this.connection;
     this.connection = undefined;
     if (connection && connection.detach()) this.gateway.interfaces.release(connection.ctx, connection.record.uuid);
