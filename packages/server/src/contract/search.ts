@@ -1,0 +1,161 @@
+/**
+ * The config-search contract: `FindRequest` → `SearchResponse` (field names follow the
+ * reference server's search). This file owns the request's syntax — path grammar, which ops
+ * take which values, sort keys, paging fields — so that every malformed request fails here with
+ * a location. What a valid request means is owned by `store/query.ts`.
+ */
+import { InterfaceInfo } from './common.js';
+import { z } from './zod.js';
+
+/** Filter operators; their semantics are documented in `store/query.ts`. */
+export const FILTER_OPS = ['eq', 'ne', 'lt', 'lte', 'gt', 'gte', 'in', 'nin', 'contains', 'exists'] as const;
+export type FilterOp = (typeof FILTER_OPS)[number];
+
+/** Record fields a record-level path may start with besides `config`. */
+export const RECORD_FIELDS = ['uuid', 'module', 'kind', 'label', 'created_by', 'created_at', 'archived'] as const;
+
+// Dotted segments with optional `[n]` indexes, e.g. `stages[0].epochs`; a path may open with `[n]`.
+const PATH = /^(?:[A-Za-z0-9_-]+|\[[0-9]+\])(?:\.[A-Za-z0-9_-]+|\[[0-9]+\])*$/;
+const TOKEN = /[A-Za-z0-9_-]+|\[[0-9]+\]/g;
+const INVALID_PATH = 'Invalid path: expected dotted segments of [A-Za-z0-9_-], with optional [n] indexes (e.g. "stages[0].epochs")';
+
+/**
+ * Splits a path into its segments (`a[0].b` → `['a', '0', 'b']`), or returns null when the path
+ * is not valid syntax.
+ */
+export function parsePath(path: string): string[] | null {
+  if (!PATH.test(path)) return null;
+  return path.match(TOKEN)!.map((token) => (token.startsWith('[') ? token.slice(1, -1) : token));
+}
+
+/**
+ * Splits a record-level path (`config.<path>` or a top-level field); returns an error message
+ * instead when the path is not one.
+ */
+export function parseRecordPath(path: string): string[] | string {
+  const segments = parsePath(path);
+  if (!segments) return INVALID_PATH;
+  const [root] = segments;
+  if (root === 'config') return segments;
+  if (!(RECORD_FIELDS as readonly string[]).includes(root!)) {
+    return `Unknown record field "${root}": use config.<path> or one of ${RECORD_FIELDS.join(', ')}`;
+  }
+  if (segments.length > 1) return `"${root}" is a scalar field and has no sub-paths`;
+  return segments;
+}
+
+const ConfigPath = z
+  .string()
+  .refine((path) => parsePath(path) !== null, { message: INVALID_PATH })
+  .describe('Path relative to the resolved config: dotted segments, `[n]` indexes an array.');
+
+const RecordPath = z
+  .string()
+  .superRefine((path, ctx) => {
+    const parsed = parseRecordPath(path);
+    if (typeof parsed === 'string') ctx.addIssue({ code: 'custom', message: parsed });
+  })
+  .describe(`Path relative to the record: config.<path>, or one of ${RECORD_FIELDS.join(', ')}.`);
+
+const Op = z.enum(FILTER_OPS).default('eq').describe('Operator (default eq); see the search semantics.');
+
+const FilterValue = z
+  .unknown()
+  .optional()
+  .describe('JSON value. lt/lte/gt/gte: number or string; in/nin: array; exists: boolean (default true); otherwise any (default null).');
+
+/** The op-dependent constraints on `value`, shared by both filter lists. */
+function checkValue(filter: { op: FilterOp; value?: unknown }, ctx: z.RefinementCtx): void {
+  const { op, value } = filter;
+  const fail = (message: string) => ctx.addIssue({ code: 'custom', path: ['value'], message, input: value });
+  switch (op) {
+    case 'lt':
+    case 'lte':
+    case 'gt':
+    case 'gte':
+      if (typeof value !== 'string' && !(typeof value === 'number' && Number.isFinite(value))) fail(`"${op}" needs a number or a string`);
+      break;
+    case 'in':
+    case 'nin':
+      if (!Array.isArray(value)) fail(`"${op}" needs an array`);
+      break;
+    case 'exists':
+      if (value !== undefined && typeof value !== 'boolean') fail('"exists" needs a boolean');
+      break;
+  }
+}
+
+export const ConfigFilter = z
+  .object({ path: ConfigPath, op: Op, value: FilterValue })
+  .superRefine(checkValue)
+  .openapi('ConfigFilter');
+
+export const Filter = z
+  .object({ path: RecordPath, op: Op, value: FilterValue })
+  .superRefine(checkValue)
+  .openapi('Filter');
+
+const Layer = z.enum(['resolved']).describe('The config layer; only the resolved config is searchable.');
+
+export const ConfigMatch = z
+  .object({ layer: Layer.default('resolved'), filters: z.array(ConfigFilter).default([]) })
+  .openapi('ConfigMatch');
+
+export const SortSpec = z
+  .object({
+    by: z.string().describe('A record path (as in `filters`), or a config path when config_layer is "resolved".'),
+    config_layer: Layer.nullable().optional(),
+    direction: z
+      .preprocess((value) => (typeof value === 'string' ? value.toLowerCase() : value), z.enum(['asc', 'desc']))
+      .default('desc')
+      .describe('"asc" or "desc", in any case.'),
+  })
+  .superRefine((spec, ctx) => {
+    const parsed = spec.config_layer ? (parsePath(spec.by) ?? INVALID_PATH) : parseRecordPath(spec.by);
+    if (typeof parsed === 'string') ctx.addIssue({ code: 'custom', path: ['by'], message: parsed, input: spec.by });
+  })
+  .openapi('SortSpec');
+
+export const FindRequest = z
+  .object({
+    module: z.string().nullable().optional().describe('Exact module; null means no filter.'),
+    kind: z.string().nullable().optional().describe('Exact interface class name; null means no filter.'),
+    created_by: z.string().nullable().optional().describe('Exact creator; null means no filter.'),
+    label: z.string().nullable().optional().describe('Exact label; null means no filter (filter `label eq null` for unlabelled records).'),
+    // A union rather than .nullable(): zod-to-openapi would otherwise mark the ConfigMatch component itself nullable.
+    config: z.union([ConfigMatch, z.null()]).optional(),
+    filters: z.array(Filter).default([]).describe('Record-level filters; all filters are ANDed.'),
+    sort: z
+      .array(SortSpec)
+      .default([])
+      .describe('Sort keys in order (default created_at desc); uuid asc always breaks ties.'),
+    include_archived: z.boolean().optional().describe('Include archived records (default false).'),
+    include_hidden: z.boolean().optional().describe('Alias of include_archived (reference compatibility).'),
+    limit: z.number().int().min(1).max(1000).default(100).describe('Page size (1..1000).'),
+    offset: z.number().int().min(0).default(0).describe('Matches to skip; must be 0 with a cursor.'),
+    cursor: z.string().nullable().optional().describe("A previous response's next_cursor; continues strictly after its last item."),
+  })
+  .superRefine((request, ctx) => {
+    if (request.cursor != null && request.offset !== 0) {
+      ctx.addIssue({ code: 'custom', path: ['offset'], message: 'offset must be 0 when a cursor is given', input: request.offset });
+    }
+    const { include_archived: archived, include_hidden: hidden } = request;
+    if (archived !== undefined && hidden !== undefined && archived !== hidden) {
+      ctx.addIssue({ code: 'custom', path: ['include_hidden'], message: 'include_hidden is an alias of include_archived and contradicts it', input: hidden });
+    }
+  })
+  .openapi('FindRequest');
+
+export const SearchResponse = z
+  .object({
+    items: z.array(InterfaceInfo),
+    total: z.number().int().describe('All records matching the filters, regardless of limit, offset and cursor.'),
+    next_cursor: z.string().nullable().describe('Pass as `cursor` for the next page; null when no record follows.'),
+  })
+  .openapi('SearchResponse');
+
+/** What a caller may send (before defaults); `search` validates it. */
+export type FindRequest = z.input<typeof FindRequest>;
+/** A validated request: defaults applied, `direction` lowercased. */
+export type ParsedFindRequest = z.output<typeof FindRequest>;
+export type SearchResponse = z.output<typeof SearchResponse>;

@@ -1,0 +1,422 @@
+/**
+ * The config-search engine: validates a `FindRequest` (contract/search.ts), compiles its paths,
+ * predicates and sort order once, and runs it over any iterable of records in one linear pass.
+ * Stores that hold their records in memory call `search`; the semantics below are the contract
+ * a server database implementation must reproduce.
+ *
+ * Semantics
+ * ---------
+ * - Values are JSON. A path that leads nowhere is *missing*, which is different from `null`.
+ * - Paths are dotted segments of [A-Za-z0-9_-]; `a[0].b` is the same path as `a.0.b`. A numeric
+ *   segment indexes an array (canonical decimal only: `01` never indexes) or names an object key.
+ *   Config paths are relative to the record's resolved `config`; record paths are `config.<path>`
+ *   or one of the top-level fields uuid, module, kind, label, created_by, created_at, archived.
+ * - `eq`: deep JSON equality (object key order is irrelevant, 1 equals 1.0, `true` never equals
+ *   1). `ne`: present and not deep-equal. Missing never matches either.
+ * - `lt`, `lte`, `gt`, `gte`: the query value is a number or a string; only a stored value of the
+ *   same type matches (numbers numerically, strings by UTF-16 code units), so `gt 2` never
+ *   matches a string and booleans and null never match.
+ * - `in`: the query value is an array; matches when the stored value deep-equals an element.
+ *   `nin`: present and deep-equal to no element.
+ * - `contains`: a stored string contains the query string (case-sensitive substring), or a stored
+ *   array has an element deep-equal to the query value. Nothing else matches.
+ * - `exists`: the query value is a boolean (default true); true matches a present path (even
+ *   null), false a missing one.
+ * - An omitted `value` is null (true for `exists`); ops that need a number, string, array or
+ *   boolean refuse anything else with a validation error.
+ * - `module`, `kind`, `created_by`, `label` given as fields are `eq` filters on those fields; all
+ *   filters are ANDed. Archived records are left out unless `include_archived` (or its alias
+ *   `include_hidden`) is true, whatever the filters say.
+ * - Sort order of values, ascending: missing < null < false < true < numbers < strings < arrays
+ *   < objects; arrays and objects compare by their canonical JSON text (sorted keys, compact).
+ *   `desc` reverses the whole order. The default sort is `created_at` desc, and `uuid` asc always
+ *   breaks the remaining ties, so the order is total.
+ * - `total` counts every matching record. A page is `limit` records after skipping `offset`, or
+ *   with a `cursor`, the first `limit` records strictly after the position the cursor names
+ *   (its last item's sort values and uuid, whether or not that record still exists). Records
+ *   added between page requests therefore never duplicate or displace the others. A cursor is
+ *   bound to its query (filters, sort, archived flag; not limit) by a hash.
+ */
+import { createHash } from 'node:crypto';
+import { FindRequest, parsePath, parseRecordPath, type FilterOp, type ParsedFindRequest } from '../contract/search.js';
+import { PorticoError } from '../errors.js';
+import type { InterfaceRecord } from './store.js';
+
+/** One page of matches. */
+export interface SearchResult {
+  /** The matching records themselves (not copies), in sort order. */
+  items: InterfaceRecord[];
+  /** Every match, regardless of limit, offset and cursor. */
+  total: number;
+  /** Continues after the last item; null when no match follows the page. */
+  next_cursor: string | null;
+}
+
+/** A validated request with its predicates and sort order compiled; reusable across runs. */
+export interface CompiledQuery {
+  /** Filters, counts and pages the records in one pass; never mutates them. */
+  run(records: Iterable<InterfaceRecord>): SearchResult;
+}
+
+/**
+ * Validates and compiles a request. Every problem, including a malformed cursor or one issued
+ * for another query, throws a `validation_error` PorticoError whose issues name the field.
+ */
+export function compileQuery(request: FindRequest): CompiledQuery {
+  const parsed = FindRequest.safeParse(request);
+  if (!parsed.success) {
+    const issues = parsed.error.issues.map((issue) => ({ path: issue.path.map(String).join('.') || null, message: issue.message }));
+    const [first] = issues;
+    throw new PorticoError('validation_error', `Invalid search request: ${first!.path ?? 'body'}: ${first!.message}`, { issues });
+  }
+  return compile(parsed.data);
+}
+
+/** Runs a request over the records: `compileQuery(request).run(records)`. */
+export function search(records: Iterable<InterfaceRecord>, request: FindRequest): SearchResult {
+  return compileQuery(request).run(records);
+}
+
+/** The stored value at a path, or undefined when it is missing (JSON has no undefined). */
+type Getter = (record: InterfaceRecord) => unknown;
+type Test = (value: unknown) => boolean;
+
+interface NormalFilter {
+  /** Record-level segments, e.g. ['config', 'lr'] or ['label']. */
+  path: string[];
+  op: FilterOp;
+  value: unknown;
+}
+
+/**
+ * A place in the sort order. `key` holds, per sort key, the value's type rank and a scalar that
+ * orders values within the rank, so comparisons never re-walk paths or re-serialize values.
+ */
+interface Position {
+  key: Array<number | string>;
+  uuid: string;
+}
+
+interface Entry extends Position {
+  /** Null only in a fresh entry, before its first fill. */
+  record: InterfaceRecord | null;
+}
+
+function compile(request: ParsedFindRequest): CompiledQuery {
+  const filters = normalFilters(request);
+  const tests = filters.map(({ path, op, value }) => {
+    const get = getter(path);
+    const test = compileTest(op, value);
+    return (record: InterfaceRecord) => test(get(record));
+  });
+  const includeArchived = request.include_archived ?? request.include_hidden ?? false;
+  const matches = (record: InterfaceRecord): boolean => {
+    if (record.archived && !includeArchived) return false;
+    for (const test of tests) if (!test(record)) return false;
+    return true;
+  };
+
+  const sorts = request.sort.length
+    ? request.sort.map((spec) => ({
+        // The schema has checked both path forms.
+        path: spec.config_layer ? ['config', ...parsePath(spec.by)!] : (parseRecordPath(spec.by) as string[]),
+        direction: spec.direction,
+      }))
+    : [{ path: ['created_at'], direction: 'desc' as const }];
+  const getters = sorts.map((sort) => getter(sort.path));
+  const signs = sorts.map((sort) => (sort.direction === 'asc' ? 1 : -1));
+  const compare = (a: Position, b: Position): number => {
+    for (let i = 0, j = 0; i < signs.length; i++, j += 2) {
+      const rankA = a.key[j]!;
+      const rankB = b.key[j]!;
+      if (rankA !== rankB) return rankA < rankB ? -signs[i]! : signs[i]!;
+      const valueA = a.key[j + 1]!;
+      const valueB = b.key[j + 1]!;
+      if (valueA !== valueB) return valueA < valueB ? -signs[i]! : signs[i]!;
+    }
+    return a.uuid < b.uuid ? -1 : a.uuid > b.uuid ? 1 : 0;
+  };
+  const fill = (entry: Entry, record: InterfaceRecord): void => {
+    for (let i = 0; i < getters.length; i++) sortKey(getters[i]!(record), entry.key, i * 2);
+    entry.uuid = record.uuid;
+    entry.record = record;
+  };
+  const blank = (): Entry => ({ key: new Array<number | string>(getters.length * 2), uuid: '', record: null });
+
+  const hash = queryHash(filters, sorts, includeArchived);
+  const after = request.cursor == null ? null : decodeCursor(request.cursor, hash, getters.length);
+  const { limit, offset } = request;
+
+  return {
+    run(records) {
+      let total = 0;
+      let following = 0;
+      const heap = new BoundedHeap<Entry>(offset + limit, compare);
+      // Most matches lose against the heap's root, so one entry is refilled until the heap keeps it.
+      let entry = blank();
+      for (const record of records) {
+        if (!matches(record)) continue;
+        total++;
+        fill(entry, record);
+        if (after && compare(entry, after) <= 0) continue;
+        following++;
+        if (heap.offer(entry)) entry = blank();
+      }
+      const page = heap.sorted().slice(offset);
+      const last = page.at(-1);
+      return {
+        items: page.map((entry) => entry.record!),
+        total,
+        next_cursor: last && following > offset + limit ? encodeCursor(hash, last) : null,
+      };
+    },
+  };
+}
+
+/** The field filters, `config.filters` and `filters` as one list of record-level filters. */
+function normalFilters(request: ParsedFindRequest): NormalFilter[] {
+  const filters: NormalFilter[] = [];
+  for (const field of ['module', 'kind', 'created_by', 'label'] as const) {
+    const value = request[field];
+    if (value != null) filters.push({ path: [field], op: 'eq', value });
+  }
+  // The schema has checked every path, so parsing cannot fail here.
+  for (const filter of request.config?.filters ?? []) {
+    filters.push({ path: ['config', ...parsePath(filter.path)!], op: filter.op, value: defaultValue(filter.op, filter.value) });
+  }
+  for (const filter of request.filters) {
+    filters.push({ path: parseRecordPath(filter.path) as string[], op: filter.op, value: defaultValue(filter.op, filter.value) });
+  }
+  return filters;
+}
+
+function defaultValue(op: FilterOp, value: unknown): unknown {
+  if (value !== undefined) return value;
+  return op === 'exists' ? true : null;
+}
+
+const INDEX = /^(?:0|[1-9][0-9]*)$/;
+
+function getter(path: string[]): Getter {
+  const [root, ...rest] = path;
+  if (root !== 'config') return (record) => (record as unknown as Record<string, unknown>)[root!];
+  const steps = rest.map((key) => ({ key, index: INDEX.test(key) ? Number(key) : -1 }));
+  return (record) => {
+    let value: unknown = record.config;
+    for (const { key, index } of steps) {
+      if (Array.isArray(value)) {
+        value = index >= 0 && index < value.length ? value[index] : undefined;
+      } else if (value !== null && typeof value === 'object' && Object.hasOwn(value, key)) {
+        // hasOwn, so that keys like `constructor` or `__proto__` never reach the prototype.
+        value = (value as Record<string, unknown>)[key];
+      } else {
+        return undefined;
+      }
+      if (value === undefined) return undefined;
+    }
+    return value;
+  };
+}
+
+function isCompound(value: unknown): value is object {
+  return value !== null && typeof value === 'object';
+}
+
+/** Deep JSON equality: key order is irrelevant, and `===` already keeps `true` apart from 1. */
+function jsonEqual(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (!isCompound(a) || !isCompound(b)) return false;
+  if (Array.isArray(a)) {
+    if (!Array.isArray(b) || a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) if (!jsonEqual(a[i], b[i])) return false;
+    return true;
+  }
+  if (Array.isArray(b)) return false;
+  const keys = Object.keys(a);
+  if (keys.length !== Object.keys(b).length) return false;
+  for (const key of keys) {
+    if (!Object.hasOwn(b, key) || !jsonEqual((a as Record<string, unknown>)[key], (b as Record<string, unknown>)[key])) return false;
+  }
+  return true;
+}
+
+/** The test of one op against one (schema-checked) query value; `undefined` means missing. */
+function compileTest(op: FilterOp, query: unknown): Test {
+  switch (op) {
+    case 'eq':
+      return isCompound(query) ? (value) => value !== undefined && jsonEqual(value, query) : (value) => value === query;
+    case 'ne': {
+      const eq = compileTest('eq', query);
+      return (value) => value !== undefined && !eq(value);
+    }
+    case 'lt':
+    case 'lte':
+    case 'gt':
+    case 'gte':
+      return orderTest(op, query as number | string);
+    case 'in': {
+      const elements = query as unknown[];
+      const scalars = new Set(elements.filter((element) => !isCompound(element)));
+      const compounds = elements.filter(isCompound);
+      return (value) =>
+        value !== undefined && (scalars.has(value) || (isCompound(value) && compounds.some((element) => jsonEqual(value, element))));
+    }
+    case 'nin': {
+      const inTest = compileTest('in', query);
+      return (value) => value !== undefined && !inTest(value);
+    }
+    case 'contains':
+      if (typeof query === 'string') {
+        return (value) => (typeof value === 'string' ? value.includes(query) : Array.isArray(value) && value.includes(query));
+      }
+      if (isCompound(query)) return (value) => Array.isArray(value) && value.some((element) => jsonEqual(element, query));
+      return (value) => Array.isArray(value) && value.includes(query);
+    case 'exists':
+      return query ? (value) => value !== undefined : (value) => value === undefined;
+  }
+}
+
+function orderTest(op: 'lt' | 'lte' | 'gt' | 'gte', query: number | string): Test {
+  const type = typeof query;
+  // Both sides have the same type once `typeof` agrees; the `number` casts only satisfy the checker
+  // (JS `<` on two strings compares UTF-16 code units, as the semantics require).
+  const q = query as number;
+  switch (op) {
+    case 'lt':
+      return (value) => typeof value === type && (value as number) < q;
+    case 'lte':
+      return (value) => typeof value === type && (value as number) <= q;
+    case 'gt':
+      return (value) => typeof value === type && (value as number) > q;
+    case 'gte':
+      return (value) => typeof value === type && (value as number) >= q;
+  }
+}
+
+/** Writes the value's type rank and in-rank scalar at `key[at]` and `key[at + 1]`. */
+function sortKey(value: unknown, key: Array<number | string>, at: number): void {
+  key[at + 1] = 0;
+  if (value === undefined) key[at] = 0;
+  else if (value === null) key[at] = 1;
+  else if (value === false) key[at] = 2;
+  else if (value === true) key[at] = 3;
+  else if (typeof value === 'number' || typeof value === 'string') {
+    key[at] = typeof value === 'number' ? 4 : 5;
+    key[at + 1] = value;
+  } else {
+    key[at] = Array.isArray(value) ? 6 : 7;
+    key[at + 1] = canonicalJson(value);
+  }
+}
+
+/**
+ * Canonical JSON text: object keys sorted by UTF-16 code units, no whitespace. Written here rather
+ * than taken from `canonicalize`, which throws on lone surrogates that stored strings may hold.
+ */
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (isCompound(value)) {
+    const object = value as Record<string, unknown>;
+    const members = Object.keys(object)
+      .sort()
+      .map((key) => `${JSON.stringify(key)}:${canonicalJson(object[key])}`);
+    return `{${members.join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
+/**
+ * A short digest of what decides the result set and its order. Filters are sorted, since ANDing
+ * is order-free, so a reordered but equal query keeps its cursors valid.
+ */
+function queryHash(filters: NormalFilter[], sorts: Array<{ path: string[]; direction: string }>, includeArchived: boolean): string {
+  const normal = {
+    filters: filters.map((filter) => canonicalJson([filter.path.join('.'), filter.op, filter.value])).sort(),
+    sort: sorts.map((sort) => [sort.path.join('.'), sort.direction]),
+    include_archived: includeArchived,
+  };
+  return createHash('sha256').update(canonicalJson(normal)).digest('base64url').slice(0, 12);
+}
+
+function encodeCursor(hash: string, position: Position): string {
+  return Buffer.from(JSON.stringify({ h: hash, k: position.key, u: position.uuid })).toString('base64url');
+}
+
+function cursorError(message: string): PorticoError {
+  return new PorticoError('validation_error', message, { issues: [{ path: 'cursor', message }] });
+}
+
+function decodeCursor(cursor: string, hash: string, keys: number): Position {
+  let decoded: unknown;
+  try {
+    decoded = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+  } catch {
+    throw cursorError('Malformed cursor');
+  }
+  if (!isCompound(decoded)) throw cursorError('Malformed cursor');
+  const { h, k, u } = decoded as Record<string, unknown>;
+  if (typeof h !== 'string' || typeof u !== 'string' || !Array.isArray(k) || k.length !== keys * 2 || !validKey(k)) {
+    throw cursorError('Malformed cursor');
+  }
+  const position = { key: k as Array<number | string>, uuid: u };
+  // Base64 decoding skips stray characters and JSON admits variants; only our own encoding passes.
+  if (encodeCursor(h, position) !== cursor) throw cursorError('Malformed cursor');
+  if (h !== hash) throw cursorError('The cursor belongs to another query (its filters, sort or include_archived differ)');
+  return position;
+}
+
+function validKey(key: unknown[]): boolean {
+  for (let at = 0; at < key.length; at += 2) {
+    const [rank, scalar] = [key[at], key[at + 1]];
+    if (typeof rank !== 'number' || !Number.isInteger(rank) || rank < 0 || rank > 7) return false;
+    const expected = rank === 4 ? 'number' : rank >= 5 ? 'string' : null;
+    if (expected ? typeof scalar !== expected : scalar !== 0) return false;
+  }
+  return true;
+}
+
+/** Keeps the `capacity` smallest entries seen, as a max-heap whose root is the first to go. */
+class BoundedHeap<T> {
+  private readonly items: T[] = [];
+
+  constructor(
+    private readonly capacity: number,
+    private readonly compare: (a: T, b: T) => number,
+  ) {}
+
+  /** Keeps the item if it is among the smallest so far; true when it was kept. */
+  offer(item: T): boolean {
+    const { items, compare } = this;
+    if (items.length < this.capacity) {
+      items.push(item);
+      let at = items.length - 1;
+      while (at > 0) {
+        const parent = (at - 1) >> 1;
+        if (compare(items[parent]!, item) >= 0) break;
+        items[at] = items[parent]!;
+        at = parent;
+      }
+      items[at] = item;
+      return true;
+    }
+    if (compare(item, items[0]!) < 0) {
+      let at = 0;
+      for (;;) {
+        let child = 2 * at + 1;
+        if (child >= items.length) break;
+        if (child + 1 < items.length && compare(items[child + 1]!, items[child]!) > 0) child++;
+        if (compare(items[child]!, item) <= 0) break;
+        items[at] = items[child]!;
+        at = child;
+      }
+      items[at] = item;
+      return true;
+    }
+    return false;
+  }
+
+  /** The kept entries in ascending order (sorting at most `capacity` entries). */
+  sorted(): T[] {
+    return this.items.sort(this.compare);
+  }
+}
