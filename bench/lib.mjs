@@ -25,10 +25,13 @@ export const fmt = (v, unit = '') => (Number.isFinite(v) ? `${v >= 100 ? v.toFix
 export function report(rows) {
   const width = Math.max(...rows.map((r) => r.name.length));
   for (const r of rows) {
+    // A target is a ratio to the floor when there is a floor, else an absolute bound.
     const ratio = r.floor ? r.value / r.floor : undefined;
-    const verdict = r.target === undefined || ratio === undefined ? '' : (r.higherIsBetter ? r.value >= r.target : ratio <= r.target) ? '  ok' : '  MISSED';
-    const ratioText = ratio === undefined ? '' : `  (${ratio.toFixed(2)}x floor${r.target !== undefined && !r.higherIsBetter ? `, target <= ${r.target}x` : ''})`;
-    const targetText = r.higherIsBetter && r.target !== undefined ? `  (target >= ${r.target}${r.unit})` : '';
+    const absolute = ratio === undefined || r.higherIsBetter;
+    const met = r.target === undefined ? undefined : r.higherIsBetter ? r.value >= r.target : absolute ? r.value <= r.target : ratio <= r.target;
+    const verdict = met === undefined ? '' : met ? '  ok' : '  MISSED';
+    const ratioText = ratio === undefined ? '' : `  (${ratio.toFixed(2)}x floor${r.target !== undefined && !absolute ? `, target <= ${r.target}x` : ''})`;
+    const targetText = r.target !== undefined && absolute ? `  (target ${r.higherIsBetter ? '>=' : '<='} ${r.target}${r.unit})` : '';
     console.log(`  ${r.name.padEnd(width)}  ${fmt(r.value, r.unit).padStart(10)}${r.floor ? `   floor ${fmt(r.floor, r.unit)}` : ''}${ratioText}${targetText}${verdict}`);
   }
 }

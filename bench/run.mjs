@@ -3,6 +3,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { restCalls, wsCallLoop, wsCallPipelined } from './calls.mjs';
+import { indexBench } from './index.mjs';
 import { pipeEchoRtt, startWsEcho, wsEchoRtt, wsEchoThroughput } from './floors.mjs';
 import { demoProject, report, ROOT, rssMb, startGateway } from './lib.mjs';
 
@@ -57,4 +58,12 @@ try {
   await gw.stop();
   echo.stop();
   await project.remove();
+}
+
+console.log('\nConfig index (issue 3): REST search and durable creates on a seeded project');
+const indexProject = await demoProject();
+try {
+  report(await indexBench(indexProject.dir));
+} finally {
+  await indexProject.remove();
 }

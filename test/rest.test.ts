@@ -198,13 +198,13 @@ describe('REST interfaces', () => {
 });
 
 describe('REST persistence', () => {
-  it('records persist in <project>/.portico/index.json and survive a restart', async () => {
+  it('records persist under <project>/.portico and survive a restart', async () => {
     const project = await tempProject();
     const first = await gateway({ project });
     const created = await api(first, 'POST', '/v1/interfaces', { target: 'counter', version: [{ start: 3 }], label: 'kept' });
     await first.close();
-    const onDisk = JSON.parse(await readFile(path.join(project, '.portico/index.json'), 'utf8'));
-    expect(onDisk.interfaces[created.body.uuid]).toMatchObject({ module: 'counter', label: 'kept' });
+    const beside = JSON.parse(await readFile(path.join(project, '.portico/interfaces', created.body.uuid, 'interface.json'), 'utf8'));
+    expect(beside).toMatchObject({ module: 'counter', label: 'kept' });
     const second = await gateway({ project });
     expect((await api(second, 'GET', `/v1/interfaces/${created.body.uuid}`)).body).toEqual(created.body);
   });

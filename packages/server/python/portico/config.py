@@ -284,9 +284,10 @@ class _Schema:
 _SCHEMAS: dict[Any, _Schema] = {}
 
 
-def _type_hints(cls: type) -> dict[str, Any]:
+def _type_hints(cls: type, extras: bool = False) -> dict[str, Any]:
+    """Resolved field annotations; ``extras`` keeps ``Annotated[...]`` (the schema reads its text)."""
     try:
-        return typing.get_type_hints(cls)
+        return typing.get_type_hints(cls, include_extras=extras)
     except Exception:  # unresolvable forward references: keep what we can, strings mean "any"
         hints: dict[str, Any] = {}
         for klass in reversed(cls.__mro__):

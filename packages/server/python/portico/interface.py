@@ -20,8 +20,9 @@ class CallCancelled(Exception):
     """Raised inside a sync method or generator whose client cancelled the call.
 
     Catch it only to clean up, then re-raise. It is raised asynchronously at the next Python
-    bytecode, so a long blocking C call (``time.sleep(60)``) finishes first: sleep or wait in
-    small steps where prompt cancellation matters. Async methods see ``asyncio.CancelledError``
+    bytecode (or by ``emit()``, when the cancel arrives while the event is being sent), so a long
+    blocking C call (``time.sleep(60)``) finishes first: sleep or wait in small steps where prompt
+    cancellation matters. Async methods see ``asyncio.CancelledError``
     instead, and a stream waiting for its client is closed (``GeneratorExit``).
     """
 
@@ -98,7 +99,8 @@ class Interface:
 
         Thread-safe; usable from sync, generator and async methods and from other threads.
         Events are ordered before the result of the call that emitted them.
-        Raises TypeError when ``payload`` is not JSON-serializable.
+        Raises TypeError when ``payload`` is not JSON-serializable, and ``CallCancelled`` in a
+        sync method or generator whose call was cancelled.
         """
         binding = self._portico_binding()
         try:

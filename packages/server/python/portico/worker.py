@@ -7,9 +7,13 @@ stdout and stderr belong to user code and to our diagnostics; they never carry p
 
 Threads: one thread at a time reads and dispatches frames; a plain sync call is run by the
 thread that read it, after it handed the reading to a standby thread (leader/follower, see
-``serve``), so a slow call never stalls the bridge. Pool threads run generators, imports and
-resolution; one thread runs the event loop; replies are written to fd 4 by the thread that
-produced them.
+``serve``), so a slow call never stalls the bridge. Pool threads run generators, imports,
+resolution and reflection (``modules``, ``schema``); one thread runs the event loop; replies are
+written to fd 4 by the thread that produced them.
+
+Modules are looked up in the project directory, then in ``<project>/.portico/remotes`` (modules
+the gateway fetched), and nowhere else. An imported module whose file changes is imported again
+the next time it is looked up (see ``interface_class``).
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Callable
 
+from . import _discovery, _jsonschema, _reflect
 from . import config as _config
 from ._frames import FrameError, FrameReader, FrameWriter, encode_frame
 from ._view import ConfigView
@@ -47,9 +52,13 @@ REPLY_FD = 4
 READ_BUFFER_BYTES = 64 * 1024  # per os.read; a larger request costs a large allocation every read
 #: How long exiting waits for queued replies to reach the gateway.
 EXIT_FLUSH_SECONDS = 5.0
+#: Where fetched remote modules live, relative to the project; searched after the project.
+REMOTES_DIR = os.path.join(".portico", "remotes")
 
-# Method kinds, decided once per (class, name).
-_SYNC, _ASYNC, _GEN, _AGEN = "sync", "async", "generator", "async generator"
+# Method kinds, decided once per (class, name); also the `kind` of a method in `schema`.
+_SYNC, _ASYNC, _GEN, _AGEN = "method", "async", "generator", "async_generator"
+#: Ops that are requests: their refusals are answered to their `id` (README "Requests").
+_REQUESTS = frozenset({"resolve", "modules", "schema", "call"})
 
 
 def log(message: str) -> None:
@@ -123,6 +132,10 @@ class _Pending:
     error: _Refusal | None = None
 
 
+#: ``.call``: the call whose user code this thread runs and may interrupt (see ``_emit``).
+_interruptible = threading.local()
+
+
 def _is_request_id(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
@@ -137,6 +150,8 @@ class Worker:
 
     def __init__(self, project: str, reply_fd: int = REPLY_FD) -> None:
         self.project = project
+        #: Where modules are looked up, in order (README "Process").
+        self.search_path = [project, os.path.join(project, REMOTES_DIR)]
         self.writer = FrameWriter(reply_fd, self._reply_pipe_broken)
         self.pool = concurrent.futures.ThreadPoolExecutor(MAX_SYNC_THREADS, thread_name_prefix="portico-call")
         self.loop = asyncio.new_event_loop()
@@ -146,6 +161,12 @@ class Worker:
         self._pending: dict[str, _Pending] = {}
         self._instances_lock = threading.Lock()
         self._classes: dict[str, tuple[type[Interface], str]] = {}
+        # Module name → (file, mtime_ns) when we imported it; a newer file means import again.
+        self._stamps: dict[str, tuple[str, int]] = {}
+        self._import_locks: dict[str, threading.Lock] = {}
+        # Module file → (mtime_ns, what `modules` reports from importing it), so that listing
+        # again does not import unchanged modules.
+        self._listing: dict[str, tuple[int, dict[str, Any]]] = {}
         self._methods: dict[tuple[type, str], _Method | tuple[str, str]] = {}
         # Leader/follower reading (see serve): the thread waiting to take over reading, how many
         # threads are running a call they read themselves, and how serving ended.
@@ -157,6 +178,8 @@ class Worker:
         self._reader: FrameReader | None = None
         self._handlers: dict[str, Callable[[dict[str, Any]], _Work | None]] = {
             "resolve": self._on_resolve,
+            "modules": self._on_modules,
+            "schema": self._on_schema,
             "call": self._on_call,
             "credit": self._on_credit,
             "cancel": self._on_cancel,
@@ -176,7 +199,30 @@ class Worker:
     def _emit(self, uuid: str | None, payload: Any) -> None:
         # Encoded in the caller's thread so that a bad payload raises where emit() was called, and
         # queued before the call returns so the event precedes the call's result on the wire.
-        self.writer.put(encode_frame({"op": "event", "uuid": uuid, "payload": payload}))
+        frame = encode_frame({"op": "event", "uuid": uuid, "payload": payload})
+        call: _Call | None = getattr(_interruptible, "call", None)
+        if call is None:
+            self.writer.put(frame)
+            return
+        # emit() from a sync method or generator: its thread may receive CallCancelled at any
+        # bytecode. Landing inside the writer, it would strand the frames other threads queued
+        # for it to write (a cancel's own error frame among them). So the writer runs with the
+        # interrupt held off; a cancel that came before or meanwhile is raised here instead.
+        with call.lock:
+            thread_id, call.thread_id = call.thread_id, None
+            if call.interrupt_sent and thread_id is not None:
+                _set_async_exc(thread_id, None)  # pending, not yet raised: we raise it below
+            cancelled = call.done
+        if cancelled:
+            raise CallCancelled()
+        try:
+            self.writer.put(frame)
+        finally:
+            with call.lock:
+                call.thread_id = thread_id
+                cancelled = call.done
+        if cancelled:
+            raise CallCancelled()
 
     def _error_header(self, request_id: Any, refusal: _Refusal) -> dict[str, Any]:
         header = {"op": "error", "id": request_id, "code": refusal.code, "message": refusal.message}
@@ -318,8 +364,8 @@ class Worker:
         try:
             return handler(header)
         except _Refusal as refusal:
-            # Only resolve and call reach here; their `id` is their own (credit/cancel log instead).
-            if refusal.code == "bad_request" and header.get("op") not in ("resolve", "call"):
+            # Only requests reach here; their `id` is their own (credit/cancel log instead).
+            if refusal.code == "bad_request" and header.get("op") not in _REQUESTS:
                 log(f"ignored {op} frame: {refusal.message}")
             else:
                 self._bad_request(header, refusal.message, refusal)
@@ -392,12 +438,13 @@ class Worker:
         parts = module.split(".")
         if not module or not all(part.isidentifier() and not part.startswith("__") for part in parts):
             raise _Refusal("module_not_found", f"Module {module!r} not found in project {self.project}: not a dotted module name")
-        # Search only the project directory for the top-level name, so that a request can never
-        # import (and run) a stdlib or installed module: "os" or "json" are simply not found.
+        # Search only the project directory and its fetched remotes for the top-level name, so
+        # that a request can never import (and run) a stdlib or installed module: "os" or "json"
+        # are simply not found. sys.path starts with the same two directories (see _prepare).
         finder = importlib.machinery.PathFinder
-        if finder.find_spec(parts[0], [self.project]) is None:
+        if finder.find_spec(parts[0], self.search_path) is None:
             importlib.invalidate_caches()  # the file may have been created after start-up
-            if finder.find_spec(parts[0], [self.project]) is None:
+            if finder.find_spec(parts[0], self.search_path) is None:
                 raise _Refusal("module_not_found", f"Module {module!r} not found in project {self.project}")
         try:
             imported = importlib.import_module(module)
@@ -419,21 +466,130 @@ class Worker:
                     f"Module {name!r} resolves to {location or 'a built-in module'}, outside project {self.project} "
                     "(a module of that name was imported before); rename the project module",
                 )
+        stamp = _stamp(getattr(imported, "__file__", None))
+        if stamp is not None:
+            self._stamps[module] = stamp
         return imported
 
     def _import_failed(self, module: str, exc: BaseException) -> _Refusal:
         log(f"module {module!r} failed to import:\n" + "".join(traceback.format_exception(exc)).rstrip())
         return _Refusal("module_error", f"Module {module!r} failed to import: {_described(exc)}", exception=type(exc).__name__)
 
+    def _unchanged(self, module: str) -> bool:
+        """Whether ``module``'s file is still the one we imported (True if we never did)."""
+        stamp = self._stamps.get(module)
+        return stamp is None or _stamp(stamp[0]) == stamp
+
     def interface_class(self, module: str) -> tuple[type[Interface], str]:
-        """The interface class of ``module`` and its label ``module.Class`` (cached)."""
-        # No lock of our own: importlib already serializes imports of one module, and a slow
-        # import must not hold up resolving other modules.
+        """The interface class of ``module`` and its label ``module.Class`` (cached).
+
+        When the module's file changed since it was imported, the module is imported afresh
+        (a new module object) and its new class is used from then on: by ``resolve``,
+        ``schema``, ``modules`` and instances created later. Instances that exist keep their
+        class. Only the module's own file is watched, not the modules it imports.
+        """
         cached = self._classes.get(module)
-        if cached is None:
-            cls = _select_interface(module, self._import(module))
-            cached = self._classes[module] = (cls, f"{module}.{cls.__name__}")
-        return cached
+        if cached is not None and self._unchanged(module):
+            return cached
+        # One lock per module, so that two requests never both drop and re-import a changed module;
+        # a slow import still holds up no other module.
+        with self._import_locks.setdefault(module, threading.Lock()):
+            if not self._unchanged(module):
+                self._forget(module)
+            cached = self._classes.get(module)
+            if cached is None:
+                cls = _select_interface(module, self._import(module))
+                cached = self._classes[module] = (cls, f"{module}.{cls.__name__}")
+            return cached
+
+    def _forget(self, module: str) -> None:
+        stamp = self._stamps.pop(module, None)
+        self._classes.pop(module, None)
+        loaded = sys.modules.get(module)
+        if stamp is not None and loaded is not None and getattr(loaded, "__file__", None) == stamp[0]:
+            del sys.modules[module]
+        importlib.invalidate_caches()
+
+    def _on_modules(self, header: dict[str, Any]) -> None:
+        request_id = self._request_id(header)
+        self.pool.submit(self._modules, request_id)  # importing runs user code
+
+    def _modules(self, request_id: Any) -> None:
+        try:
+            listing: dict[str, tuple[int, dict[str, Any]]] = {}
+            entries = []
+            for module, path in _discovery.find_modules(self.project):
+                try:
+                    mtime = os.stat(path).st_mtime_ns
+                except OSError:  # removed while we walked
+                    continue
+                cached = self._listing.get(path)
+                # A cached failure is stale once the module loaded (e.g. `resolve` after a broken
+                # dependency was fixed); asking again then costs no import.
+                if cached is not None and cached[0] == mtime and not (cached[1]["error"] and module in self._classes):
+                    imported = cached[1]
+                else:
+                    imported = self._import_for_listing(module)
+                listing[path] = (mtime, imported)
+                entry = {key: value for key, value in imported.items() if key != "esm"}
+                # The sibling file is looked for every time: adding one changes no module's mtime.
+                entry["widget"] = imported["kind"] is not None and (imported["esm"] or _reflect.has_sibling(path, "esm"))
+                entries.append(entry)
+            self._listing = listing
+            self.send({"op": "modules", "id": request_id, "modules": entries})
+        except BaseException as exc:  # a bug here must still answer the request
+            log("modules failed:\n" + "".join(traceback.format_exception(exc)).rstrip())
+            self.send(self._error_header(request_id, _Refusal("module_error", f"Listing modules failed: {_described(exc)}")))
+
+    def _import_for_listing(self, module: str) -> dict[str, Any]:
+        """What importing ``module`` tells ``modules``: ``{module, kind, doc, error, esm}``."""
+        try:
+            cls, _ = self.interface_class(module)
+        except _Refusal as refusal:
+            return {"module": module, "kind": None, "doc": self._loaded_doc(module), "error": _one_line(refusal.message), "esm": False}
+        except BaseException as exc:
+            log(f"listing {module!r} failed:\n" + "".join(traceback.format_exception(exc)).rstrip())
+            return {"module": module, "kind": None, "doc": None, "error": _one_line(f"Module {module!r}: {_described(exc)}"), "esm": False}
+        doc = _reflect.own_doc(cls) or self._loaded_doc(module)
+        return {"module": module, "kind": cls.__name__, "doc": doc, "error": None, "esm": bool(getattr(cls, "_esm", None))}
+
+    def _loaded_doc(self, module: str) -> str | None:
+        """The docstring of ``module`` when it is imported (from the project)."""
+        loaded = sys.modules.get(module)
+        return _reflect.module_doc(loaded) if loaded is not None and self._inside_project(getattr(loaded, "__file__", None)) else None
+
+    def _on_schema(self, header: dict[str, Any]) -> None:
+        request_id = self._request_id(header)
+        module = self._field(header, "module", str)
+        self.pool.submit(self._schema, request_id, module)  # importing runs user code
+
+    def _schema(self, request_id: Any, module: str) -> None:
+        try:
+            cls, _ = self.interface_class(module)
+            source_file, source_line = _reflect.source_location(cls, self.project)
+            header = {
+                "op": "schema",
+                "id": request_id,
+                "module": module,
+                "kind": cls.__name__,
+                "doc": _reflect.own_doc(cls),
+                "config_schema": _jsonschema.config_schema(getattr(cls, "Config", None)),
+                "versions": _reflect.version_methods(cls),
+                "methods": [self._describe_method(cls, name) for name in _remote_method_names(cls)],
+                "widget": _reflect.widget_assets(cls, getattr(sys.modules.get(module), "__file__", None)),
+                "source_file": source_file,
+                "source_line": source_line,
+            }
+            self.send(header)
+        except _Refusal as refusal:
+            self.send(self._error_header(request_id, refusal))
+        except BaseException as exc:  # a bug here must still answer the request
+            log("schema failed:\n" + "".join(traceback.format_exception(exc)).rstrip())
+            self.send(self._error_header(request_id, _Refusal("module_error", f"Describing {module!r} failed: {_described(exc)}")))
+
+    @staticmethod
+    def _describe_method(cls: type, name: str) -> dict[str, Any]:
+        return {**_reflect.describe_callable(cls, name, returns=True), "kind": _method_kind(getattr(cls, name))}
 
     # -- instances ------------------------------------------------------------------------------
 
@@ -550,40 +706,13 @@ class Worker:
         return entry
 
     def _inspect_method(self, instance: _Instance, name: str) -> _Method:
-        cls, label = type(instance.obj), instance.label
-        missing = object()
-        attr = getattr(cls, name, missing)
-        if name.startswith("_"):
-            raise _Refusal("method_forbidden", f"Method {name!r} is private on {label}")
-        explicit = getattr(cls, "__api_methods__", None)
-        if explicit is not None:
-            if name not in explicit:
-                if attr is missing:
-                    raise _Refusal("method_not_found", f"Method {name!r} not found on {label}")
-                raise _Refusal("method_forbidden", f"Method {name!r} is not listed in {label}.__api_methods__")
-        else:
-            if not _defined_below_interface(cls, name):
-                if attr is missing:
-                    raise _Refusal("method_not_found", f"Method {name!r} not found on {label}")
-                raise _Refusal("method_forbidden", f"Method {name!r} of {label} comes from Interface and is not callable remotely")
-            if name.startswith("version_") or name == "Config":
-                raise _Refusal("method_forbidden", f"{name!r} on {label} is not callable remotely (versions and Config are not methods)")
-        if attr is missing or isinstance(attr, type) or not callable(attr):
-            raise _Refusal("method_not_found", f"Method {name!r} not found on {label}")
+        _check_remote(type(instance.obj), instance.label, name)
         bound = getattr(instance.obj, name)
-        if inspect.isasyncgenfunction(bound):
-            kind = _AGEN
-        elif inspect.iscoroutinefunction(bound):
-            kind = _ASYNC
-        elif inspect.isgeneratorfunction(bound):
-            kind = _GEN
-        else:
-            kind = _SYNC
         try:
             signature: inspect.Signature | None = inspect.signature(bound)
         except (TypeError, ValueError):  # builtins without a signature: let the call decide
             signature = None
-        return _Method(kind, signature)
+        return _Method(_method_kind(bound), signature)
 
     def _start(self, call: _Call, instance: _Instance, args: list[Any], kwargs: dict[str, Any], stream: bool) -> _Work | None:
         """Check the call and hand it to the loop or the pool; a plain sync method is returned
@@ -648,6 +777,7 @@ class Worker:
             if call.done:
                 raise CallCancelled()
             call.thread_id = thread_id
+            _interruptible.call = call
         try:
             return fn(*args, **kwargs)
         finally:
@@ -661,6 +791,7 @@ class Worker:
             try:
                 with call.lock:
                     call.thread_id = None
+                    _interruptible.call = None
                     if call.interrupt_sent:
                         _set_async_exc(thread_id, None)
                 return
@@ -817,6 +948,76 @@ def _streaming_unsupported(call: _Call) -> _Refusal:
     )
 
 
+def _check_remote(cls: type, label: str, name: str) -> None:
+    """Raise the refusal for calling ``name`` on ``cls`` remotely, unless it is allowed.
+
+    The one rule for what is callable (calls check it; ``schema`` lists what passes it): a public
+    name defined by the project's classes, not a version method or Config; or, when the class
+    sets ``__api_methods__``, exactly the names listed there. Either way it must be a callable
+    attribute of the class that is not a class.
+    """
+    missing = object()
+    attr = getattr(cls, name, missing)
+    if name.startswith("_"):
+        raise _Refusal("method_forbidden", f"Method {name!r} is private on {label}")
+    explicit = getattr(cls, "__api_methods__", None)
+    if explicit is not None:
+        if name not in explicit:
+            if attr is missing:
+                raise _Refusal("method_not_found", f"Method {name!r} not found on {label}")
+            raise _Refusal("method_forbidden", f"Method {name!r} is not listed in {label}.__api_methods__")
+    else:
+        if not _defined_below_interface(cls, name):
+            if attr is missing:
+                raise _Refusal("method_not_found", f"Method {name!r} not found on {label}")
+            raise _Refusal("method_forbidden", f"Method {name!r} of {label} comes from Interface and is not callable remotely")
+        if name.startswith("version_") or name == "Config":
+            raise _Refusal("method_forbidden", f"{name!r} on {label} is not callable remotely (versions and Config are not methods)")
+    if attr is missing or isinstance(attr, type) or not callable(attr):
+        raise _Refusal("method_not_found", f"Method {name!r} not found on {label}")
+
+
+def _remote_method_names(cls: type) -> list[str]:
+    """Every name ``_check_remote`` allows on ``cls``, sorted."""
+    explicit = getattr(cls, "__api_methods__", None)
+    candidates = explicit if explicit is not None else dir(cls)
+    names = set()
+    for name in candidates:
+        if not isinstance(name, str):
+            continue
+        try:
+            _check_remote(cls, "", name)
+        except _Refusal:
+            continue
+        names.add(name)
+    return sorted(names)
+
+
+def _method_kind(fn: Any) -> str:
+    if inspect.isasyncgenfunction(fn):
+        return _AGEN
+    if inspect.iscoroutinefunction(fn):
+        return _ASYNC
+    if inspect.isgeneratorfunction(fn):
+        return _GEN
+    return _SYNC
+
+
+def _stamp(path: str | None) -> tuple[str, int] | None:
+    """``(path, mtime_ns)`` of a module file, or None (no file, or it is gone)."""
+    if not path:
+        return None
+    try:
+        return path, os.stat(path).st_mtime_ns
+    except OSError:
+        return None
+
+
+def _one_line(message: str) -> str:
+    lines = message.strip().splitlines()
+    return lines[0] if lines else message
+
+
 def _defined_below_interface(cls: type, name: str) -> bool:
     """Whether ``name`` comes from the project's classes rather than from Interface itself."""
     for klass in cls.__mro__:
@@ -868,10 +1069,12 @@ def _exit(status: int) -> None:
 def _prepare(project: str) -> None:
     launch_dir = os.getcwd()
     os.chdir(project)
-    # `python -m` put the launch directory first; the project takes its place (README "Process").
+    # `python -m` put the launch directory first; the project takes its place, followed by its
+    # fetched remotes, so project code imports a remote like its own module (README "Process").
     if sys.path and sys.path[0] in ("", launch_dir):
         sys.path.pop(0)
-    sys.path[:] = [project] + [entry for entry in sys.path if os.path.abspath(entry or ".") != project]
+    first = [project, os.path.join(project, REMOTES_DIR)]
+    sys.path[:] = first + [entry for entry in sys.path if os.path.abspath(entry or ".") not in first]
     for fd in (REQUEST_FD, REPLY_FD):
         os.set_inheritable(fd, False)  # processes started by user code must not hold our pipes open
     try:

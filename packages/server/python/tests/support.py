@@ -184,9 +184,9 @@ class WorkerProcess:
                 self._cond.wait(remaining)
 
     def terminal(self, request_id: int, timeout: float = TIMEOUT) -> dict[str, Any]:
-        """The result / end / error / resolved frame of a request."""
+        """The result / end / error / resolved / modules / schema frame of a request."""
         return self.wait_for(
-            lambda f: f.get("id") == request_id and f["op"] in ("result", "end", "error", "resolved"), timeout
+            lambda f: f.get("id") == request_id and f["op"] in ("result", "end", "error", "resolved", "modules", "schema"), timeout
         )
 
     def result(self, request_id: int) -> Any:
@@ -195,8 +195,8 @@ class WorkerProcess:
             raise AssertionError(f"expected a result, got {frame}")
         return frame["payload"]
 
-    def error(self, request_id: int) -> dict[str, Any]:
-        frame = self.terminal(request_id)
+    def error(self, request_id: int, timeout: float = TIMEOUT) -> dict[str, Any]:
+        frame = self.terminal(request_id, timeout)
         if frame["op"] != "error":
             raise AssertionError(f"expected an error, got {frame}")
         return frame

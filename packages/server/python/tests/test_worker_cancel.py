@@ -37,9 +37,10 @@ SLOW = """
             return "async released"
 
         def sleepy(self, seconds):
-            self.emit("sleeping")
-            deadline = time.monotonic() + seconds
             try:
+                # Inside the try: a cancel arriving while the event is written raises from emit().
+                self.emit("sleeping")
+                deadline = time.monotonic() + seconds
                 while time.monotonic() < deadline:
                     time.sleep(0.01)  # small steps: cancellation lands between them
             except CallCancelled:
@@ -66,8 +67,8 @@ SLOW = """
                 self.state["forever"] = "closed"
 
         def stuck_generator(self):
-            self.emit("generating")
             try:
+                self.emit("generating")
                 while True:
                     time.sleep(0.01)  # inside next(): only CallCancelled can stop this
                 yield 1
@@ -83,6 +84,15 @@ SLOW = """
                     i += 1
             finally:
                 self.state["aforever"] = "closed"
+
+        def announce_then_wait(self):
+            try:
+                self.emit("announced")
+                while True:
+                    time.sleep(0.01)
+            except CallCancelled:
+                self.state["announce_then_wait"] = "cancelled"
+                raise
 
         def read_state(self):
             return self.state
@@ -140,6 +150,18 @@ class WorkerConcurrencyTest(WorkerTestCase):
         self.assertEqual(self.worker.error(request)["code"], "cancelled")
         self.wait_state("c-async", "async_sleep", "cancelled")
         self.assert_single_terminal(request)
+
+    def test_cancel_during_emit_is_answered_and_raised(self) -> None:
+        # A cancel sent as soon as an event arrives often lands while the thread is still in the
+        # writer: its error frame must still leave promptly (not wait for another frame to push it
+        # out), and CallCancelled still be raised in the method.
+        for attempt in range(25):
+            uuid = f"announce{attempt}"
+            request = self.call("announce_then_wait", uuid=uuid)
+            self.worker.wait_for(lambda f, uuid=uuid: f.get("uuid") == uuid and f["payload"] == "announced")
+            self.worker.send({"op": "cancel", "id": request})
+            self.assertEqual(self.worker.error(request, timeout=5)["code"], "cancelled")
+            self.wait_state(uuid, "announce_then_wait", "cancelled")
 
     def test_cancel_a_sync_generator_closes_it(self) -> None:
         request = self.call("forever", uuid="c-gen", stream=True)

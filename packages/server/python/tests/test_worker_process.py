@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import struct
 import unittest
 
@@ -18,7 +19,7 @@ PROJECT = {
 
         class Where(Interface):
             def paths(self):
-                return {"cwd": os.getcwd(), "first": sys.path[0]}
+                return {"cwd": os.getcwd(), "first": sys.path[0], "second": sys.path[1]}
 
             def start_thread(self):
                 # A non-daemon thread in user code must not keep the worker alive after EOF.
@@ -40,11 +41,11 @@ class WorkerProcessTest(unittest.TestCase):
         worker.wait_for(lambda f: f["op"] == "ready")
         return worker
 
-    def test_project_is_the_cwd_and_first_on_sys_path(self) -> None:
+    def test_project_is_the_cwd_and_first_on_sys_path_then_its_remotes(self) -> None:
         worker = self.start()
         paths = worker.result(worker.call("paths", module="where"))
         project = worker.proc.args[-1]
-        self.assertEqual(paths, {"cwd": project, "first": project})
+        self.assertEqual(paths, {"cwd": project, "first": project, "second": os.path.join(project, ".portico", "remotes")})
 
     def test_eof_on_the_request_pipe_ends_the_worker(self) -> None:
         worker = self.start()

@@ -1,14 +1,21 @@
-/** The `portico` command line: `portico serve [PROJECT] [options]`. */
+/** The `portico` command line: serve, get, reindex, fetch. */
 import { existsSync, statSync } from 'node:fs';
 import { VERSION } from '../config/constants.js';
 import { startServer } from '../server.js';
+import { fetchRemotes, get, reindex } from './commands.js';
 import { parseServeArgs, SERVE_OPTIONS, UsageError } from './options.js';
 
-const USAGE = `Usage: portico serve [PROJECT] [options]
+const USAGE = `Usage:
+  portico serve [PROJECT] [options]        serve the interface classes of PROJECT (default: .)
+  portico get MODULE [VERSION…] [--project P] [--user U] [--url URL --token T]
+                                           create (or find) an interface and print its InterfaceInfo
+  portico reindex [PROJECT]                rebuild the index from the interface directories
+  portico fetch [MODULE] [--project P] [--refresh]
+                                           fetch the remote modules declared in portico.json
 
-Serves the Python interface classes of PROJECT (default: the current directory).
+VERSION items: '~name', '~name(args)', 'a.b=value' or a JSON object.
 
-Options:
+serve options:
 ${SERVE_OPTIONS.map((o) => `  ${o.flag.padEnd(20)} ${o.help} [${o.env}]`).join('\n')}
 `;
 
@@ -44,6 +51,12 @@ export async function main(argv: string[]): Promise<number> {
     switch (command) {
       case 'serve':
         return await serve(rest);
+      case 'get':
+        return await get(rest);
+      case 'reindex':
+        return await reindex(rest);
+      case 'fetch':
+        return await fetchRemotes(rest);
       case '--version':
       case 'version':
         process.stdout.write(`${VERSION}\n`);

@@ -47,3 +47,76 @@ export const HealthResponse = z
 
 export type CreateInterfaceRequest = z.infer<typeof CreateInterfaceRequest>;
 export type InterfaceCallRequest = z.infer<typeof InterfaceCallRequest>;
+
+export const ResolveRequest = z
+  .object({
+    target: z.string().min(1).describe('Module path.'),
+    version: Version.default([]),
+  })
+  .openapi('ResolveRequest');
+
+export const ResolveResponse = z
+  .object({
+    module: z.string(),
+    version: z.array(z.unknown()).describe('The normalized version list.'),
+    config: JsonObject.describe('The resolved config.'),
+    predicate: JsonObject,
+    uuid: z.string().describe('The uuid POST /v1/interfaces would give this config.'),
+    cli: z.string().describe('A `portico get …` line that creates exactly this uuid.'),
+  })
+  .openapi('ResolveResponse');
+
+export const SetLabelRequest = z
+  .object({ label: z.string().max(1024).nullable().describe('The new label; null clears it.') })
+  .openapi('SetLabelRequest');
+
+const QueryBoolean = z
+  .enum(['true', 'false', '1', '0'])
+  .transform((v) => v === 'true' || v === '1');
+
+export const ArchiveQuery = z.object({
+  restore: QueryBoolean.default(false).describe('true restores an archived interface.'),
+});
+
+export const ProjectModule = z
+  .object({
+    module: z.string(),
+    kind: z.string().nullable().describe('The interface class name.'),
+    doc: z.string().nullable(),
+    widget: z.boolean().describe('Whether the module ships a widget.'),
+    error: z.string().nullable().describe('Why the module cannot be used (import error, no interface class), else null.'),
+  })
+  .openapi('ProjectModule');
+
+export const ProjectIndex = z.object({ project: z.string(), modules: z.array(ProjectModule) }).openapi('ProjectIndex');
+
+export const ModuleSchema = z
+  .object({
+    module: z.string(),
+    kind: z.string(),
+    doc: z.string().nullable(),
+    config_schema: JsonObject.describe('The Config as a JSON Schema (draft 2020-12), with defaults and descriptions.'),
+    versions: z.array(JsonObject).describe('version_<name> methods: name, signature, doc, parameters.'),
+    methods: z.array(JsonObject).describe('Remotely callable methods: name, signature, doc, kind, parameters, returns.'),
+    widget: z.object({ esm: z.boolean(), css: z.boolean() }).nullable(),
+    source_file: z.string().nullable(),
+    source_line: z.number().int().nullable(),
+  })
+  .openapi('ModuleSchema');
+
+export const ModuleParams = z.object({ module: z.string().min(1).max(512) });
+
+export const RemotesResponse = z
+  .object({
+    remotes: z.record(
+      z.string(),
+      z.object({
+        kind: z.enum(['url', 'file', 'link']),
+        source: z.string(),
+        sha256: z.string().nullable(),
+        path: z.string().describe('Where the fetched module lives, relative to the project.'),
+        fetched: z.boolean(),
+      }),
+    ),
+  })
+  .openapi('RemotesResponse');

@@ -15,13 +15,14 @@ import { errorMiddleware } from './errors.js';
 import { mountRoutes } from './route.js';
 import { interfaceRoutes } from './routes/interfaces.js';
 import { metaRoutes } from './routes/meta.js';
+import { projectRoutes } from './routes/project.js';
 
 export function createApp(gateway: Gateway, auth: Authenticator, log: (line: string) => void): Koa {
   const app = new Koa();
   app.proxy = false;
   const router = new Router();
   const registry = new OpenAPIRegistry();
-  mountRoutes(router, registry, [...metaRoutes(gateway), ...interfaceRoutes(gateway)] as never);
+  mountRoutes(router, registry, [...metaRoutes(gateway), ...interfaceRoutes(gateway), ...projectRoutes(gateway)] as never);
   mountDocs(router, openApiDocument(registry));
 
   router.get('/', (ctx) => ctx.redirect('/docs'));

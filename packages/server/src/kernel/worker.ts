@@ -209,12 +209,27 @@ export class Worker {
     const key = JSON.stringify([module, version]);
     const cached = this.resolved.get(key);
     if (cached) return cached;
-    const outcome = await this.request({ op: 'resolve', module, version });
-    if (!outcome.ok) throw outcome.error;
-    const resolved = outcome.payload as Resolved;
+    const resolved = (await this.expect({ op: 'resolve', module, version })) as unknown as Resolved;
     if (this.resolved.size >= RESOLVE_CACHE_SIZE) this.resolved.delete(this.resolved.keys().next().value!);
     this.resolved.set(key, resolved);
     return resolved;
+  }
+
+  /** The project's interface modules (ProjectIndex entries). */
+  async modules(): Promise<unknown[]> {
+    return (await this.expect({ op: 'modules' })).modules as unknown[];
+  }
+
+  /** A module's reflected schema (ModuleSchema). */
+  async schema(module: string): Promise<Record<string, unknown>> {
+    const { op: _op, id: _id, ...schema } = await this.expect({ op: 'schema', module });
+    return schema;
+  }
+
+  private async expect(header: Record<string, unknown>): Promise<Record<string, unknown>> {
+    const outcome = await this.request(header);
+    if (!outcome.ok) throw outcome.error;
+    return outcome.payload as Record<string, unknown>;
   }
 
   /**
@@ -316,6 +331,8 @@ export class Worker {
       case 'result':
         return entry.settle({ ok: true, streamed: false, payload: header.payload });
       case 'resolved':
+      case 'modules':
+      case 'schema':
         return entry.settle({ ok: true, streamed: false, payload: header });
       case 'error':
         return entry.settle({ ok: false, error: errorFromWorker(header) });

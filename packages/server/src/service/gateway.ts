@@ -11,7 +11,9 @@ import { PorticoError } from '../errors.js';
 import { KernelPool } from '../kernel/pool.js';
 import type { RequestContext } from './context.js';
 import { InterfaceService } from './interfaces.js';
+import { ProjectService } from './project.js';
 import { ProjectRegistry } from './projects.js';
+import { RemoteModules } from './remotes.js';
 
 export interface BindInput {
   project?: string | null | undefined;
@@ -31,6 +33,8 @@ export interface HealthInfo {
 
 export class Gateway {
   readonly interfaces: InterfaceService;
+  readonly project: ProjectService;
+  readonly remotes = new RemoteModules();
   readonly projects: ProjectRegistry;
   readonly pool: KernelPool;
   private readonly startedAt = performance.now();
@@ -47,7 +51,8 @@ export class Gateway {
       keepAlive: (dir) => this.projects.peek(dir)?.hasAttachments ?? false,
       ...(options.log ? { log: options.log } : {}),
     });
-    this.interfaces = new InterfaceService(this.pool);
+    this.interfaces = new InterfaceService(this.pool, this.remotes);
+    this.project = new ProjectService(this.pool, this.remotes);
   }
 
   static async create(options: GatewayOptions): Promise<Gateway> {
@@ -55,7 +60,10 @@ export class Gateway {
       throw new Error(`Project directory '${options.project}' does not exist`);
     });
     const roots = await Promise.all(options.projectRoots.map((root) => realpath(root).catch(() => root)));
-    return new Gateway(options, project, roots);
+    const gateway = new Gateway(options, project, roots);
+    // Open the launch project's index now: its lock refuses a second writer at start, not mid-request.
+    await gateway.projects.bind();
+    return gateway;
   }
 
   /** Binds a request; refuses projects outside the roots and interpreters outside the allowlist. */

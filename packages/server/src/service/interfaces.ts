@@ -9,8 +9,11 @@ import type { KernelPool } from '../kernel/pool.js';
 import type { CallOutcome, ItemSink } from '../kernel/worker.js';
 
 export type { CallOutcome };
+import type { FindRequest, SearchResponse } from '../contract/search.js';
 import { interfaceUuid } from '../store/identity.js';
-import type { InterfaceRecord } from '../store/store.js';
+import type { InterfaceRecord, RecordPatch } from '../store/store.js';
+import { cliLine } from './cli-line.js';
+import type { RemoteModules } from './remotes.js';
 import type { RequestContext } from './context.js';
 
 export type InterfaceInfo = InterfaceRecord;
@@ -38,8 +41,39 @@ export interface CallOptions {
   timeoutMs?: number | undefined;
 }
 
+export interface ResolveResult {
+  module: string;
+  /** The normalized version list. */
+  version: unknown[];
+  config: Record<string, unknown>;
+  predicate: Record<string, unknown>;
+  /** The uuid `create` would give it (nothing is materialized). */
+  uuid: string;
+  /** A `portico get …` line that creates exactly this uuid. */
+  cli: string;
+}
+
 export class InterfaceService {
-  constructor(private readonly pool: KernelPool) {}
+  constructor(
+    private readonly pool: KernelPool,
+    private readonly remotes: RemoteModules,
+  ) {}
+
+  /** Resolves a version against a module's Config; materializes nothing. */
+  async resolve(ctx: RequestContext, target: string, version: unknown[]): Promise<ResolveResult> {
+    await this.remotes.ensure(ctx.project.dir, target);
+    const worker = await this.pool.get(ctx.project.dir, ctx.python);
+    const resolved = await worker.resolve(target, version);
+    const predicate = {};
+    return {
+      module: resolved.module,
+      version: resolved.version,
+      config: resolved.config,
+      predicate,
+      uuid: interfaceUuid(resolved.module, resolved.config, predicate),
+      cli: cliLine(resolved.module, resolved.version),
+    };
+  }
 
   /**
    * Materializes an interface, or returns the existing one unchanged: `uuid` (client-supplied)
@@ -51,6 +85,7 @@ export class InterfaceService {
     const existing = (input.uuid && (await store.get(input.uuid))) || (await store.get(input.target));
     if (existing) return existing;
 
+    await this.remotes.ensure(ctx.project.dir, input.target);
     const worker = await this.pool.get(ctx.project.dir, ctx.python);
     const resolved = await worker.resolve(input.target, input.version ?? []);
     const predicate = {};
@@ -76,8 +111,29 @@ export class InterfaceService {
     return record;
   }
 
-  list(ctx: RequestContext, limit: number = LIMITS.listDefault): Promise<InterfaceInfo[]> {
-    return ctx.project.store.list({ limit });
+  /** The newest non-archived interfaces. */
+  async list(ctx: RequestContext, limit: number = LIMITS.listDefault): Promise<InterfaceInfo[]> {
+    return (await ctx.project.store.search({ limit })).items;
+  }
+
+  search(ctx: RequestContext, request: FindRequest): Promise<SearchResponse> {
+    return ctx.project.store.search(request);
+  }
+
+  /** Sets or clears (null) the label; last write wins, nothing else changes. */
+  async setLabel(ctx: RequestContext, uuid: string, label: string | null): Promise<InterfaceInfo> {
+    return this.patch(ctx, uuid, { label });
+  }
+
+  /** Archives (hides from search) or, with `restore`, brings back. */
+  async archive(ctx: RequestContext, uuid: string, restore: boolean): Promise<InterfaceInfo> {
+    return this.patch(ctx, uuid, { archived: !restore });
+  }
+
+  private async patch(ctx: RequestContext, uuid: string, patch: RecordPatch): Promise<InterfaceInfo> {
+    const record = await ctx.project.store.update(uuid, patch);
+    if (!record) throw new PorticoError('not_found', `Interface '${uuid}' not found`);
+    return record;
   }
 
   /** Removes the record and drops its live instance. */

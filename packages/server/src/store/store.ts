@@ -2,6 +2,7 @@
  * The narrow store interface the service layer talks to. The embedded implementation is
  * lowdb (`lowdb-store.ts`); a server database can replace it for gateways that share an index.
  */
+import type { FindRequest, SearchResponse } from '../contract/search.js';
 
 /** One materialized interface: config plus identity (no lifecycle). */
 export interface InterfaceRecord {
@@ -25,11 +26,8 @@ export interface InterfaceRecord {
   archived: boolean;
 }
 
-export interface ListOptions {
-  limit: number;
-  offset?: number;
-  includeArchived?: boolean;
-}
+/** The mutable fields of a record (config is immutable). */
+export type RecordPatch = Partial<Pick<InterfaceRecord, 'label' | 'archived'>>;
 
 export interface Store {
   /** The record, or undefined. */
@@ -39,9 +37,11 @@ export interface Store {
    * Resolves only once the record is durable.
    */
   insert(record: InterfaceRecord): Promise<{ record: InterfaceRecord; created: boolean }>;
-  /** Newest first. */
-  list(options: ListOptions): Promise<InterfaceRecord[]>;
-  /** Removes the record; false when there was none. */
+  /** Replaces mutable fields; last write wins. Undefined when there is no such record. */
+  update(uuid: string, patch: RecordPatch): Promise<InterfaceRecord | undefined>;
+  /** Removes the record and its interface directory; false when there was none. */
   delete(uuid: string): Promise<boolean>;
+  /** Filters, sorts and pages the records (see contract/search.ts for the semantics). */
+  search(request: FindRequest): Promise<SearchResponse>;
   close(): Promise<void>;
 }

@@ -1,11 +1,16 @@
 /** /v1/interfaces: create or attach, list, get, delete, and remote calls over REST. */
 import { InterfaceInfo } from '../../contract/common.js';
+import { FindRequest, SearchResponse } from '../../contract/search.js';
 import {
+  ArchiveQuery,
   CreateInterfaceRequest,
   InterfaceCallRequest,
   InterfaceCallResponse,
   InterfaceList,
   ListQuery,
+  ResolveRequest,
+  ResolveResponse,
+  SetLabelRequest,
   UuidParams,
 } from '../../contract/rest.js';
 import type { Gateway } from '../../service/gateway.js';
@@ -65,6 +70,30 @@ export function interfaceRoutes(gateway: Gateway) {
       },
     }),
     route({
+      method: 'post',
+      path: '/v1/interfaces/search',
+      tag: 'interfaces',
+      summary: 'Search interfaces',
+      description:
+        'Filters on module, kind, created_by, label and config paths (eq, ne, lt, lte, gt, gte, in, nin, contains, exists), sorts by several keys with a uuid tiebreaker, pages by limit/offset or by cursor. Archived records are hidden unless include_archived.',
+      body: FindRequest,
+      response: SearchResponse,
+      errors: [401, 403],
+      handler: async (ctx, { body }) => interfaces.search(await bindRequest(ctx, gateway), body),
+    }),
+    route({
+      method: 'post',
+      path: '/v1/interfaces/resolve',
+      tag: 'interfaces',
+      summary: 'Resolve a version (dry run)',
+      description:
+        'The resolved config, the uuid it would get and the `portico get` line that creates it; nothing is materialized. Problems answer 400 with issues attached to config paths.',
+      body: ResolveRequest,
+      response: ResolveResponse,
+      errors: [400, 401, 403, 404],
+      handler: async (ctx, { body }) => interfaces.resolve(await bindRequest(ctx, gateway), body.target, body.version),
+    }),
+    route({
       method: 'get',
       path: '/v1/interfaces/{uuid}',
       tag: 'interfaces',
@@ -84,6 +113,30 @@ export function interfaceRoutes(gateway: Gateway) {
       response: null,
       errors: [401, 403, 404],
       handler: async (ctx, { params }) => interfaces.delete(await bindRequest(ctx, gateway), params.uuid),
+    }),
+    route({
+      method: 'patch',
+      path: '/v1/interfaces/{uuid}/label',
+      tag: 'interfaces',
+      summary: 'Set or clear the label',
+      description: 'The label is the only mutable field; last write wins; null clears it.',
+      params: UuidParams,
+      body: SetLabelRequest,
+      response: InterfaceInfo,
+      errors: [401, 403, 404],
+      handler: async (ctx, { params, body }) => interfaces.setLabel(await bindRequest(ctx, gateway), params.uuid, body.label),
+    }),
+    route({
+      method: 'post',
+      path: '/v1/interfaces/{uuid}/archive',
+      tag: 'interfaces',
+      summary: 'Archive or restore',
+      description: 'Archived interfaces are hidden from search unless asked for; restore=true brings one back.',
+      params: UuidParams,
+      query: ArchiveQuery,
+      response: InterfaceInfo,
+      errors: [401, 403, 404],
+      handler: async (ctx, { params, query }) => interfaces.archive(await bindRequest(ctx, gateway), params.uuid, query.restore),
     }),
   ];
 }

@@ -1,0 +1,117 @@
+// Issue 3: search latency, durable creates per second and gateway memory at 10k and 100k records.
+import http from 'node:http';
+import { open, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { ROOT, rssMb, startGateway, summarize, us } from './lib.mjs';
+
+const { LowdbStore } = await import(path.join(ROOT, 'packages/server/dist/store/lowdb-store.js'));
+const { interfaceUuid } = await import(path.join(ROOT, 'packages/server/dist/store/identity.js'));
+
+const OPTIMIZERS = ['sgd', 'adam', 'rmsprop'];
+const USERS = ['ada', 'grace', 'alan', 'barbara'];
+
+function syntheticRecord(i) {
+  const config = { lr: (i % 1000) / 1000, depth: i % 12, optimizer: OPTIMIZERS[i % 3], opt: { beta: (i * 7919) % 101 / 100, warm: i % 5 === 0 }, tags: [`t${i % 7}`] };
+  return {
+    uuid: interfaceUuid('model', config, {}),
+    module: 'model', kind: 'Model', config, predicate: {}, version: [config], label: i % 10 ? null : `run-${i}`,
+    meta: {}, created_by: USERS[i % 4], created_at: new Date(Date.UTC(2026, 0, 1) + i * 1000).toISOString(), archived: i % 50 === 0,
+  };
+}
+
+/** Seeds `count` records straight into the project's store (what many gateway creates leave behind). */
+async function seed(project, count) {
+  const store = await LowdbStore.open(project);
+  const batch = 2000;
+  for (let i = 0; i < count; i += batch) {
+    await Promise.all(Array.from({ length: Math.min(batch, count - i) }, (_, k) => store.insert(syntheticRecord(i + k))));
+  }
+  await store.close();
+}
+
+function client(url, sockets) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: sockets });
+  const post = (pathname, body) =>
+    new Promise((resolve, reject) => {
+      const text = JSON.stringify(body);
+      const req = http.request(`${url}${pathname}`, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) } }, (res) => {
+        const chunks = [];
+        res.on('data', (c) => chunks.push(c));
+        res.on('end', () => (res.statusCode === 200 ? resolve(JSON.parse(Buffer.concat(chunks))) : reject(new Error(`${pathname} answered ${res.statusCode}: ${Buffer.concat(chunks)}`))));
+      });
+      req.on('error', reject);
+      req.end(text);
+    });
+  return { post, close: () => agent.destroy() };
+}
+
+/** Floor for a durable create: one small append + fdatasync on the same disk. */
+async function fsyncFloor(dir, count = 300) {
+  const file = path.join(dir, 'fsync-floor.bin');
+  const handle = await open(file, 'a');
+  const samples = [];
+  for (let i = 0; i < count; i++) {
+    const t0 = process.hrtime.bigint();
+    await handle.write('x'.repeat(400) + '\n');
+    await handle.datasync();
+    samples.push(us(process.hrtime.bigint() - t0));
+  }
+  await handle.close();
+  await rm(file);
+  return summarize(samples);
+}
+
+export async function indexBench(project, sizes = [10_000, 100_000]) {
+  const rows = [];
+  const floor = await fsyncFloor(project);
+  rows.push({ name: 'append + fdatasync p50 (disk floor)', value: floor.p50, unit: ' µs' });
+  let seeded = 0;
+  for (const size of sizes) {
+    await seed(project, size); // idempotent for the first `seeded` records: adds the rest
+    seeded = size;
+    const gw = await startGateway(project);
+    const c = client(gw.url, 64);
+    try {
+      const query = {
+        config: { filters: [{ path: 'lr', op: 'gt', value: 0.5 }, { path: 'optimizer', op: 'in', value: ['adam', 'sgd'] }] },
+        sort: [{ by: 'config.opt.beta', direction: 'asc' }, { by: 'created_at', direction: 'desc' }],
+        limit: 50,
+      };
+      const first = await c.post('/v1/interfaces/search', query);
+      for (let i = 0; i < 5; i++) await c.post('/v1/interfaces/search', query);
+      const samples = [];
+      for (let i = 0; i < 40; i++) {
+        const t0 = process.hrtime.bigint();
+        await c.post('/v1/interfaces/search', { ...query, offset: (i % 4) * 50 });
+        samples.push(us(process.hrtime.bigint() - t0) / 1000);
+      }
+      const s = summarize(samples);
+      const label = `${size / 1000}k records`;
+      rows.push(
+        { name: `search p50, filter+sort+page, ${label} (${first.total} match)`, value: s.p50, unit: ' ms', target: 25 },
+        { name: `search p99, ${label}`, value: s.p99, unit: ' ms' },
+      );
+      // Durable creates through REST: new configs, 64 at a time.
+      const creates = 4000;
+      let next = 0;
+      const t0 = process.hrtime.bigint();
+      await Promise.all(
+        Array.from({ length: 64 }, async () => {
+          while (next < creates) {
+            const i = next++;
+            await c.post('/v1/interfaces', { target: 'counter', version: [{ start: size * 10 + i }] });
+          }
+        }),
+      );
+      const perSecond = creates / (Number(process.hrtime.bigint() - t0) / 1e9);
+      rows.push(
+        { name: `durable creates/s via REST, ${label}`, value: perSecond, unit: '/s', target: 1000, higherIsBetter: true },
+        { name: `gateway RSS, ${label}`, value: await rssMb(gw.pid), unit: ' MB', target: 400, lowerIsBetter: true },
+      );
+    } finally {
+      c.close();
+      await gw.stop();
+    }
+  }
+  return rows;
+}
