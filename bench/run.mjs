@@ -3,6 +3,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { restCalls, wsCallLoop, wsCallPipelined } from './calls.mjs';
+import { executionsBench } from './executions.mjs';
 import { indexBench } from './index.mjs';
 import { pipeEchoRtt, startWsEcho, wsEchoRtt, wsEchoThroughput } from './floors.mjs';
 import { demoProject, report, ROOT, rssMb, startGateway } from './lib.mjs';
@@ -54,6 +55,9 @@ try {
     { name: 'gateway RSS after the load', value: await rssMb(gw.pid), unit: ' MB' },
   );
   report(rows);
+
+  console.log('\nExecutions (issue 4): demo trainer runs');
+  report(await executionsBench(gw.url, project.dir));
 } finally {
   await gw.stop();
   echo.stop();

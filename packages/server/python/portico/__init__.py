@@ -1,10 +1,11 @@
 """Portico: serve a project's Python interface classes to remote clients.
 
 Project code only needs ``from portico import Interface``; the gateway runs
-``python -m portico.worker <project dir>`` to host the classes (see worker.py).
+``python -m portico.worker <project dir>`` to host the classes (see worker.py) and
+``python -m portico.run <run dir>`` to run an Execution of them in its own process (see run.py).
 """
 
-from .interface import CallCancelled, Interface
+from .interface import CallCancelled, ExecutionInterrupted, Interface
 
-__all__ = ["CallCancelled", "Interface", "__version__"]
+__all__ = ["CallCancelled", "ExecutionInterrupted", "Interface", "__version__"]
 __version__ = "0.1.0"

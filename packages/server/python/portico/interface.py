@@ -13,7 +13,7 @@ from . import _storage
 from ._json import dumps
 from ._view import ConfigView
 
-__all__ = ["Binding", "CallCancelled", "Interface", "attach"]
+__all__ = ["Binding", "CallCancelled", "ExecutionInterrupted", "Interface", "attach"]
 
 
 class CallCancelled(Exception):
@@ -25,6 +25,35 @@ class CallCancelled(Exception):
     cancellation matters. Async methods see ``asyncio.CancelledError``
     instead, and a stream waiting for its client is closed (``GeneratorExit``).
     """
+
+
+class ExecutionInterrupted(BaseException):
+    """Raised in the code an Execution runs (``python -m portico.run``) when the execution is cancelled.
+
+    It derives from ``BaseException``, like ``KeyboardInterrupt``, so a plain ``except Exception``
+    does not swallow it. A signal raises it in the run's main thread, so it also breaks off a
+    blocking call such as ``time.sleep(60)`` or a lock wait and lands within about a second. It is
+    raised at most once per run, and only while the run's code runs: while an interface or context
+    module is imported, during ``__init__``, a context's ``__enter__`` and the interface's
+    ``__call__``. It is never raised inside a context's ``__exit__``, so cleanup there completes.
+
+    To clean up, catch it, clean up, and re-raise it::
+
+        def __call__(self):
+            try:
+                self.train()
+            except ExecutionInterrupted:
+                self.save_file("checkpoint.json", self.state)  # keep what was done so far
+                raise
+
+    ``try: ... finally:`` and context ``__exit__`` methods run too (an ``__exit__`` that returns
+    True does not swallow it). Swallowing it anyway lets that ``__call__`` finish normally, but
+    the execution still ends as ``interrupted`` and runs no further interfaces. Threads that the
+    interface started do not receive it; daemon threads end with the run's process.
+    """
+
+    def __init__(self, message: str = "the execution was cancelled") -> None:
+        super().__init__(message)
 
 
 @dataclass(frozen=True)

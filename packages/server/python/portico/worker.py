@@ -151,7 +151,7 @@ class Worker:
     def __init__(self, project: str, reply_fd: int = REPLY_FD) -> None:
         self.project = project
         #: Where modules are looked up, in order (README "Process").
-        self.search_path = [project, os.path.join(project, REMOTES_DIR)]
+        self.search_path = project_search_path(project)
         self.writer = FrameWriter(reply_fd, self._reply_pipe_broken)
         self.pool = concurrent.futures.ThreadPoolExecutor(MAX_SYNC_THREADS, thread_name_prefix="portico-call")
         self.loop = asyncio.new_event_loop()
@@ -426,54 +426,14 @@ class Worker:
     # -- modules --------------------------------------------------------------------------------
 
     def _inside_project(self, path: str | None) -> bool:
-        if not path:
-            return False
-        path = os.path.abspath(path)
-        try:
-            return os.path.commonpath([path, self.project]) == self.project
-        except ValueError:  # different drives
-            return False
+        return inside_project(self.project, path)
 
     def _import(self, module: str) -> Any:
-        parts = module.split(".")
-        if not module or not all(part.isidentifier() and not part.startswith("__") for part in parts):
-            raise _Refusal("module_not_found", f"Module {module!r} not found in project {self.project}: not a dotted module name")
-        # Search only the project directory and its fetched remotes for the top-level name, so
-        # that a request can never import (and run) a stdlib or installed module: "os" or "json"
-        # are simply not found. sys.path starts with the same two directories (see _prepare).
-        finder = importlib.machinery.PathFinder
-        if finder.find_spec(parts[0], self.search_path) is None:
-            importlib.invalidate_caches()  # the file may have been created after start-up
-            if finder.find_spec(parts[0], self.search_path) is None:
-                raise _Refusal("module_not_found", f"Module {module!r} not found in project {self.project}")
-        try:
-            imported = importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name and (module == exc.name or module.startswith(exc.name + ".")):
-                raise _Refusal("module_not_found", f"Module {module!r} not found in project {self.project}") from None
-            raise self._import_failed(module, exc) from None
-        except BaseException as exc:
-            raise self._import_failed(module, exc) from None
-        # The project's module may be shadowed by one imported earlier from elsewhere
-        # (a project `json.py` versus the stdlib json the worker already uses).
-        for depth in range(1, len(parts) + 1):
-            name = ".".join(parts[:depth])
-            loaded = sys.modules.get(name)
-            location = getattr(loaded, "__file__", None) or next(iter(getattr(loaded, "__path__", None) or []), None)
-            if not self._inside_project(location):
-                raise _Refusal(
-                    "module_error",
-                    f"Module {name!r} resolves to {location or 'a built-in module'}, outside project {self.project} "
-                    "(a module of that name was imported before); rename the project module",
-                )
+        imported = import_project_module(self.project, module, self.search_path)
         stamp = _stamp(getattr(imported, "__file__", None))
         if stamp is not None:
             self._stamps[module] = stamp
         return imported
-
-    def _import_failed(self, module: str, exc: BaseException) -> _Refusal:
-        log(f"module {module!r} failed to import:\n" + "".join(traceback.format_exception(exc)).rstrip())
-        return _Refusal("module_error", f"Module {module!r} failed to import: {_described(exc)}", exception=type(exc).__name__)
 
     def _unchanged(self, module: str) -> bool:
         """Whether ``module``'s file is still the one we imported (True if we never did)."""
@@ -628,19 +588,7 @@ class Worker:
 
     def _create(self, uuid: str, module: str, config: dict[str, Any]) -> _Instance:
         cls, label = self.interface_class(module)
-        resolved, issues = _config.check_config(cls, config)
-        if issues:
-            raise _invalid_config(label, issues)
-        obj = cls.__new__(cls)
-        attach(obj, Binding(uuid=uuid, config=ConfigView(resolved), project=self.project, emit=self._emit))
-        try:
-            obj.__init__()
-        except BaseException as exc:
-            log(f"{label}.__init__() raised:\n" + "".join(traceback.format_exception(exc)).rstrip())
-            raise _Refusal(
-                "call_failed", f"{label}.__init__() raised {_described(exc)}", exception=type(exc).__name__
-            ) from None
-        return _Instance(obj, label)
+        return _Instance(create_instance(cls, label, uuid, config, self.project, self._emit), label)
 
     def _on_release(self, header: dict[str, Any]) -> None:
         uuid = header.get("uuid")
@@ -1056,6 +1004,118 @@ def _select_interface(module: str, imported: Any) -> type[Interface]:
     return found[0]
 
 
+# -- module lookup and instance creation, shared with run.py ------------------------------------
+
+
+def project_search_path(project: str) -> list[str]:
+    """Where ``project``'s modules are looked up, in order: the project, then its fetched remotes."""
+    return [project, os.path.join(project, REMOTES_DIR)]
+
+
+def inside_project(project: str, path: str | None) -> bool:
+    """Whether ``path`` lies in the directory ``project`` (an absolute path)."""
+    if not path:
+        return False
+    path = os.path.abspath(path)
+    try:
+        return os.path.commonpath([path, project]) == project
+    except ValueError:  # different drives
+        return False
+
+
+def check_module_name(project: str, module: str) -> list[str]:
+    """The parts of the dotted name ``module``; refuses what cannot name a project module."""
+    parts = module.split(".")
+    if not module or not all(part.isidentifier() and not part.startswith("__") for part in parts):
+        raise _Refusal("module_not_found", f"Module {module!r} not found in project {project}: not a dotted module name")
+    return parts
+
+
+def import_project_module(
+    project: str, module: str, search_path: list[str] | None = None, report: Callable[[str], None] = log
+) -> Any:
+    """Import ``module`` from ``project`` (or its fetched remotes) and nowhere else.
+
+    Raises ``_Refusal``: ``module_not_found``, or ``module_error`` when importing raised (the
+    traceback goes to ``report``) or the name resolves to a module outside the project.
+    """
+    search_path = project_search_path(project) if search_path is None else search_path
+    parts = check_module_name(project, module)
+    # Search only the project directory and its fetched remotes for the top-level name, so
+    # that a request can never import (and run) a stdlib or installed module: "os" or "json"
+    # are simply not found. sys.path starts with the same two directories (see _prepare).
+    finder = importlib.machinery.PathFinder
+    if finder.find_spec(parts[0], search_path) is None:
+        importlib.invalidate_caches()  # the file may have been created after start-up
+        if finder.find_spec(parts[0], search_path) is None:
+            raise _Refusal("module_not_found", f"Module {module!r} not found in project {project}")
+    try:
+        imported = importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name and (module == exc.name or module.startswith(exc.name + ".")):
+            raise _Refusal("module_not_found", f"Module {module!r} not found in project {project}") from None
+        raise _import_failed(module, exc, report) from None
+    except BaseException as exc:
+        raise _import_failed(module, exc, report) from None
+    # The project's module may be shadowed by one imported earlier from elsewhere
+    # (a project `json.py` versus the stdlib json the worker already uses).
+    for depth in range(1, len(parts) + 1):
+        name = ".".join(parts[:depth])
+        loaded = sys.modules.get(name)
+        location = getattr(loaded, "__file__", None) or next(iter(getattr(loaded, "__path__", None) or []), None)
+        if not inside_project(project, location):
+            raise _Refusal(
+                "module_error",
+                f"Module {name!r} resolves to {location or 'a built-in module'}, outside project {project} "
+                "(a module of that name was imported before); rename the project module",
+            )
+    return imported
+
+
+def _import_failed(module: str, exc: BaseException, report: Callable[[str], None]) -> _Refusal:
+    report(f"module {module!r} failed to import:\n" + "".join(traceback.format_exception(exc)).rstrip())
+    return _Refusal("module_error", f"Module {module!r} failed to import: {_described(exc)}", exception=type(exc).__name__)
+
+
+def create_instance(
+    cls: type[Interface],
+    label: str,
+    uuid: str,
+    config: dict[str, Any],
+    project: str,
+    emit: Callable[[str | None, Any], None],
+    report: Callable[[str], None] = log,
+) -> Interface:
+    """An instance of ``cls`` bound to ``uuid``, ``config`` (checked against the class) and
+    ``project``, with ``emit`` as its event sink; ``__init__()`` runs with all of that bound.
+
+    Raises ``_Refusal``: ``invalid_config``, or ``call_failed`` when ``__init__`` raised (the
+    traceback goes to ``report``).
+    """
+    resolved, issues = _config.check_config(cls, config)
+    if issues:
+        raise _invalid_config(label, issues)
+    obj = cls.__new__(cls)
+    attach(obj, Binding(uuid=uuid, config=ConfigView(resolved), project=project, emit=emit))
+    try:
+        obj.__init__()
+    except BaseException as exc:
+        report(f"{label}.__init__() raised:\n" + "".join(traceback.format_exception(exc)).rstrip())
+        raise _Refusal("call_failed", f"{label}.__init__() raised {_described(exc)}", exception=type(exc).__name__) from None
+    return obj
+
+
+def use_project_path(project: str) -> None:
+    """Put ``project`` and its fetched remotes first on sys.path, in place of the launch directory."""
+    launch_dir = os.getcwd()
+    # `python -m` put the launch directory first; the project takes its place, followed by its
+    # fetched remotes, so project code imports a remote like its own module (README "Process").
+    if sys.path and sys.path[0] in ("", launch_dir):
+        sys.path.pop(0)
+    first = project_search_path(project)
+    sys.path[:] = first + [entry for entry in sys.path if os.path.abspath(entry or ".") not in first]
+
+
 def _exit(status: int) -> None:
     """Leave now: pool threads may be stuck in user code, so no interpreter shutdown."""
     for stream in (sys.stdout, sys.stderr):
@@ -1067,14 +1127,8 @@ def _exit(status: int) -> None:
 
 
 def _prepare(project: str) -> None:
-    launch_dir = os.getcwd()
+    use_project_path(project)
     os.chdir(project)
-    # `python -m` put the launch directory first; the project takes its place, followed by its
-    # fetched remotes, so project code imports a remote like its own module (README "Process").
-    if sys.path and sys.path[0] in ("", launch_dir):
-        sys.path.pop(0)
-    first = [project, os.path.join(project, REMOTES_DIR)]
-    sys.path[:] = first + [entry for entry in sys.path if os.path.abspath(entry or ".") not in first]
     for fd in (REQUEST_FD, REPLY_FD):
         os.set_inheritable(fd, False)  # processes started by user code must not hold our pipes open
     try:

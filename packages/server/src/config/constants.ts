@@ -31,6 +31,9 @@ export const LIMITS = {
   workerStopGraceMs: 2 * 1000,
   /** Largest frame the worker may send the gateway, in bytes. */
   maxBridgeFrameBytes: 256 * 1024 * 1024,
+  /** Bytes of an execution's output.log one window returns by default, and at most. */
+  outputWindowDefault: 64 * 1024,
+  outputWindowMax: 256 * 1024,
   /** Default and maximum `limit` of list endpoints. */
   listDefault: 100,
   listMax: 1000,

@@ -120,3 +120,21 @@ export const RemotesResponse = z
     ),
   })
   .openapi('RemotesResponse');
+
+export const LifecycleRequest = z
+  .object({
+    target: z.string().min(1).describe('Module path.'),
+    version: Version.default([]),
+    context: z.array(z.object({ target: z.string().min(1), version: Version.default([]) })).max(16).default([]),
+  })
+  .openapi('LifecycleRequest');
+
+export const LifecycleResponse = z
+  .object({
+    target: z.string(),
+    module: z.string(),
+    uuid: z.string().describe('The uuid of this config (with its contexts folded in).'),
+    status: z.enum(['draft', 'running', 'cached', 'failed']),
+    execution_uuid: z.string().nullable().describe('The latest run of it, if any.'),
+  })
+  .openapi('LifecycleResponse');

@@ -14,6 +14,7 @@ import { isPublicPath, mountDocs, openApiDocument } from './docs.js';
 import { errorMiddleware } from './errors.js';
 import { mountRoutes } from './route.js';
 import { interfaceRoutes } from './routes/interfaces.js';
+import { executionRoutes } from './routes/executions.js';
 import { metaRoutes } from './routes/meta.js';
 import { projectRoutes } from './routes/project.js';
 
@@ -22,7 +23,11 @@ export function createApp(gateway: Gateway, auth: Authenticator, log: (line: str
   app.proxy = false;
   const router = new Router();
   const registry = new OpenAPIRegistry();
-  mountRoutes(router, registry, [...metaRoutes(gateway), ...interfaceRoutes(gateway), ...projectRoutes(gateway)] as never);
+  mountRoutes(
+    router,
+    registry,
+    [...metaRoutes(gateway), ...interfaceRoutes(gateway), ...executionRoutes(gateway), ...projectRoutes(gateway)] as never,
+  );
   mountDocs(router, openApiDocument(registry));
 
   router.get('/', (ctx) => ctx.redirect('/docs'));

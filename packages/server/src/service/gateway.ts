@@ -10,6 +10,7 @@ import type { GatewayOptions } from '../config/options.js';
 import { PorticoError } from '../errors.js';
 import { KernelPool } from '../kernel/pool.js';
 import type { RequestContext } from './context.js';
+import { ExecutionService } from './executions.js';
 import { InterfaceService } from './interfaces.js';
 import { ProjectService } from './project.js';
 import { ProjectRegistry } from './projects.js';
@@ -33,6 +34,7 @@ export interface HealthInfo {
 
 export class Gateway {
   readonly interfaces: InterfaceService;
+  readonly executions: ExecutionService;
   readonly project: ProjectService;
   readonly remotes = new RemoteModules();
   readonly projects: ProjectRegistry;
@@ -53,6 +55,7 @@ export class Gateway {
     });
     this.interfaces = new InterfaceService(this.pool, this.remotes);
     this.project = new ProjectService(this.pool, this.remotes);
+    this.executions = new ExecutionService(this.interfaces, options.log ?? ((line) => process.stderr.write(`${line}\n`)));
   }
 
   static async create(options: GatewayOptions): Promise<Gateway> {
@@ -76,13 +79,14 @@ export class Gateway {
     return { project, python, user: input.user || this.defaultUser };
   }
 
-  health(): HealthInfo {
+  async health(): Promise<HealthInfo> {
+    const ctx = await this.bind();
     return {
       status: 'ok',
       version: VERSION,
       project: this.projects.defaultDir,
       projects: this.projects.openDirs,
-      executions_active: 0,
+      executions_active: (await this.executions.list(ctx, { active: true, limit: 1000 })).length,
       workers: this.pool.list().length,
       uptime_seconds: (performance.now() - this.startedAt) / 1000,
     };

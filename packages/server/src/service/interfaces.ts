@@ -21,6 +21,8 @@ export type InterfaceInfo = InterfaceRecord;
 export interface CreateInput {
   target: string;
   version?: unknown[];
+  /** What context interfaces fold into the identity (dispatch sets it). */
+  predicate?: Record<string, unknown>;
   uuid?: string | null;
   label?: string | null;
   meta?: Record<string, unknown>;
@@ -60,11 +62,10 @@ export class InterfaceService {
   ) {}
 
   /** Resolves a version against a module's Config; materializes nothing. */
-  async resolve(ctx: RequestContext, target: string, version: unknown[]): Promise<ResolveResult> {
+  async resolve(ctx: RequestContext, target: string, version: unknown[], predicate: Record<string, unknown> = {}): Promise<ResolveResult> {
     await this.remotes.ensure(ctx.project.dir, target);
     const worker = await this.pool.get(ctx.project.dir, ctx.python);
     const resolved = await worker.resolve(target, version);
-    const predicate = {};
     return {
       module: resolved.module,
       version: resolved.version,
@@ -88,7 +89,7 @@ export class InterfaceService {
     await this.remotes.ensure(ctx.project.dir, input.target);
     const worker = await this.pool.get(ctx.project.dir, ctx.python);
     const resolved = await worker.resolve(input.target, input.version ?? []);
-    const predicate = {};
+    const predicate = input.predicate ?? {};
     const record: InterfaceRecord = {
       uuid: input.uuid ?? interfaceUuid(resolved.module, resolved.config, predicate),
       module: resolved.module,

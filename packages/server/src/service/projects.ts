@@ -7,6 +7,7 @@ import { realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { PorticoError } from '../errors.js';
 import { LowdbStore } from '../store/lowdb-store.js';
+import { RunStore } from '../store/runs.js';
 import type { Store } from '../store/store.js';
 
 /** Receives what an interface pushes to the clients attached to it. */
@@ -15,11 +16,15 @@ export type Listener = (push: { type: 'event'; payload: unknown }) => void;
 export class Project {
   /** uuid → the clients attached to that interface. */
   private readonly attached = new Map<string, Set<Listener>>();
+  /** The project's run directories. */
+  readonly runs: RunStore;
 
   constructor(
     readonly dir: string,
     readonly store: Store,
-  ) {}
+  ) {
+    this.runs = new RunStore(dir);
+  }
 
   /** Attaches a client to an interface; returns the detach function. */
   attach(uuid: string, listener: Listener): () => boolean {

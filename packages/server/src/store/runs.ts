@@ -1,0 +1,229 @@
+/**
+ * Run directories: `<project>/.portico/executions/<uuid>/`. The gateway writes `execution.json`
+ * and the cancel marker; the run process (`python -m portico.run`) writes everything else:
+ * `process.json`, `started_at`, `heartbeat_at`, `manifest.json`, `events.jsonl`, `status.json`,
+ * `finished_at`, and its stdout/stderr go to `output.log`. The state of a run is read from these
+ * files and from whether its process is alive, so it is the truth after a gateway restart and
+ * travels with the directory.
+ */
+import { mkdir, open, readdir, readFile, stat } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import path from 'node:path';
+import type { ExecutionInfo, RunStatus } from '../contract/executions.js';
+import { interfaceDir, isSafeName, STORE_DIR, writeAtomic } from './files.js';
+
+export const EXECUTIONS_DIR = 'executions';
+/** The run process rewrites heartbeat_at this often (portico/run.py)… */
+export const HEARTBEAT_MS = 2_000;
+/** …so a run on another host whose heartbeat is older than this is taken as dead. */
+export const HEARTBEAT_STALE_MS = 3 * HEARTBEAT_MS;
+
+export interface RunInterface {
+  uuid: string;
+  module: string;
+  config: Record<string, unknown>;
+  contexts: Array<{ uuid: string; module: string; config: Record<string, unknown> }>;
+}
+
+/** execution.json: what a run is, written once by the gateway. */
+export interface ExecutionSpec {
+  uuid: string;
+  project: string;
+  created_at: string;
+  created_by: string;
+  parent: string | null;
+  interfaces: RunInterface[];
+}
+
+interface ProcessFile {
+  pid: number;
+  starttime: number | null;
+  hostname: string;
+}
+
+interface StatusFile {
+  status: 'finished' | 'failed' | 'interrupted';
+  error: { exception: string; message: string; interface?: string | null } | null;
+}
+
+async function readText(file: string): Promise<string | null> {
+  try {
+    return (await readFile(file, 'utf8')).trim();
+  } catch {
+    return null;
+  }
+}
+
+async function readJson<T>(file: string): Promise<T | null> {
+  const text = await readText(file);
+  if (text === null) return null;
+  try {
+    return JSON.parse(text) as T;
+  } catch {
+    return null;
+  }
+}
+
+/** Whether the process that wrote process.json is still this same process (not a reused pid, not a zombie). */
+async function processAlive(proc: ProcessFile): Promise<boolean> {
+  const stat = await readText(`/proc/${proc.pid}/stat`);
+  if (stat === null) return false;
+  // Fields after the parenthesized command name: state is the 1st, starttime the 20th.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  if (fields[0] === 'Z' || fields[0] === 'X') return false;
+  return proc.starttime === null || Number(fields[19]) === proc.starttime;
+}
+
+export class RunStore {
+  /** uuid → spec, loaded once from disk, then kept up to date by `create`. */
+  private specs: Map<string, ExecutionSpec> | undefined;
+  private loading: Promise<Map<string, ExecutionSpec>> | undefined;
+
+  constructor(readonly project: string) {}
+
+  get root(): string {
+    return path.join(this.project, STORE_DIR, EXECUTIONS_DIR);
+  }
+
+  dir(uuid: string): string {
+    if (!isSafeName(uuid)) throw new Error(`bad execution uuid '${uuid}'`);
+    return path.join(this.root, uuid);
+  }
+
+  /** Every run of the project, newest first. */
+  async all(): Promise<ExecutionSpec[]> {
+    return [...(await this.load()).values()].sort((a, b) => (a.created_at < b.created_at ? 1 : a.created_at > b.created_at ? -1 : a.uuid < b.uuid ? -1 : 1));
+  }
+
+  async get(uuid: string): Promise<ExecutionSpec | undefined> {
+    return isSafeName(uuid) ? (await this.load()).get(uuid) : undefined;
+  }
+
+  /** Writes a new run's directory and execution.json (durably: the run process reads it). */
+  async create(spec: ExecutionSpec): Promise<void> {
+    const specs = await this.load();
+    await mkdir(this.dir(spec.uuid), { recursive: true });
+    await writeAtomic(path.join(this.dir(spec.uuid), 'execution.json'), `${JSON.stringify(spec, null, 2)}\n`);
+    specs.set(spec.uuid, spec);
+  }
+
+  /** Writes the cancel marker (best effort: a run not started or already ended just keeps it). */
+  async cancel(uuid: string): Promise<void> {
+    await writeAtomic(path.join(this.dir(uuid), 'cancelled'), 'cancelled\n');
+  }
+
+  /**
+   * Records that a run's process died without saying how it ended, so that the directory tells
+   * the truth on its own (a reader elsewhere does not need to know the process is gone).
+   */
+  async markDied(uuid: string, why: string): Promise<void> {
+    const dir = this.dir(uuid);
+    if ((await readText(path.join(dir, 'status.json'))) !== null) return;
+    // A second process refused on a running run dir exits too: never declare a live run dead.
+    const proc = await readJson<ProcessFile>(path.join(dir, 'process.json'));
+    if (proc && proc.hostname === hostname() && (await processAlive(proc))) return;
+    const status: StatusFile = { status: 'failed', error: { exception: 'ProcessDied', message: why, interface: null } };
+    await writeAtomic(path.join(dir, 'status.json'), `${JSON.stringify(status)}\n`);
+    await writeAtomic(path.join(dir, 'finished_at'), `${new Date().toISOString()}\n`);
+  }
+
+  /**
+   * The ExecutionInfo of a run from its files. `spawned` says whether this gateway started the
+   * process and still sees it running (a run that has not written process.json yet).
+   */
+  async info(spec: ExecutionSpec, spawned?: { alive: boolean; pid: number | undefined }): Promise<ExecutionInfo> {
+    const dir = this.dir(spec.uuid);
+    const [startedAt, heartbeatAt, finishedAt, statusFile, proc, cancelled] = await Promise.all([
+      readText(path.join(dir, 'started_at')),
+      readText(path.join(dir, 'heartbeat_at')),
+      readText(path.join(dir, 'finished_at')),
+      readJson<StatusFile>(path.join(dir, 'status.json')),
+      readJson<ProcessFile>(path.join(dir, 'process.json')),
+      stat(path.join(dir, 'cancelled')).then(() => true, () => false),
+    ]);
+    let status: RunStatus;
+    let error = statusFile?.error ?? null;
+    if (statusFile) {
+      status = statusFile.status;
+    } else if (proc) {
+      const alive =
+        proc.hostname === hostname()
+          ? await processAlive(proc)
+          : heartbeatAt !== null && Date.now() - Date.parse(heartbeatAt) < HEARTBEAT_STALE_MS;
+      status = alive ? (startedAt ? 'running' : 'pending') : 'failed';
+      if (!alive) error = { exception: 'ProcessDied', message: 'The run process ended without recording a status', interface: null };
+    } else {
+      status = spawned?.alive || Date.now() - Date.parse(spec.created_at) < 30_000 ? 'pending' : 'failed';
+      if (status === 'failed') error = { exception: 'NeverStarted', message: 'The run process never started', interface: null };
+    }
+    const isActive = status === 'running' || (status === 'pending' && proc !== null);
+    const isStarted = startedAt !== null;
+    const isFinished = status === 'finished';
+    return {
+      uuid: spec.uuid,
+      status,
+      is_active: isActive,
+      is_started: isStarted,
+      is_finished: isFinished,
+      is_incomplete: isStarted && !isFinished && !isActive,
+      is_live: isFinished || isActive,
+      cancelled,
+      created_at: spec.created_at,
+      started_at: startedAt,
+      finished_at: finishedAt,
+      heartbeat_at: heartbeatAt,
+      interfaces: spec.interfaces.map((i) => i.uuid),
+      parent: spec.parent,
+      created_by: spec.created_by,
+      pid: proc?.pid ?? spawned?.pid ?? null,
+      error: error ?? null,
+    };
+  }
+
+  /**
+   * A bounded window of output.log, never the whole file: `offset` reads forward from a byte,
+   * `tail` reads the last bytes, neither reads the last `limit` bytes. Only the window is read.
+   */
+  async output(uuid: string, query: { offset?: number | undefined; tail?: number | undefined; limit: number }): Promise<{ output: string; offset: number; size: number; limit: number }> {
+    const file = path.join(this.dir(uuid), 'output.log');
+    let handle;
+    try {
+      handle = await open(file, 'r');
+    } catch {
+      return { output: '', offset: 0, size: 0, limit: query.limit };
+    }
+    try {
+      const size = (await handle.stat()).size;
+      const start =
+        query.offset !== undefined ? Math.min(query.offset, size) : Math.max(0, size - Math.min(query.tail ?? query.limit, query.limit));
+      const length = Math.min(query.limit, size - start);
+      const buffer = Buffer.alloc(length);
+      const { bytesRead } = length ? await handle.read(buffer, 0, length, start) : { bytesRead: 0 };
+      return { output: buffer.toString('utf8', 0, bytesRead), offset: start, size, limit: query.limit };
+    } finally {
+      await handle.close();
+    }
+  }
+
+  /** Whether an interface's `cached` marker (written after a successful run) exists. */
+  async cached(interfaceUuid: string): Promise<boolean> {
+    return stat(path.join(interfaceDir(this.project, interfaceUuid), 'cached')).then(() => true, () => false);
+  }
+
+  private load(): Promise<Map<string, ExecutionSpec>> {
+    if (this.specs) return Promise.resolve(this.specs);
+    this.loading ??= (async () => {
+      const specs = new Map<string, ExecutionSpec>();
+      const names = await readdir(this.root).catch(() => [] as string[]);
+      await Promise.all(
+        names.filter(isSafeName).map(async (name) => {
+          const spec = await readJson<ExecutionSpec>(path.join(this.root, name, 'execution.json'));
+          if (spec?.uuid === name) specs.set(name, spec);
+        }),
+      );
+      this.specs = specs;
+      return specs;
+    })();
+    return this.loading;
+  }
+}
