@@ -23,6 +23,7 @@ export const ERROR_CODES = {
   conflict: { status: 409, meaning: 'The request conflicts with the current state.' },
   integrity_failed: { status: 409, meaning: 'A remote module does not match its sha256 pin; it is not used.' },
   precondition_failed: { status: 412, meaning: 'A conditional request did not match.' },
+  range_not_satisfiable: { status: 416, meaning: 'The requested byte range lies outside the file.' },
   payload_too_large: { status: 413, meaning: 'A body, frame or upload exceeds its documented bound.' },
   validation_error: { status: 422, meaning: 'The request body or parameters fail validation.' },
   cancelled: { status: 499, meaning: 'The call was cancelled (its client went away).' },

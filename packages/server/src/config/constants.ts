@@ -34,6 +34,10 @@ export const LIMITS = {
   /** Bytes of an execution's output.log one window returns by default, and at most. */
   outputWindowDefault: 64 * 1024,
   outputWindowMax: 256 * 1024,
+  /** Most bytes one response of GET /v1/interfaces/{uuid}/files/{path} carries (larger files: Range). */
+  fileReadMax: 16 * 1024 * 1024,
+  /** Nodes a provenance graph holds at most (then `truncated`). */
+  provenanceNodes: 200,
   /** Default and maximum `limit` of list endpoints. */
   listDefault: 100,
   listMax: 1000,

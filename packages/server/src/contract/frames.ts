@@ -81,4 +81,40 @@ export const FRAME_SUMMARIES: Record<string, { direction: 'client_to_server' | '
   event: { direction: 'server_to_client', summary: 'Push from emit(), to every client attached to the interface (also during a call, for progress).' },
   error: { direction: 'server_to_client', summary: 'Failure of the frame with the same id (or of the socket when id is absent). The socket stays usable.' },
   pong: { direction: 'server_to_client', summary: 'Reply to ping.' },
+  output: { direction: 'server_to_client', summary: '/v1/executions/ws: output appended to the run’s output.log, in order.' },
+  status: { direction: 'server_to_client', summary: '/v1/executions/ws: the ExecutionInfo whenever its status changes.' },
 };
+
+/** Client → server frames of /v1/executions/ws (attach to one run). */
+export const ExecutionClientFrames = {
+  connect: z.object({
+    type: z.literal('connect'),
+    id: Id,
+    target: z.string().min(1).max(128).describe('The execution uuid to attach to.'),
+    project: z.string().nullable().optional().describe('Project directory to bind; overrides header and query.'),
+    offset: z.number().int().min(0).optional().describe('Byte of output.log to start following from (default: the last 64 KiB).'),
+  }),
+  call: z.object({
+    type: z.literal('call'),
+    id: Id,
+    method: z.enum(['status', 'output', 'cancel']).describe('status(), output(offset?, tail?, limit?) or cancel().'),
+    args: z.array(z.unknown()).optional(),
+    kwargs: JsonObject.optional(),
+  }),
+  ping: z.object({ type: z.literal('ping'), id: Id }),
+  close: z.object({ type: z.literal('close'), id: Id }),
+} as const;
+
+export type ExecutionClientFrame = { [K in keyof typeof ExecutionClientFrames]: z.infer<(typeof ExecutionClientFrames)[K]> }[keyof typeof ExecutionClientFrames];
+
+/** Server → client frames of /v1/executions/ws besides connected, result, event, error, pong. */
+export const ExecutionServerFrames = {
+  output: z.object({
+    type: z.literal('output'),
+    payload: z.object({ output: z.string(), offset: z.number(), size: z.number() }).describe('Bytes appended to output.log, in order (a bounded window each).'),
+  }),
+  status: z.object({
+    type: z.literal('status'),
+    payload: JsonObject.describe('The ExecutionInfo, whenever its status or activity changes.'),
+  }),
+} as const;

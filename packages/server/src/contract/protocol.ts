@@ -5,7 +5,7 @@
  */
 import { LIMITS, PROTOCOL_VERSION } from '../config/constants.js';
 import { ERROR_CODES } from '../errors.js';
-import { ClientFrames, FRAME_SUMMARIES, ServerFrames } from './frames.js';
+import { ClientFrames, ExecutionClientFrames, ExecutionServerFrames, FRAME_SUMMARIES, ServerFrames } from './frames.js';
 import { z } from './zod.js';
 
 interface FieldDoc {
@@ -72,12 +72,17 @@ export function protocolDoc() {
       data_plane: 'raw binary WebSocket frames',
       rest: 'JSON over HTTP under /v1; OpenAPI at /openapi.json',
     },
-    ws_endpoints: { '/v1/interfaces/ws': 'Create or attach to any interface; call, stream, events.' },
+    ws_endpoints: {
+      '/v1/interfaces/ws': 'Create or attach to any interface; call, stream, events.',
+      '/v1/executions/ws': 'Attach to an execution by uuid: its output as it grows, status changes, events; call status/output/cancel.',
+    },
     headers: HEADERS,
     ws_frames: [
       ...Object.entries(ClientFrames).map(([type, schema]) => frame(type, schema as never)),
       ...Object.entries(ServerFrames).map(([type, schema]) => frame(type, schema as never)),
+      ...Object.entries(ExecutionServerFrames).map(([type, schema]) => frame(type, schema as never)),
     ],
+    execution_frames: Object.entries(ExecutionClientFrames).map(([type, schema]) => ({ type, direction: 'client_to_server', fields: fields(schema as never) })),
     chunk_flows: [],
     interface_hooks: INTERFACE_HOOKS,
     capabilities: CAPABILITIES,

@@ -138,3 +138,52 @@ export const LifecycleResponse = z
     execution_uuid: z.string().nullable().describe('The latest run of it, if any.'),
   })
   .openapi('LifecycleResponse');
+
+export const DataStatusResponse = z
+  .object({
+    uuid: z.string(),
+    status: z.enum(['local', 'remote', 'evicted']).describe('local: the folder is here; remote: meta.storage_uri names another place; evicted: gone.'),
+    path: z.string().nullable().describe('The folder, relative to the project.'),
+    files: z.number().int(),
+    bytes: z.number().int(),
+    storage_uri: z.string().nullable(),
+  })
+  .openapi('DataStatusResponse');
+
+export const FileList = z.object({ files: z.array(z.string()).describe('Relative paths, sorted; dotfiles skipped.') }).openapi('FileList');
+
+export const FileParams = z.object({ uuid: z.string().min(1).max(128), path: z.string().min(1).max(4096) });
+
+export const ProvenanceQuery = z.object({
+  depth: z.coerce.number().int().min(0).max(64).default(8).describe('How many hops the walk goes.'),
+  rels: z
+    .string()
+    .optional()
+    .transform((v) => (v ?? '').split(',').map((s) => s.trim()).filter(Boolean))
+    .pipe(z.array(z.enum(['derivation', 'context', 'runs', 'manifest'])))
+    .describe('Comma-separated edge labels to follow instead of all (derivation, context, runs, manifest).'),
+});
+
+const GraphNode = z.object({
+  uuid: z.string(),
+  kind: z.enum(['interface', 'execution', 'manifest']),
+  module: z.string().nullable(),
+  label: z.string().nullable(),
+  attributes: JsonObject,
+});
+
+export const ProvenanceGraph = z
+  .object({
+    root: z.string(),
+    nodes: z.array(GraphNode),
+    links: z.array(z.object({ source: z.string(), target: z.string(), rel: z.enum(['derivation', 'context', 'runs', 'manifest']) })),
+    truncated: z.boolean().describe('The node bound was reached.'),
+  })
+  .openapi('ProvenanceGraph');
+
+export const RelatedResponse = z
+  .object({
+    uuid: z.string(),
+    related: z.array(z.object({ uuid: z.string(), kind: z.string(), module: z.string().nullable(), label: z.string().nullable(), rel: z.string() })),
+  })
+  .openapi('RelatedResponse');

@@ -14,6 +14,7 @@ import { isPublicPath, mountDocs, openApiDocument } from './docs.js';
 import { errorMiddleware } from './errors.js';
 import { mountRoutes } from './route.js';
 import { interfaceRoutes } from './routes/interfaces.js';
+import { dataRoutes } from './routes/data.js';
 import { executionRoutes } from './routes/executions.js';
 import { metaRoutes } from './routes/meta.js';
 import { projectRoutes } from './routes/project.js';
@@ -26,7 +27,7 @@ export function createApp(gateway: Gateway, auth: Authenticator, log: (line: str
   mountRoutes(
     router,
     registry,
-    [...metaRoutes(gateway), ...interfaceRoutes(gateway), ...executionRoutes(gateway), ...projectRoutes(gateway)] as never,
+    [...metaRoutes(gateway), ...interfaceRoutes(gateway), ...executionRoutes(gateway), ...dataRoutes(gateway), ...projectRoutes(gateway)] as never,
   );
   mountDocs(router, openApiDocument(registry));
 

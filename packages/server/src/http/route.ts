@@ -17,6 +17,8 @@ export interface RouteSpec<B extends z.ZodType | undefined, Q extends AnyObject 
   method: Method;
   /** OpenAPI-style path: `/v1/interfaces/{uuid}`. */
   path: string;
+  /** The router's path when it differs (a parameter spanning several segments: `*path`). */
+  koaPath?: string;
   tag: string;
   summary: string;
   description?: string;
@@ -62,7 +64,7 @@ function parse(schema: z.ZodType, value: unknown, where: 'body' | 'query' | 'pat
 /** Mounts routes on the router and registers them in the OpenAPI registry. */
 export function mountRoutes(router: Router, registry: OpenAPIRegistry, routes: AnyRoute[]): void {
   for (const spec of routes) {
-    const koaPath = spec.path.replace(/\{(\w+)\}/g, ':$1');
+    const koaPath = spec.koaPath ?? spec.path.replace(/\{(\w+)\}/g, ':$1');
     router[spec.method](koaPath, async function handleRoute(ctx: Koa.Context) {
       const params = spec.params ? parse(spec.params, ctx.params, 'path') : undefined;
       const query = spec.query ? parse(spec.query, ctx.query, 'query') : undefined;

@@ -10,8 +10,10 @@ import type { GatewayOptions } from '../config/options.js';
 import { PorticoError } from '../errors.js';
 import { KernelPool } from '../kernel/pool.js';
 import type { RequestContext } from './context.js';
+import { DataService } from './data.js';
 import { ExecutionService } from './executions.js';
 import { InterfaceService } from './interfaces.js';
+import { LineageService } from './lineage.js';
 import { ProjectService } from './project.js';
 import { ProjectRegistry } from './projects.js';
 import { RemoteModules } from './remotes.js';
@@ -35,6 +37,8 @@ export interface HealthInfo {
 export class Gateway {
   readonly interfaces: InterfaceService;
   readonly executions: ExecutionService;
+  readonly data: DataService;
+  readonly lineage: LineageService;
   readonly project: ProjectService;
   readonly remotes = new RemoteModules();
   readonly projects: ProjectRegistry;
@@ -56,6 +60,8 @@ export class Gateway {
     this.interfaces = new InterfaceService(this.pool, this.remotes);
     this.project = new ProjectService(this.pool, this.remotes);
     this.executions = new ExecutionService(this.interfaces, options.log ?? ((line) => process.stderr.write(`${line}\n`)));
+    this.data = new DataService(this.interfaces);
+    this.lineage = new LineageService(this.interfaces, this.executions);
   }
 
   static async create(options: GatewayOptions): Promise<Gateway> {

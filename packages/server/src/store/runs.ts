@@ -205,6 +205,39 @@ export class RunStore {
     }
   }
 
+  /** New lines of events.jsonl from a byte offset (a bounded read; only whole lines). */
+  async events(uuid: string, offset: number): Promise<{ events: unknown[]; next: number }> {
+    let handle;
+    try {
+      handle = await open(path.join(this.dir(uuid), 'events.jsonl'), 'r');
+    } catch {
+      return { events: [], next: offset };
+    }
+    try {
+      const size = (await handle.stat()).size;
+      const length = Math.min(size - offset, 256 * 1024);
+      if (length <= 0) return { events: [], next: offset };
+      const buffer = Buffer.alloc(length);
+      const { bytesRead } = await handle.read(buffer, 0, length, offset);
+      const end = buffer.lastIndexOf(0x0a, bytesRead - 1);
+      if (end < 0) return { events: [], next: offset };
+      const events = buffer
+        .toString('utf8', 0, end)
+        .split('\n')
+        .filter(Boolean)
+        .flatMap((line) => {
+          try {
+            return [JSON.parse(line) as unknown];
+          } catch {
+            return [];
+          }
+        });
+      return { events, next: offset + end + 1 };
+    } finally {
+      await handle.close();
+    }
+  }
+
   /** Whether an interface's `cached` marker (written after a successful run) exists. */
   async cached(interfaceUuid: string): Promise<boolean> {
     return stat(path.join(interfaceDir(this.project, interfaceUuid), 'cached')).then(() => true, () => false);

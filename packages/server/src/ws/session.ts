@@ -6,13 +6,12 @@
  */
 import type { WebSocket } from 'ws';
 import { LIMITS } from '../config/constants.js';
-import { ClientFrames, type ClientFrame, type ClientFrameType } from '../contract/frames.js';
+import { ClientFrames, type ClientFrame } from '../contract/frames.js';
 import { PorticoError, toPorticoError } from '../errors.js';
 import type { RequestContext } from '../service/context.js';
 import type { BindInput, Gateway } from '../service/gateway.js';
 import type { CallOutcome, InterfaceInfo } from '../service/interfaces.js';
-
-type FrameId = string | number | undefined;
+import { decodeFrame, type FrameId } from './decode.js';
 
 interface Connection {
   ctx: RequestContext;
@@ -40,37 +39,14 @@ export class Session {
   }
 
   private receive(data: Buffer, isBinary: boolean): void {
-    if (isBinary) {
-      this.sendError(undefined, new PorticoError('invalid_frame', 'Binary frame received without chunk_start'));
+    const decoded = decodeFrame<ClientFrame>(data, isBinary, ClientFrames);
+    if (!decoded.ok) {
+      this.sendError(decoded.id, decoded.error);
       return;
     }
-    let raw: unknown;
-    try {
-      raw = JSON.parse(data.toString('utf8'));
-    } catch (err) {
-      this.sendError(undefined, new PorticoError('invalid_frame', `Frame is not valid JSON: ${(err as Error).message}`));
-      return;
-    }
-    if (typeof raw !== 'object' || raw === null || Array.isArray(raw) || typeof (raw as { type?: unknown }).type !== 'string') {
-      this.sendError(undefined, new PorticoError('invalid_frame', 'Frame must be a JSON object with a string "type"'));
-      return;
-    }
-    const { type, id } = raw as { type: string; id?: unknown };
-    const frameId = typeof id === 'string' || typeof id === 'number' ? id : undefined;
-    if (!Object.hasOwn(ClientFrames, type)) {
-      this.sendError(frameId, new PorticoError('unknown_frame', `Unknown frame type '${type}'`));
-      return;
-    }
-    const parsed = ClientFrames[type as ClientFrameType].safeParse(raw);
-    if (!parsed.success) {
-      const issues = parsed.error.issues.map((i) => ({ path: i.path.join('.') || null, message: i.message }));
-      const what = issues.map((i) => (i.path ? `${i.path}: ${i.message}` : i.message)).join('; ');
-      this.sendError(frameId, new PorticoError('invalid_frame', `Invalid '${type}' frame: ${what}`, { issues }));
-      return;
-    }
-    this.handle(parsed.data as ClientFrame).catch((err) => {
-      if (!(err instanceof PorticoError)) this.log(`frame '${type}' failed: ${(err as Error)?.stack ?? err}`);
-      this.sendError(frameId, toPorticoError(err));
+    this.handle(decoded.frame).catch((err) => {
+      if (!(err instanceof PorticoError)) this.log(`frame '${decoded.frame.type}' failed: ${(err as Error)?.stack ?? err}`);
+      this.sendError(decoded.id, toPorticoError(err));
     });
   }
 

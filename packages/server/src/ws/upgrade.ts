@@ -11,9 +11,10 @@ import { originAllowed } from '../auth/origin.js';
 import { LIMITS } from '../config/constants.js';
 import { PorticoError, toPorticoError } from '../errors.js';
 import type { Gateway } from '../service/gateway.js';
+import { ExecutionSession } from './execution-session.js';
 import { Session } from './session.js';
 
-export const WS_PATHS = { interfaces: '/v1/interfaces/ws' } as const;
+export const WS_PATHS = { interfaces: '/v1/interfaces/ws', executions: '/v1/executions/ws' } as const;
 
 function refuse(socket: Duplex, error: PorticoError): void {
   const body = JSON.stringify({ detail: error.toDetail() });
@@ -44,7 +45,8 @@ export function attachWebSockets(server: Server, gateway: Gateway, auth: Authent
     socket.on('error', () => socket.destroy());
     try {
       const url = new URL(req.url ?? '/', 'http://gateway');
-      if (url.pathname !== WS_PATHS.interfaces) throw new PorticoError('not_found', `No WebSocket endpoint at ${url.pathname}`);
+      const Endpoint = url.pathname === WS_PATHS.interfaces ? Session : url.pathname === WS_PATHS.executions ? ExecutionSession : undefined;
+      if (!Endpoint) throw new PorticoError('not_found', `No WebSocket endpoint at ${url.pathname}`);
       if (!originAllowed(header(req, 'origin'), header(req, 'host'), gateway.options.allowOrigins)) {
         throw new PorticoError('forbidden', `Origin '${header(req, 'origin')}' is not allowed`);
       }
@@ -56,7 +58,7 @@ export function attachWebSockets(server: Server, gateway: Gateway, auth: Authent
         user: principal.subject ?? header(req, 'x-service-user'),
       };
       wss.handleUpgrade(req, socket, head, (ws) => {
-        new Session(ws, gateway, binding, log);
+        new Endpoint(ws, gateway, binding, log);
       });
     } catch (err) {
       refuse(socket, toPorticoError(err));

@@ -12,6 +12,7 @@ const ProtocolDoc = z
     ws_endpoints: z.record(z.string(), z.string()),
     headers: z.array(z.unknown()),
     ws_frames: z.array(z.unknown()),
+    execution_frames: z.array(z.unknown()),
     chunk_flows: z.array(z.unknown()),
     interface_hooks: z.array(z.unknown()),
     capabilities: z.array(z.unknown()),

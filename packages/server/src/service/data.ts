@@ -1,0 +1,124 @@
+/**
+ * An interface's data folder as clients see it: where its data is (local, remote, evicted), the
+ * files in it, and one file's bytes — confined to the folder (no `..`, no absolute paths, no
+ * symlinks leading out), binary-safe and bounded.
+ */
+import { createReadStream, type ReadStream } from 'node:fs';
+import { lstat, readdir, realpath, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { LIMITS } from '../config/constants.js';
+import { PorticoError } from '../errors.js';
+import { interfaceDir } from '../store/files.js';
+import type { RequestContext } from './context.js';
+import type { InterfaceService } from './interfaces.js';
+
+export interface DataStatus {
+  uuid: string;
+  status: 'local' | 'remote' | 'evicted';
+  /** The folder, relative to the project (local only). */
+  path: string | null;
+  files: number;
+  bytes: number;
+  /** meta.storage_uri, when the data lives elsewhere. */
+  storage_uri: string | null;
+}
+
+export interface FileRead {
+  stream: ReadStream;
+  size: number;
+  /** The byte range served (inclusive), and the whole file's size. */
+  range: { start: number; end: number; total: number } | null;
+  name: string;
+}
+
+/** Files under `dir`, relative, skipping dotfiles (temp files, markers of the store). */
+async function walk(dir: string, prefix = ''): Promise<Array<{ path: string; size: number }>> {
+  const entries = await readdir(path.join(dir, prefix), { withFileTypes: true }).catch(() => []);
+  const out: Array<{ path: string; size: number }> = [];
+  for (const entry of entries.sort((a, b) => (a.name < b.name ? -1 : 1))) {
+    if (entry.name.startsWith('.')) continue;
+    const rel = prefix ? `${prefix}/${entry.name}` : entry.name;
+    if (entry.isDirectory()) out.push(...(await walk(dir, rel)));
+    else if (entry.isFile()) out.push({ path: rel, size: (await stat(path.join(dir, rel))).size });
+  }
+  return out;
+}
+
+export class DataService {
+  constructor(private readonly interfaces: InterfaceService) {}
+
+  async status(ctx: RequestContext, uuid: string): Promise<DataStatus> {
+    const record = await this.interfaces.get(ctx, uuid);
+    const dir = interfaceDir(ctx.project.dir, uuid);
+    const storageUri = typeof record.meta.storage_uri === 'string' ? record.meta.storage_uri : null;
+    const present = await stat(dir).then((s) => s.isDirectory(), () => false);
+    if (!present) {
+      const remote = storageUri !== null && !storageUri.startsWith('file:');
+      return { uuid, status: remote ? 'remote' : 'evicted', path: null, files: 0, bytes: 0, storage_uri: storageUri };
+    }
+    const files = await walk(dir);
+    return {
+      uuid,
+      status: 'local',
+      path: path.relative(ctx.project.dir, dir),
+      files: files.length,
+      bytes: files.reduce((n, f) => n + f.size, 0),
+      storage_uri: storageUri,
+    };
+  }
+
+  async list(ctx: RequestContext, uuid: string): Promise<{ files: string[] }> {
+    await this.interfaces.get(ctx, uuid);
+    return { files: (await walk(interfaceDir(ctx.project.dir, uuid))).map((f) => f.path) };
+  }
+
+  /**
+   * Opens one file for reading. A file larger than LIMITS.fileReadMax needs a `range`
+   * (bytes=start-end), and a range is served up to that bound too.
+   */
+  async open(ctx: RequestContext, uuid: string, relative: string, range?: string): Promise<FileRead> {
+    await this.interfaces.get(ctx, uuid);
+    const root = interfaceDir(ctx.project.dir, uuid);
+    const segments = relative.split('/');
+    if (!relative || path.isAbsolute(relative) || segments.some((s) => s === '' || s === '.' || s === '..' || s.includes('\0'))) {
+      throw new PorticoError('forbidden', `Path '${relative}' is not a plain relative path inside the interface folder`);
+    }
+    const file = path.join(root, ...segments);
+    const notFound = () => new PorticoError('not_found', `File '${relative}' not found`);
+    const info = await lstat(file).catch(() => undefined);
+    if (!info) throw notFound();
+    // Symlinks are followed only when they stay inside the folder.
+    const [realRoot, real] = await Promise.all([realpath(root), realpath(file).catch(() => undefined)]);
+    if (!real || (real !== realRoot && !real.startsWith(realRoot + path.sep))) {
+      throw new PorticoError('forbidden', `Path '${relative}' leads outside the interface folder`);
+    }
+    const target = await stat(real);
+    if (!target.isFile()) throw notFound();
+    const total = target.size;
+    let start = 0;
+    let end = total - 1;
+    let ranged = false;
+    if (range) {
+      const m = /^bytes=(\d*)-(\d*)$/.exec(range.trim());
+      if (!m || (m[1] === '' && m[2] === '')) throw new PorticoError('invalid_argument', `Unsupported Range '${range}'; use bytes=start-end`);
+      if (m[1] === '') {
+        start = Math.max(0, total - Number(m[2]));
+      } else {
+        start = Number(m[1]);
+        end = m[2] === '' ? total - 1 : Math.min(Number(m[2]), total - 1);
+      }
+      if (start >= total || start > end) throw new PorticoError('range_not_satisfiable', `Range '${range}' is outside the file's ${total} bytes`);
+      end = Math.min(end, start + LIMITS.fileReadMax - 1);
+      ranged = true;
+    } else if (total > LIMITS.fileReadMax) {
+      throw new PorticoError('payload_too_large', `File '${relative}' has ${total} bytes, over the ${LIMITS.fileReadMax}-byte bound; read it in parts with a Range header`);
+    }
+    const size = total === 0 ? 0 : end - start + 1;
+    return {
+      stream: createReadStream(real, size ? { start, end } : { start: 0, end: -1 }),
+      size,
+      range: ranged ? { start, end, total } : null,
+      name: segments.at(-1)!,
+    };
+  }
+}

@@ -1,0 +1,31 @@
+/** Turns one incoming WebSocket message into a validated frame, or the error to answer with. */
+import type { z } from '../contract/zod.js';
+import { PorticoError } from '../errors.js';
+
+export type FrameId = string | number | undefined;
+
+export type Decoded<F> = { ok: true; frame: F; id: FrameId } | { ok: false; error: PorticoError; id: FrameId };
+
+export function decodeFrame<F>(data: Buffer, isBinary: boolean, schemas: Record<string, z.ZodType>): Decoded<F> {
+  if (isBinary) return { ok: false, error: new PorticoError('invalid_frame', 'Binary frame received without chunk_start'), id: undefined };
+  let raw: unknown;
+  try {
+    raw = JSON.parse(data.toString('utf8'));
+  } catch (err) {
+    return { ok: false, error: new PorticoError('invalid_frame', `Frame is not valid JSON: ${(err as Error).message}`), id: undefined };
+  }
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw) || typeof (raw as { type?: unknown }).type !== 'string') {
+    return { ok: false, error: new PorticoError('invalid_frame', 'Frame must be a JSON object with a string "type"'), id: undefined };
+  }
+  const { type, id: rawId } = raw as { type: string; id?: unknown };
+  const id = typeof rawId === 'string' || typeof rawId === 'number' ? rawId : undefined;
+  const schema = Object.hasOwn(schemas, type) ? schemas[type] : undefined;
+  if (!schema) return { ok: false, error: new PorticoError('unknown_frame', `Unknown frame type '${type}'`), id };
+  const parsed = schema.safeParse(raw);
+  if (!parsed.success) {
+    const issues = parsed.error.issues.map((i) => ({ path: i.path.join('.') || null, message: i.message }));
+    const what = issues.map((i) => (i.path ? `${i.path}: ${i.message}` : i.message)).join('; ');
+    return { ok: false, error: new PorticoError('invalid_frame', `Invalid '${type}' frame: ${what}`, { issues }), id };
+  }
+  return { ok: true, frame: parsed.data as F, id };
+}

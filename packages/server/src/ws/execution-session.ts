@@ -1,0 +1,117 @@
+/**
+ * One session per socket on /v1/executions/ws: attaches to one run by uuid, follows it (output
+ * appended to output.log, status changes, events the run emitted), and answers calls to the
+ * run's methods (status, output, cancel). Following stops by itself once the run has ended and
+ * everything it wrote was sent; closing the socket stops it at once.
+ */
+import type { WebSocket } from 'ws';
+import { LIMITS } from '../config/constants.js';
+import { ExecutionClientFrames, type ExecutionClientFrame } from '../contract/frames.js';
+import { PorticoError, toPorticoError } from '../errors.js';
+import type { RequestContext } from '../service/context.js';
+import type { BindInput, Gateway } from '../service/gateway.js';
+import { decodeFrame, type FrameId } from './decode.js';
+
+/** How often a followed run is looked at. */
+const FOLLOW_MS = 200;
+
+export class ExecutionSession {
+  private attached: { ctx: RequestContext; uuid: string } | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private closed = false;
+
+  constructor(
+    private readonly socket: WebSocket,
+    private readonly gateway: Gateway,
+    private readonly binding: BindInput,
+    private readonly log: (line: string) => void,
+  ) {
+    socket.on('message', (data, isBinary) => this.receive(data as Buffer, isBinary));
+    socket.on('close', () => this.teardown());
+    socket.on('error', (err) => this.log(`websocket error: ${err.message}`));
+  }
+
+  private receive(data: Buffer, isBinary: boolean): void {
+    const decoded = decodeFrame<ExecutionClientFrame>(data, isBinary, ExecutionClientFrames);
+    if (!decoded.ok) return this.sendError(decoded.id, decoded.error);
+    this.handle(decoded.frame).catch((err) => {
+      if (!(err instanceof PorticoError)) this.log(`frame '${decoded.frame.type}' failed: ${(err as Error)?.stack ?? err}`);
+      this.sendError(decoded.id, toPorticoError(err));
+    });
+  }
+
+  private async handle(frame: ExecutionClientFrame): Promise<void> {
+    const { executions } = this.gateway;
+    switch (frame.type) {
+      case 'ping':
+        return this.send({ type: 'pong', id: frame.id });
+      case 'close':
+        this.teardown();
+        this.socket.close(1000, 'closed by client');
+        return;
+      case 'connect': {
+        if (this.attached) throw new PorticoError('already_connected', 'This socket is already attached to an execution');
+        const ctx = await this.gateway.bind({ ...this.binding, project: frame.project || this.binding.project });
+        const info = await executions.info(ctx, frame.target);
+        if (this.closed) return;
+        this.attached = { ctx, uuid: frame.target };
+        this.send({ type: 'connected', id: frame.id, payload: info });
+        const { size } = await executions.output(ctx, frame.target, { tail: 0 });
+        this.follow(frame.offset ?? Math.max(0, size - LIMITS.outputWindowDefault), 0, info.status);
+        return;
+      }
+      case 'call': {
+        if (!this.attached) throw new PorticoError('not_connected', 'Send connect before call');
+        const { ctx, uuid } = this.attached;
+        const kwargs = (frame.kwargs ?? {}) as { offset?: number; tail?: number; limit?: number };
+        let payload: unknown = null;
+        if (frame.method === 'status') payload = await executions.info(ctx, uuid);
+        else if (frame.method === 'output') payload = await executions.output(ctx, uuid, kwargs);
+        else await executions.cancel(ctx, uuid);
+        return this.send({ type: 'result', id: frame.id, payload });
+      }
+    }
+  }
+
+  /** One look at the run every FOLLOW_MS: new output, new events, a changed status. */
+  private follow(offset: number, eventOffset: number, lastStatus: string): void {
+    const tick = async () => {
+      if (this.closed || !this.attached) return;
+      const { ctx, uuid } = this.attached;
+      const { executions } = this.gateway;
+      // Wait for a slow client instead of queueing without bound.
+      if (this.socket.bufferedAmount < LIMITS.socketHighWaterBytes) {
+        const info = await executions.info(ctx, uuid);
+        const window = await executions.output(ctx, uuid, { offset, limit: LIMITS.outputWindowMax });
+        if (window.size > window.offset) {
+          this.send({ type: 'output', payload: { output: window.output, offset: window.offset, size: window.size } });
+          offset = window.offset + Math.min(window.limit, window.size - window.offset); // bytes, not decoded text
+        }
+        const { events, next } = await ctx.project.runs.events(uuid, eventOffset);
+        eventOffset = next;
+        for (const event of events) this.send({ type: 'event', payload: event });
+        if (info.status !== lastStatus) {
+          lastStatus = info.status;
+          this.send({ type: 'status', payload: info });
+        }
+        const ended = ['finished', 'failed', 'interrupted'].includes(info.status);
+        if (ended && offset >= window.size && events.length === 0) return; // everything was sent
+      }
+      if (!this.closed) this.timer = setTimeout(() => void tick().catch((err) => this.log(`follow: ${err}`)), FOLLOW_MS);
+    };
+    void tick().catch((err) => this.log(`follow: ${err}`));
+  }
+
+  private send(frame: object): void {
+    if (this.socket.readyState === this.socket.OPEN) this.socket.send(JSON.stringify(frame));
+  }
+
+  private sendError(id: FrameId, error: PorticoError): void {
+    this.send(id === undefined ? { type: 'error', payload: error.toDetail() } : { type: 'error', id, payload: error.toDetail() });
+  }
+
+  private teardown(): void {
+    this.closed = true;
+    clearTimeout(this.timer);
+  }
+}
