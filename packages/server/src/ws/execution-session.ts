@@ -7,48 +7,25 @@
 import type { WebSocket } from 'ws';
 import { LIMITS } from '../config/constants.js';
 import { ExecutionClientFrames, type ExecutionClientFrame } from '../contract/frames.js';
-import { PorticoError, toPorticoError } from '../errors.js';
+import { PorticoError } from '../errors.js';
 import type { RequestContext } from '../service/context.js';
 import type { BindInput, Gateway } from '../service/gateway.js';
-import { decodeFrame, type FrameId } from './decode.js';
+import { SocketSession } from './socket-session.js';
 
 /** How often a followed run is looked at. */
 const FOLLOW_MS = 200;
 
-export class ExecutionSession {
+export class ExecutionSession extends SocketSession<ExecutionClientFrame> {
   private attached: { ctx: RequestContext; uuid: string } | undefined;
   private timer: NodeJS.Timeout | undefined;
-  private closed = false;
 
-  constructor(
-    private readonly socket: WebSocket,
-    private readonly gateway: Gateway,
-    private readonly binding: BindInput,
-    private readonly log: (line: string) => void,
-  ) {
-    socket.on('message', (data, isBinary) => this.receive(data as Buffer, isBinary));
-    socket.on('close', () => this.teardown());
-    socket.on('error', (err) => this.log(`websocket error: ${err.message}`));
+  constructor(socket: WebSocket, gateway: Gateway, binding: BindInput, log: (line: string) => void) {
+    super(socket, gateway, binding, log, ExecutionClientFrames);
   }
 
-  private receive(data: Buffer, isBinary: boolean): void {
-    const decoded = decodeFrame<ExecutionClientFrame>(data, isBinary, ExecutionClientFrames);
-    if (!decoded.ok) return this.sendError(decoded.id, decoded.error);
-    this.handle(decoded.frame).catch((err) => {
-      if (!(err instanceof PorticoError)) this.log(`frame '${decoded.frame.type}' failed: ${(err as Error)?.stack ?? err}`);
-      this.sendError(decoded.id, toPorticoError(err));
-    });
-  }
-
-  private async handle(frame: ExecutionClientFrame): Promise<void> {
+  protected async handle(frame: ExecutionClientFrame): Promise<void> {
     const { executions } = this.gateway;
     switch (frame.type) {
-      case 'ping':
-        return this.send({ type: 'pong', id: frame.id });
-      case 'close':
-        this.teardown();
-        this.socket.close(1000, 'closed by client');
-        return;
       case 'connect': {
         if (this.attached) throw new PorticoError('already_connected', 'This socket is already attached to an execution');
         const ctx = await this.gateway.bind({ ...this.binding, project: frame.project || this.binding.project });
@@ -102,16 +79,8 @@ export class ExecutionSession {
     void tick().catch((err) => this.log(`follow: ${err}`));
   }
 
-  private send(frame: object): void {
-    if (this.socket.readyState === this.socket.OPEN) this.socket.send(JSON.stringify(frame));
-  }
-
-  private sendError(id: FrameId, error: PorticoError): void {
-    this.send(id === undefined ? { type: 'error', payload: error.toDetail() } : { type: 'error', id, payload: error.toDetail() });
-  }
-
-  private teardown(): void {
-    this.closed = true;
+  protected override teardown(): void {
+    super.teardown();
     clearTimeout(this.timer);
   }
 }

@@ -7,11 +7,11 @@
 import type { WebSocket } from 'ws';
 import { LIMITS } from '../config/constants.js';
 import { ClientFrames, type ClientFrame } from '../contract/frames.js';
-import { PorticoError, toPorticoError } from '../errors.js';
+import { PorticoError } from '../errors.js';
 import type { RequestContext } from '../service/context.js';
 import type { BindInput, Gateway } from '../service/gateway.js';
 import type { CallOutcome, InterfaceInfo } from '../service/interfaces.js';
-import { decodeFrame, type FrameId } from './decode.js';
+import { SocketSession } from './socket-session.js';
 
 interface Connection {
   ctx: RequestContext;
@@ -19,50 +19,19 @@ interface Connection {
   detach: () => boolean;
 }
 
-export class Session {
+export class Session extends SocketSession<ClientFrame> {
   private connection: Connection | undefined;
   private connecting: Promise<void> | undefined;
   /** Aborted when the socket goes away: cancels every call it started. */
   private readonly controller = new AbortController();
-  private closed = false;
 
-  constructor(
-    private readonly socket: WebSocket,
-    private readonly gateway: Gateway,
-    /** Project, interpreter and user from the upgrade request (a connect frame may override the project). */
-    private readonly binding: BindInput,
-    private readonly log: (line: string) => void,
-  ) {
-    socket.on('message', (data, isBinary) => this.receive(data as Buffer, isBinary));
-    socket.on('close', () => this.teardown());
-    socket.on('error', (err) => this.log(`websocket error: ${err.message}`));
+  constructor(socket: WebSocket, gateway: Gateway, binding: BindInput, log: (line: string) => void) {
+    super(socket, gateway, binding, log, ClientFrames);
   }
 
-  private receive(data: Buffer, isBinary: boolean): void {
-    const decoded = decodeFrame<ClientFrame>(data, isBinary, ClientFrames);
-    if (!decoded.ok) {
-      this.sendError(decoded.id, decoded.error);
-      return;
-    }
-    this.handle(decoded.frame).catch((err) => {
-      if (!(err instanceof PorticoError)) this.log(`frame '${decoded.frame.type}' failed: ${(err as Error)?.stack ?? err}`);
-      this.sendError(decoded.id, toPorticoError(err));
-    });
-  }
-
-  private async handle(frame: ClientFrame): Promise<void> {
-    switch (frame.type) {
-      case 'ping':
-        return this.send({ type: 'pong', id: frame.id });
-      case 'close':
-        this.teardown();
-        this.socket.close(1000, 'closed by client');
-        return;
-      case 'connect':
-        return this.connect(frame);
-      case 'call':
-        return this.call(frame);
-    }
+  protected async handle(frame: ClientFrame): Promise<void> {
+    if (frame.type === 'connect') return this.connect(frame);
+    if (frame.type === 'call') return this.call(frame);
   }
 
   private async connect(frame: Extract<ClientFrame, { type: 'connect' }>): Promise<void> {
@@ -111,11 +80,6 @@ export class Session {
     );
   }
 
-  private send(frame: object): void {
-    if (this.socket.readyState !== this.socket.OPEN) return;
-    this.socket.send(JSON.stringify(frame));
-  }
-
   /** Sends, and resolves once the socket's queue is below its high-water mark again. */
   private sendPaced(frame: object): Promise<void> | undefined {
     if (this.socket.readyState !== this.socket.OPEN) return Promise.reject(new Error('socket closed'));
@@ -126,16 +90,10 @@ export class Session {
     return new Promise((resolve, reject) => this.socket.send(JSON.stringify(frame), (err) => (err ? reject(err) : resolve())));
   }
 
-  private sendError(id: FrameId, error: PorticoError): void {
-    const frame: Record<string, unknown> = { type: 'error', payload: error.toDetail() };
-    if (id !== undefined) frame.id = id;
-    this.send(frame);
-  }
-
   /** Cancels calls in flight, detaches, and evicts the instance when no other client is attached. */
-  private teardown(): void {
+  protected override teardown(): void {
     if (this.closed) return;
-    this.closed = true;
+    super.teardown();
     this.controller.abort();
     const connection = this.connection;
     this.connection = undefined;

@@ -1,0 +1,59 @@
+/**
+ * What every socket session shares: frames decoded and validated against the endpoint's
+ * schemas, each handled without blocking the next, failures answered as `error` frames (the
+ * socket stays usable), ping/close, and one teardown when the socket goes away.
+ */
+import type { WebSocket } from 'ws';
+import type { z } from '../contract/zod.js';
+import { PorticoError, toPorticoError } from '../errors.js';
+import type { BindInput, Gateway } from '../service/gateway.js';
+import { decodeFrame, type FrameId } from './decode.js';
+
+export abstract class SocketSession<F extends { type: string; id?: FrameId }> {
+  protected closed = false;
+
+  constructor(
+    protected readonly socket: WebSocket,
+    protected readonly gateway: Gateway,
+    /** Project, interpreter and user from the upgrade request (a connect frame may override the project). */
+    protected readonly binding: BindInput,
+    protected readonly log: (line: string) => void,
+    private readonly schemas: Record<string, z.ZodType>,
+  ) {
+    socket.on('message', (data, isBinary) => this.receive(data as Buffer, isBinary));
+    socket.on('close', () => this.teardown());
+    socket.on('error', (err) => this.log(`websocket error: ${err.message}`));
+  }
+
+  /** Handles one valid frame other than ping and close; throw a PorticoError to answer an error. */
+  protected abstract handle(frame: F): Promise<void>;
+
+  /** Releases what the session holds; runs once, when the socket closes or a close frame comes. */
+  protected teardown(): void {
+    this.closed = true;
+  }
+
+  protected send(frame: object): void {
+    if (this.socket.readyState === this.socket.OPEN) this.socket.send(JSON.stringify(frame));
+  }
+
+  protected sendError(id: FrameId, error: PorticoError): void {
+    this.send(id === undefined ? { type: 'error', payload: error.toDetail() } : { type: 'error', id, payload: error.toDetail() });
+  }
+
+  private receive(data: Buffer, isBinary: boolean): void {
+    const decoded = decodeFrame<F>(data, isBinary, this.schemas);
+    if (!decoded.ok) return this.sendError(decoded.id, decoded.error);
+    const { frame } = decoded;
+    if (frame.type === 'ping') return this.send({ type: 'pong', id: frame.id });
+    if (frame.type === 'close') {
+      if (!this.closed) this.teardown();
+      this.socket.close(1000, 'closed by client');
+      return;
+    }
+    this.handle(frame).catch((err) => {
+      if (!(err instanceof PorticoError)) this.log(`frame '${frame.type}' failed: ${(err as Error)?.stack ?? err}`);
+      this.sendError(decoded.id, toPorticoError(err));
+    });
+  }
+}
