@@ -797,13 +797,17 @@ class Worker:
         try:
             result = await awaitable
         except asyncio.CancelledError:
-            if not call.done:  # not our cancel: the method's own code was cancelled
-                self._fail(call, _Refusal("call_failed", f"{call.method}() raised CancelledError", exception="CancelledError"))
+            self._fail_foreign_cancel(call)
             return
         except BaseException as exc:
             self._fail_raised(call, exc)
             return
         self._deliver(call, result, stream, on_loop=True)
+
+    def _fail_foreign_cancel(self, call: _Call) -> None:
+        """A CancelledError that our cancel did not cause: the method's own code was cancelled."""
+        if not call.done:
+            self._fail(call, _Refusal("call_failed", f"{call.method}() raised CancelledError", exception="CancelledError"))
 
     async def _drive_async(self, call: _Call, iterator: collections.abc.AsyncIterator[Any]) -> None:
         """Stream an async iterator on the loop; credits wake it through an asyncio.Event."""
@@ -821,8 +825,7 @@ class Worker:
                     self._finish(call, {"op": "end", "id": call.id})
                     return
                 except asyncio.CancelledError:
-                    if not call.done:
-                        self._fail(call, _Refusal("call_failed", f"{call.method}() raised CancelledError", exception="CancelledError"))
+                    self._fail_foreign_cancel(call)
                     return
                 except BaseException as exc:
                     self._fail_raised(call, exc)
