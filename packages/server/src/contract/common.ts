@@ -13,6 +13,9 @@ export const Version = z
 
 export const JsonObject = z.record(z.string(), z.unknown());
 
+/** A boolean query parameter: true/false or 1/0 (anything else is a 422). */
+export const QueryBoolean = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
+
 export const Uuid = z.string().min(1).max(128).describe('Interface uuid (content hash, or client-supplied).');
 
 export const InterfaceInfo = z

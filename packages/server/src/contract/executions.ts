@@ -1,5 +1,5 @@
 /** Request and response bodies of /v1/executions and the lifecycle endpoints. */
-import { Version } from './common.js';
+import { QueryBoolean, Version } from './common.js';
 import { z } from './zod.js';
 
 export const InterfaceRef = z
@@ -47,8 +47,6 @@ export const ExecutionInfo = z
     error: z.object({ exception: z.string(), message: z.string(), interface: z.string().nullable().optional() }).nullable(),
   })
   .openapi('ExecutionInfo');
-
-const QueryBoolean = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
 
 export const ExecutionListQuery = z.object({
   active: QueryBoolean.optional().describe('Only runs that are (not) running now.'),

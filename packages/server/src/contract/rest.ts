@@ -1,5 +1,5 @@
 /** Request and response bodies of the REST API (field names follow the reference server). */
-import { InterfaceInfo, JsonObject, Version } from './common.js';
+import { InterfaceInfo, JsonObject, QueryBoolean, Version } from './common.js';
 import { z } from './zod.js';
 
 export const CreateInterfaceRequest = z
@@ -69,10 +69,6 @@ export const ResolveResponse = z
 export const SetLabelRequest = z
   .object({ label: z.string().max(1024).nullable().describe('The new label; null clears it.') })
   .openapi('SetLabelRequest');
-
-const QueryBoolean = z
-  .enum(['true', 'false', '1', '0'])
-  .transform((v) => v === 'true' || v === '1');
 
 export const ArchiveQuery = z.object({
   restore: QueryBoolean.default(false).describe('true restores an archived interface.'),

@@ -15,9 +15,11 @@ export const STORE_DIR = '.portico';
 export const INTERFACES_DIR = 'interfaces';
 export const RECORD_FILE = 'interface.json';
 
-/** Makes a directory entry change (create, rename, unlink) durable. */
-export async function syncDir(dir: string): Promise<void> {
-  const handle = await open(dir, 'r');
+/**
+ * fsyncs a file's content, or (for a directory) the entries created, renamed or unlinked in it.
+ */
+export async function syncPath(file: string): Promise<void> {
+  const handle = await open(file, 'r');
   try {
     await handle.sync();
   } finally {
@@ -42,7 +44,7 @@ export async function writeAtomic(file: string, data: string | Buffer, { durable
     await unlink(tmp).catch(() => undefined);
     throw err;
   }
-  if (durable) await syncDir(path.dirname(file));
+  if (durable) await syncPath(path.dirname(file));
 }
 
 /**

@@ -13,13 +13,13 @@
  *   index/lock                          the pid of the one process writing this index
  *   interfaces/<uuid>/interface.json   each record beside its data, for `portico reindex`
  */
-import { mkdir, open, readdir, rm, unlink } from 'node:fs/promises';
+import { mkdir, readdir, rm, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { Low } from 'lowdb';
 import { JSONFile } from 'lowdb/node';
 import type { FindRequest, SearchResponse } from '../contract/search.js';
 import { search } from './query.js';
-import { acquireLock, INTERFACES_DIR, readRecordFile, removeInterfaceDir, STORE_DIR, syncDir, writeRecordFile } from './files.js';
+import { acquireLock, INTERFACES_DIR, readRecordFile, removeInterfaceDir, STORE_DIR, syncPath, writeRecordFile } from './files.js';
 import { Journal, readJournal, type JournalEntry } from './journal.js';
 import type { InterfaceRecord, RecordPatch, Store } from './store.js';
 
@@ -69,15 +69,6 @@ async function journalFiles(dir: string): Promise<Array<{ file: string; n: numbe
     .filter((e) => e.m)
     .map((e) => ({ file: path.join(dir, e.name), n: Number(e.m![1]) }))
     .sort((a, b) => a.n - b.n);
-}
-
-async function fsyncFile(file: string): Promise<void> {
-  const handle = await open(file, 'r');
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
 }
 
 export class LowdbStore implements Store {
@@ -141,9 +132,9 @@ export class LowdbStore implements Store {
       for (const record of found) segments[segmentOf(record.uuid)]!.data.interfaces[record.uuid] = record;
       for (let i = 0; i < SEGMENTS; i++) {
         await segments[i]!.write();
-        await fsyncFile(segmentFile(dir, i));
+        await syncPath(segmentFile(dir, i));
       }
-      await syncDir(dir);
+      await syncPath(dir);
       return found.length;
     } finally {
       await unlock();
@@ -290,9 +281,9 @@ export class LowdbStore implements Store {
           const seg = this.segments[i]!;
           seg.data.seq = this.seq;
           await seg.write();
-          await fsyncFile(segmentFile(this.dir, i));
+          await syncPath(segmentFile(this.dir, i));
         }
-        if (dirty.length) await syncDir(this.dir);
+        if (dirty.length) await syncPath(this.dir);
         const covered = [...extraJournals];
         if (old !== this.journal) {
           await old.close();
