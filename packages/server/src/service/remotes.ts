@@ -42,15 +42,29 @@ function invalid(message: string): PorticoError {
   return new PorticoError('invalid_argument', `${REMOTES_FILE}: ${message}`);
 }
 
-/** The remotes a project declares (an absent file declares none). */
+/** Parsed portico.json per project, kept while the file's mtime and size are unchanged. */
+const parsedFiles = new Map<string, { stamp: string; specs: Map<string, RemoteSpec> }>();
+
+/**
+ * The remotes a project declares (an absent file declares none). Checked on every create, so
+ * the file is re-read only when it changed.
+ */
 export async function readRemotes(project: string): Promise<Map<string, RemoteSpec>> {
-  let text: string;
-  try {
-    text = await readFile(path.join(project, REMOTES_FILE), 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return new Map();
+  const file = path.join(project, REMOTES_FILE);
+  const info = await stat(file).catch((err: NodeJS.ErrnoException) => {
+    if (err.code === 'ENOENT') return undefined;
     throw err;
-  }
+  });
+  if (!info) return new Map();
+  const stamp = `${info.mtimeMs}:${info.size}`;
+  const cached = parsedFiles.get(project);
+  if (cached?.stamp === stamp) return cached.specs;
+  const specs = parseRemotes(await readFile(file, 'utf8'));
+  parsedFiles.set(project, { stamp, specs });
+  return specs;
+}
+
+function parseRemotes(text: string): Map<string, RemoteSpec> {
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);

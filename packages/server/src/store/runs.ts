@@ -78,6 +78,11 @@ export class RunStore {
   /** uuid → spec, loaded once from disk, then kept up to date by `create`. */
   private specs: Map<string, ExecutionSpec> | undefined;
   private loading: Promise<Map<string, ExecutionSpec>> | undefined;
+  /**
+   * The info of runs whose status.json exists: it never changes once written (only the cancel
+   * marker may still appear), so listings and /v1/health do not re-read ended runs.
+   */
+  private readonly ended = new Map<string, ExecutionInfo>();
 
   constructor(readonly project: string) {}
 
@@ -110,6 +115,8 @@ export class RunStore {
   /** Writes the cancel marker (best effort: a run not started or already ended just keeps it). */
   async cancel(uuid: string): Promise<void> {
     await writeAtomic(path.join(this.dir(uuid), 'cancelled'), 'cancelled\n');
+    const ended = this.ended.get(uuid);
+    if (ended) ended.cancelled = true;
   }
 
   /**
@@ -132,6 +139,8 @@ export class RunStore {
    * process and still sees it running (a run that has not written process.json yet).
    */
   async info(spec: ExecutionSpec, spawned?: { alive: boolean; pid: number | undefined }): Promise<ExecutionInfo> {
+    const known = this.ended.get(spec.uuid);
+    if (known) return { ...known };
     const dir = this.dir(spec.uuid);
     const [startedAt, heartbeatAt, finishedAt, statusFile, proc, cancelled] = await Promise.all([
       readText(path.join(dir, 'started_at')),
@@ -159,7 +168,7 @@ export class RunStore {
     const isActive = status === 'running' || (status === 'pending' && proc !== null);
     const isStarted = startedAt !== null;
     const isFinished = status === 'finished';
-    return {
+    const info: ExecutionInfo = {
       uuid: spec.uuid,
       status,
       is_active: isActive,
@@ -178,6 +187,9 @@ export class RunStore {
       pid: proc?.pid ?? spawned?.pid ?? null,
       error: error ?? null,
     };
+    // finished_at is written after status.json: remember the run only once both are there.
+    if (statusFile && finishedAt !== null) this.ended.set(spec.uuid, { ...info });
+    return info;
   }
 
   /**
