@@ -238,12 +238,19 @@ describe('durability', () => {
     expect((await api(second, 'GET', `/v1/interfaces/${b.uuid}`)).body).toMatchObject({ archived: true });
   });
 
-  it('a second process cannot open an index a live gateway holds', async () => {
+  it('a second process cannot open an index a live gateway holds; get --url goes through it', async () => {
     const project = await tempProject();
-    await gateway({ project });
+    const g = await gateway({ project });
     const res = await run(process.execPath, [BIN, 'get', 'counter', '--project', project]).catch((err) => err);
     expect(res.code).toBe(1);
     expect(res.stderr).toMatch(/in use by process/);
+    const { stdout } = await run(process.execPath, [BIN, 'get', 'counter', '~big', 'start=4', '--url', g.url, '--user', 'cli-user']);
+    const printed = JSON.parse(stdout);
+    expect(printed).toMatchObject({ module: 'counter', config: { start: 4, step: 10 }, created_by: 'cli-user' });
+    expect((await api(g, 'GET', `/v1/interfaces/${printed.uuid}`)).body).toEqual(printed);
+    const bad = await run(process.execPath, [BIN, 'get', 'counter', 'nope=1', '--url', g.url]).catch((err) => err);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain('invalid_config');
   });
 
   it('SIGKILL during 1000 concurrent creates: the restarted gateway holds every acknowledged create', async () => {
