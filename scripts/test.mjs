@@ -16,6 +16,20 @@ function step(title) {
 let passed = 0;
 let failed = 0;
 
+// Chromium and the test venv for the browser and notebook suites (fast when already there). A part
+// that cannot be provisioned counts as one failure; the suites still run and show what it breaks.
+step('provision');
+let provisioned = { env: {}, errors: [] };
+try {
+  provisioned = (await import('./provision.mjs')).provision();
+} catch (err) {
+  provisioned.errors.push(`provisioning crashed: ${err?.stack ?? err}`);
+}
+for (const reason of provisioned.errors) {
+  console.log(`provision failed: ${reason}`);
+  failed += 1;
+}
+
 step('build');
 if (run('npm', ['run', 'build', '--silent']).status !== 0) {
   console.log('build failed');
@@ -43,7 +57,9 @@ step('vitest');
 {
   const report = path.join(root, 'vitest.json');
   rmSync(report, { force: true });
-  run(process.execPath, [path.join(root, 'node_modules/vitest/vitest.mjs'), 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${report}`]);
+  run(process.execPath, [path.join(root, 'node_modules/vitest/vitest.mjs'), 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${report}`], {
+    env: { ...process.env, ...provisioned.env },
+  });
   if (existsSync(report)) {
     const r = JSON.parse(readFileSync(report, 'utf8'));
     passed += r.numPassedTests;
