@@ -1,8 +1,12 @@
 /**
- * @portico/widget-runtime — the browser host for Portico widgets.
- *
- * The anywidget-compatible model, module loader, `mount()` and `<portico-widget>` arrive with
- * issue 6; until then this package exports the protocol version it speaks so that the
- * workspace builds end to end.
+ * @portico/widget-runtime: an anywidget-compatible host for Portico interface widgets in any web
+ * page. `mount()` renders an interface's widget into an element; `defineElement()` registers
+ * `<portico-widget>` (the browser bundle does it for you). Nothing here imports JupyterLab; the
+ * lab extension is one more caller of `mount()`.
  */
-export const PROTOCOL_VERSION = '1.0';
+export { mount, type MountOptions, type WidgetHandle, type WidgetHandleEvents } from './dom/mount.js';
+export { defineElement, type DefineElementOptions, type PorticoWidgetElement } from './dom/element.js';
+export { WidgetRuntimeError, RUNTIME_ERROR_CODES, type RuntimeErrorCode } from './errors.js';
+export type { PorticoModel } from './model/model.js';
+export type { ConnectionStatus } from './net/session.js';
+export type { InterfaceInfo, Version } from './protocol.js';

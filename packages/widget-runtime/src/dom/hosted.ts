@@ -1,0 +1,227 @@
+/**
+ * A hosted widget: one interface's session, model and module binding, shared by every mount of
+ * that interface in the page (same gateway, token, project and uuid), with one view per mount.
+ * Sharing gives anywidget's semantics: one model, `initialize` once, `render` once per view, and
+ * one socket. Mounts by module name connect first and join an existing hosted widget when the
+ * gateway answers with a uuid that is already mounted.
+ *
+ * DOM of a view, inside the mounted element:
+ *   <style data-portico-css>  the widget's stylesheet (one copy per view; like Jupyter's
+ *                             <style> it applies page-wide, there is no shadow root)
+ *   <div class="portico-widget-view">   the `el` handed to render()
+ */
+import { WidgetRuntimeError, toRuntimeError } from '../errors.js';
+import { withDefaults, type Limits } from '../limits.js';
+import { Session, type ConnectOptions, type WebSocketConstructor } from '../net/session.js';
+import { fetchAsset, importSource, type FetchLike } from '../net/assets.js';
+import { gatewayUrls, type WidgetAsset } from '../net/urls.js';
+import { createExperimental } from '../widget/invoke.js';
+import { WidgetBinding, type View } from '../widget/lifecycle.js';
+import type { WidgetRegistry } from '../widget/registry.js';
+import { clearNotice, showNotice } from './notice.js';
+
+export interface HostDeps {
+  registry: WidgetRegistry;
+  WebSocket?: WebSocketConstructor;
+  fetch?: FetchLike;
+  limits?: Partial<Limits>;
+}
+
+export interface HostView {
+  readonly host: HTMLElement;
+  readonly style: HTMLStyleElement;
+  readonly container: HTMLElement;
+  view: View | undefined;
+}
+
+const shared = new Map<string, Promise<HostedWidget>>();
+
+function shareKey(options: ConnectOptions, uuid: string): string {
+  return JSON.stringify([gatewayUrls(options.url, options.project).socket, options.token ?? '', uuid]);
+}
+
+/** The hosted widget for `options`, shared when the same interface is already mounted; retained once. */
+export async function acquireHosted(options: ConnectOptions, deps: HostDeps): Promise<HostedWidget> {
+  if (options.uuid) {
+    const existing = await shared.get(shareKey(options, options.uuid))?.catch(() => undefined);
+    if (existing?.retain()) return existing;
+  }
+  const limits = withDefaults(deps.limits);
+  const session = new Session(options, { widgetManager: deps.registry.widgetManager, WebSocket: deps.WebSocket, limits });
+  await session.open();
+  const key = shareKey(options, session.info.uuid);
+  const existing = await shared.get(key)?.catch(() => undefined);
+  if (existing?.retain()) {
+    session.close();
+    return existing;
+  }
+  const starting = HostedWidget.start(session, options, deps, limits, () => shared.get(key) === starting && shared.delete(key));
+  shared.set(key, starting);
+  starting.catch(() => shared.get(key) === starting && shared.delete(key));
+  const hosted = await starting;
+  hosted.retain();
+  return hosted;
+}
+
+export class HostedWidget {
+  readonly session: Session;
+  readonly #binding: WidgetBinding;
+  readonly #options: ConnectOptions;
+  readonly #fetch: FetchLike | undefined;
+  readonly #views = new Set<HostView>();
+  readonly #cleanups: Array<() => void> = [];
+  #esm: string;
+  #css: string | null;
+  #refs = 0;
+  #disposed = false;
+  #reloading: Promise<void> = Promise.resolve();
+
+  private constructor(session: Session, binding: WidgetBinding, options: ConnectOptions, deps: HostDeps, esm: string, css: string | null) {
+    this.session = session;
+    this.#binding = binding;
+    this.#options = options;
+    this.#fetch = deps.fetch;
+    this.#esm = esm;
+    this.#css = css;
+  }
+
+  /** Loads the module and stylesheet of a connected session and runs `initialize`. */
+  static async start(session: Session, options: ConnectOptions, deps: HostDeps, limits: Limits, forget: () => void): Promise<HostedWidget> {
+    const { model, info } = session;
+    const unregisterModel = deps.registry.addModel(model);
+    try {
+      const [esm, css] = await Promise.all([
+        loadAsset(options, info.module, 'esm', deps.fetch),
+        loadAsset(options, info.module, 'css', deps.fetch).catch(warnAndSkip),
+      ]);
+      if (esm === null) throw new WidgetRuntimeError('not_found', `The module '${info.module}' has no widget`);
+      const namespace = await importSource(esm);
+      let hosted: HostedWidget | undefined;
+      const binding = new WidgetBinding({
+        model,
+        host: deps.registry.host,
+        experimental: createExperimental(model, limits.invokeTimeoutMs),
+        onViewError: (error, el) => hosted && hosted.#showError(error, el),
+      });
+      await binding.start(namespace);
+      hosted = new HostedWidget(session, binding, options, deps, esm, css);
+      hosted.#cleanups.push(
+        unregisterModel,
+        forget,
+        deps.registry.addWidget(model.model_id, {
+          get exports() {
+            return binding.exports;
+          },
+          async render({ el, signal }) {
+            const view = await binding.render(el);
+            if (signal?.aborted) await binding.removeView(view);
+            else signal?.addEventListener('abort', () => void binding.removeView(view), { once: true });
+          },
+        }),
+        session.events.on('reload', (asset) => void hosted!.#reload(asset)),
+        session.events.on('resynced', () => void hosted!.#reload('esm', 'css')),
+      );
+      return hosted;
+    } catch (error) {
+      unregisterModel();
+      session.close();
+      throw error;
+    }
+  }
+
+  /** Counts one more mount; false once disposed (the caller must acquire anew). */
+  retain(): boolean {
+    if (this.#disposed) return false;
+    this.#refs += 1;
+    return true;
+  }
+
+  /** One mount fewer; the last one closes the session and runs every cleanup. */
+  async release(): Promise<void> {
+    this.#refs -= 1;
+    if (this.#refs > 0 || this.#disposed) return;
+    this.#disposed = true;
+    for (const cleanup of this.#cleanups.splice(0)) cleanup();
+    this.session.close();
+    await this.#binding.dispose();
+  }
+
+  /** Adds the view DOM to `host` and renders into it. */
+  async addView(host: HTMLElement): Promise<HostView> {
+    const doc = host.ownerDocument;
+    const style = doc.createElement('style');
+    style.setAttribute('data-portico-css', this.session.info.module);
+    style.textContent = this.#css ?? '';
+    const container = doc.createElement('div');
+    container.className = 'portico-widget-view';
+    host.append(style, container);
+    const hostView: HostView = { host, style, container, view: undefined };
+    try {
+      hostView.view = await this.#binding.render(container);
+    } catch (error) {
+      style.remove();
+      container.remove();
+      throw error;
+    }
+    this.#views.add(hostView);
+    return hostView;
+  }
+
+  async removeView(hostView: HostView): Promise<void> {
+    this.#views.delete(hostView);
+    if (hostView.view) await this.#binding.removeView(hostView.view);
+    hostView.style.remove();
+    hostView.container.remove();
+  }
+
+  /**
+   * Hot reload: fetches the assets again and applies those that changed (the gateway pushes
+   * `widget_reload`; after a reconnect both are checked, since a push may have been missed).
+   */
+  #reload(...assets: WidgetAsset[]): Promise<void> {
+    const step = async () => {
+      for (const asset of assets) {
+        if (this.#disposed) return;
+        try {
+          await (asset === 'css' ? this.#reloadCss() : this.#reloadEsm());
+        } catch (error) {
+          this.#showError(toRuntimeError(error, 'load_failed'));
+        }
+      }
+    };
+    this.#reloading = this.#reloading.then(step);
+    return this.#reloading;
+  }
+
+  async #reloadEsm(): Promise<void> {
+    const esm = await loadAsset(this.#options, this.session.info.module, 'esm', this.#fetch);
+    if (esm === null) throw new WidgetRuntimeError('not_found', `The module '${this.session.info.module}' no longer has a widget`);
+    if (esm === this.#esm) return;
+    const namespace = await importSource(esm);
+    this.#esm = esm;
+    for (const { host } of this.#views) clearNotice(host);
+    await this.#binding.reload(namespace);
+  }
+
+  async #reloadCss(): Promise<void> {
+    const css = await loadAsset(this.#options, this.session.info.module, 'css', this.#fetch);
+    if (css === this.#css) return;
+    this.#css = css;
+    for (const { style } of this.#views) style.textContent = css ?? '';
+  }
+
+  /** Shows `error` in the view holding `el`, or in every view. */
+  #showError(error: WidgetRuntimeError, el?: HTMLElement): void {
+    console.error(`[portico-widget] ${error.code}: ${error.message}`, error.cause ?? '');
+    for (const { host, container } of this.#views) if (!el || el === container) showNotice(host, error);
+  }
+}
+
+function loadAsset(options: ConnectOptions, module: string, asset: WidgetAsset, fetchImpl: FetchLike | undefined): Promise<string | null> {
+  return fetchAsset(gatewayUrls(options.url, options.project).asset(module, asset), options.token, fetchImpl);
+}
+
+function warnAndSkip(error: unknown): null {
+  console.warn('[portico-widget] the widget stylesheet could not be loaded; rendering without it', error);
+  return null;
+}

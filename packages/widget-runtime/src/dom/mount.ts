@@ -1,0 +1,107 @@
+/**
+ * `mount(el, options)`: the one entry point for pages and for the JupyterLab extension. It
+ * connects (or joins an already hosted interface), renders one view into `el`, and returns a
+ * handle. Failures reject and are shown in `el` (see notice.ts) and logged.
+ */
+import { toRuntimeError, type WidgetRuntimeError } from '../errors.js';
+import type { PorticoModel } from '../model/model.js';
+import type { ConnectOptions, ConnectionStatus, SessionEvents } from '../net/session.js';
+import type { InterfaceInfo } from '../protocol.js';
+import { WidgetRegistry } from '../widget/registry.js';
+import { acquireHosted, type HostDeps, type HostedWidget, type HostView } from './hosted.js';
+import { clearNotice, showNotice } from './notice.js';
+
+export type MountOptions = ConnectOptions;
+
+/** Events a handle reports; `on` returns the function that unsubscribes. */
+export type WidgetHandleEvents = Pick<SessionEvents, 'status' | 'event' | 'error'>;
+
+export interface WidgetHandle {
+  /** The interface uuid this view is bound to. */
+  readonly uuid: string;
+  /** The gateway's InterfaceInfo from `connected` (module, config, label, …). */
+  readonly info: InterfaceInfo;
+  /** The shared anywidget model (also what the widget's code sees). */
+  readonly model: PorticoModel;
+  /** `connecting` → `open`, `reconnecting` while the socket is down, `closed` when it ended. */
+  readonly status: ConnectionStatus;
+  on<K extends keyof WidgetHandleEvents>(event: K, callback: (...args: WidgetHandleEvents[K]) => void): () => void;
+  /** Runs the view's cleanup and removes what the runtime added to `el`; the last view of an interface closes its socket. */
+  unmount(): Promise<void>;
+}
+
+/** The page's registry: `widget_manager.get_model` and `host.getWidget` see every mounted interface. */
+export const pageRegistry = new WidgetRegistry();
+const handles = new WeakMap<HTMLElement, WidgetHandle>();
+
+/**
+ * Mounts the widget of an interface into `el`.
+ *
+ * @example
+ *   const handle = await mount(document.querySelector('#counter'), { url: 'https://gw.example.org', target: 'counter' });
+ *   handle.on('status', (status) => console.log(status));
+ *   await handle.unmount();
+ */
+export function mount(el: HTMLElement, options: MountOptions): Promise<WidgetHandle> {
+  return mountWith(el, options, { registry: pageRegistry });
+}
+
+/** @internal mount() with injectable WebSocket, fetch and limits. */
+export async function mountWith(el: HTMLElement, options: MountOptions, deps: HostDeps): Promise<WidgetHandle> {
+  await handles.get(el)?.unmount();
+  clearNotice(el);
+  el.setAttribute('data-portico-status', 'connecting');
+  let hosted: HostedWidget | undefined;
+  let hostView: HostView;
+  try {
+    hosted = await acquireHosted(options, deps);
+    hostView = await hosted.addView(el);
+  } catch (caught) {
+    await hosted?.release();
+    const error = toRuntimeError(caught, 'connection_failed');
+    el.setAttribute('data-portico-status', 'closed');
+    showNotice(el, error);
+    console.error(`[portico-widget] ${error.code}: ${error.message}`, error.cause ?? '');
+    throw error;
+  }
+  return createHandle(el, hosted, hostView);
+}
+
+function createHandle(el: HTMLElement, hosted: HostedWidget, hostView: HostView): WidgetHandle {
+  const { session } = hosted;
+  const showStatus = (status: ConnectionStatus, error: WidgetRuntimeError | undefined) => {
+    el.setAttribute('data-portico-status', status);
+    if (status === 'closed' && error) showNotice(el, error);
+  };
+  const subscriptions = [session.events.on('status', showStatus)];
+  showStatus(session.status, undefined);
+  let unmounting: Promise<void> | undefined;
+  const handle: WidgetHandle = {
+    uuid: session.info.uuid,
+    get info() {
+      return session.info;
+    },
+    model: session.model,
+    get status() {
+      return session.status;
+    },
+    on(event, callback) {
+      const unsubscribe = session.events.on(event, callback as never);
+      subscriptions.push(unsubscribe);
+      return unsubscribe;
+    },
+    unmount() {
+      unmounting ??= (async () => {
+        for (const unsubscribe of subscriptions.splice(0)) unsubscribe();
+        if (handles.get(el) === handle) handles.delete(el);
+        await hosted.removeView(hostView);
+        await hosted.release();
+        clearNotice(el);
+        el.removeAttribute('data-portico-status');
+      })();
+      return unmounting;
+    },
+  };
+  handles.set(el, handle);
+  return handle;
+}

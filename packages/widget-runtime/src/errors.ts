@@ -1,0 +1,38 @@
+/**
+ * The one error type of the runtime. Every failure a page can see (a rejected mount(), an
+ * `error` event, the message drawn in the element) is a WidgetRuntimeError with a stable code:
+ * the gateway's own codes (`unauthorized`, `not_found`, `read_only`, …) pass through unchanged,
+ * and the runtime adds the few below for what only a browser can notice.
+ */
+
+/** Codes the runtime itself produces; anything else came from the gateway. */
+export const RUNTIME_ERROR_CODES = {
+  connection_failed: 'The WebSocket could not be opened, or closed before the interface was connected.',
+  handshake_timeout: 'connect / widget_get got no answer in time.',
+  load_failed: 'The widget module or stylesheet could not be fetched or imported.',
+  invalid_module: 'The module does not export an anywidget widget (a default object or factory).',
+  render_failed: 'initialize() or render() threw.',
+  queue_full: 'Too many messages were sent while offline.',
+  timeout: 'A request to another model or an invoke() got no answer in time.',
+  closed: 'The widget was unmounted.',
+} as const;
+
+export type RuntimeErrorCode = keyof typeof RUNTIME_ERROR_CODES;
+
+export class WidgetRuntimeError extends Error {
+  override readonly name = 'WidgetRuntimeError';
+  /** A runtime code (RUNTIME_ERROR_CODES) or the gateway's error code. */
+  readonly code: RuntimeErrorCode | (string & {});
+
+  constructor(code: RuntimeErrorCode | (string & {}), message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+  }
+}
+
+/** Wraps anything thrown into a WidgetRuntimeError, keeping an existing one as is. */
+export function toRuntimeError(error: unknown, code: RuntimeErrorCode): WidgetRuntimeError {
+  if (error instanceof WidgetRuntimeError) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  return new WidgetRuntimeError(code, message, { cause: error });
+}

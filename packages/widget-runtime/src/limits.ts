@@ -1,0 +1,37 @@
+/**
+ * Every bound and timing of the runtime, in one place, with its default. Sessions accept
+ * overrides (tests shorten them); pages normally never need to.
+ */
+export interface Limits {
+  /** First reconnect delay; doubles each failed attempt. */
+  reconnectBaseMs: number;
+  /** Cap of the reconnect delay. */
+  reconnectMaxMs: number;
+  /** Fraction of the delay that is randomized (0 = none, 1 = anywhere in [0, delay]). */
+  reconnectJitter: number;
+  /** Time from opening the socket to `widget_state`; past it the attempt counts as failed. */
+  handshakeTimeoutMs: number;
+  /** A `ping` goes out this often while open; a ping still unanswered at the next tick drops the socket. */
+  pingIntervalMs: number;
+  /** `model.send()` calls kept while offline; one more throws `queue_full`. */
+  offlineQueueMessages: number;
+  /** How long `widget_manager.get_model()` / `host.getWidget()` wait for a model to appear. */
+  getModelTimeoutMs: number;
+  /** Default timeout of `experimental.invoke()` (anywidget's own default). */
+  invokeTimeoutMs: number;
+}
+
+export const DEFAULT_LIMITS: Readonly<Limits> = Object.freeze({
+  reconnectBaseMs: 500,
+  reconnectMaxMs: 30_000,
+  reconnectJitter: 0.5,
+  handshakeTimeoutMs: 15_000,
+  pingIntervalMs: 25_000,
+  offlineQueueMessages: 256,
+  getModelTimeoutMs: 10_000,
+  invokeTimeoutMs: 3_000,
+});
+
+export function withDefaults(overrides?: Partial<Limits>): Limits {
+  return { ...DEFAULT_LIMITS, ...overrides };
+}

@@ -1,0 +1,348 @@
+/**
+ * One WebSocket session with the gateway for one interface, and the model it keeps in sync.
+ *
+ * Handshake: open the socket (subprotocols `['bearer', token]` when a token is given) →
+ * `connect` → `connected` → `widget_get` → `widget_state` → the model is resynced, the session
+ * is `open`, and what was queued offline is sent. The first handshake must succeed (`open()`
+ * rejects otherwise); after that a dropped socket is reopened with capped, jittered exponential
+ * backoff and the handshake is repeated by uuid (`connect {target: uuid}`). A handshake refused
+ * with `unauthorized`, `forbidden` or `not_found` ends the session (`closed`); other refusals
+ * are retried. A ping every pingIntervalMs detects sockets that died silently.
+ *
+ * The WebSocket constructor is injectable, so this runs without a browser.
+ */
+import { decodeBuffers } from '../base64.js';
+import { WidgetRuntimeError, toRuntimeError } from '../errors.js';
+import { withDefaults, type Limits } from '../limits.js';
+import { TypedEvents } from '../model/events.js';
+import { WidgetModel, type ModelOutbox, type WidgetManager } from '../model/model.js';
+import { parseServerFrame, type ClientFrame, type ErrorPayload, type FrameId, type InterfaceInfo, type JsonObject, type Version } from '../protocol.js';
+import { backoffDelay } from './backoff.js';
+import { gatewayUrls } from './urls.js';
+
+export type ConnectionStatus = 'connecting' | 'open' | 'reconnecting' | 'closed';
+
+/** The part of the browser WebSocket the session uses. */
+export interface WebSocketLike {
+  readonly readyState: number;
+  send(data: string): void;
+  close(code?: number, reason?: string): void;
+  onopen: ((event: any) => void) | null;
+  onmessage: ((event: { data: unknown }) => void) | null;
+  onclose: ((event: { code: number; reason: string }) => void) | null;
+  onerror: ((event: any) => void) | null;
+}
+
+export type WebSocketConstructor = new (url: string, protocols?: string | string[]) => WebSocketLike;
+
+/** Which interface to connect to, and how. */
+export interface ConnectOptions {
+  /** Gateway base URL, e.g. `https://gw.example.org` (a path prefix is kept). */
+  url: string;
+  /** Bearer token: sent as the WebSocket subprotocol and as the Authorization header on assets. */
+  token?: string;
+  /** Module name to instantiate (e.g. `counter`), or an existing interface uuid. */
+  target?: string;
+  /** Existing interface uuid; with `target`, the uuid to create the instance under. */
+  uuid?: string;
+  /** Version list for the interface's Config (only used when creating). */
+  version?: Version;
+  /** Project directory to bind (`?project=` on every URL and in `connect`). */
+  project?: string;
+}
+
+export interface SessionDeps {
+  widgetManager: WidgetManager;
+  WebSocket?: WebSocketConstructor;
+  limits?: Partial<Limits>;
+  /** Source of reconnect jitter (tests fix it). */
+  random?: () => number;
+}
+
+export type SessionEvents = {
+  status: [status: ConnectionStatus, error: WidgetRuntimeError | undefined];
+  /** A payload the interface passed to emit(). */
+  event: [payload: unknown];
+  /** The widget's module or stylesheet changed on the gateway. */
+  reload: [asset: 'esm' | 'css'];
+  /** A reconnect completed and the model was resynced (pushes may have been missed meanwhile). */
+  resynced: [];
+  error: [error: WidgetRuntimeError];
+};
+
+/** Handshake refusals that retrying cannot fix. */
+const FATAL_CODES = new Set(['unauthorized', 'forbidden', 'not_found']);
+const OPEN = 1;
+const CLOSING = 2;
+
+export class Session {
+  readonly events = new TypedEvents<SessionEvents>();
+  readonly #options: ConnectOptions;
+  readonly #deps: SessionDeps;
+  readonly #limits: Limits;
+  readonly #socketUrl: string;
+  #socket: WebSocketLike | undefined;
+  #status: ConnectionStatus = 'connecting';
+  #info: InterfaceInfo | undefined;
+  #model: WidgetModel | undefined;
+  #nextId = 1;
+  #connectId: FrameId | undefined;
+  #getId: FrameId | undefined;
+  #ready = false;
+  #everReady = false;
+  #closed = false;
+  #attempt = 0;
+  #awaitingPong = false;
+  #handshakeTimer: ReturnType<typeof setTimeout> | undefined;
+  #retryTimer: ReturnType<typeof setTimeout> | undefined;
+  #pingTimer: ReturnType<typeof setInterval> | undefined;
+  #opening: { resolve: () => void; reject: (error: WidgetRuntimeError) => void } | undefined;
+
+  readonly #outbox: ModelOutbox = {
+    send: (frame) => (this.#ready ? this.#sendNow(frame) : undefined),
+  };
+
+  constructor(options: ConnectOptions, deps: SessionDeps) {
+    if (!options.target && !options.uuid) throw new WidgetRuntimeError('invalid_argument', 'Give a target (module name or uuid) or a uuid');
+    this.#options = options;
+    this.#deps = deps;
+    this.#limits = withDefaults(deps.limits);
+    this.#socketUrl = gatewayUrls(options.url, options.project).socket;
+  }
+
+  get status(): ConnectionStatus {
+    return this.#status;
+  }
+
+  /** The connected interface (after `open()` resolved). */
+  get info(): InterfaceInfo {
+    if (!this.#info) throw new WidgetRuntimeError('connection_failed', 'The session is not connected yet');
+    return this.#info;
+  }
+
+  /** The synced model (after `open()` resolved). */
+  get model(): WidgetModel {
+    if (!this.#model) throw new WidgetRuntimeError('connection_failed', 'The session is not connected yet');
+    return this.#model;
+  }
+
+  /** Runs the first handshake; resolves once the model holds the server's state. */
+  open(): Promise<void> {
+    if (this.#opening || this.#everReady || this.#closed) throw new Error('Session.open() may be called once');
+    const opened = new Promise<void>((resolve, reject) => (this.#opening = { resolve, reject }));
+    this.#dial();
+    return opened;
+  }
+
+  /** Closes for good: no reconnect. Idempotent. */
+  close(): void {
+    this.#end(undefined);
+  }
+
+  #dial(): void {
+    this.#retryTimer = undefined;
+    const { token } = this.#options;
+    const WebSocketImpl = this.#deps.WebSocket ?? (globalThis.WebSocket as unknown as WebSocketConstructor | undefined);
+    let socket: WebSocketLike;
+    try {
+      if (!WebSocketImpl) throw new Error('this environment has no WebSocket');
+      socket = token ? new WebSocketImpl(this.#socketUrl, ['bearer', token]) : new WebSocketImpl(this.#socketUrl);
+    } catch (error) {
+      // A token with characters a subprotocol cannot carry makes the constructor throw.
+      this.#end(toRuntimeError(error, 'connection_failed'));
+      return;
+    }
+    this.#socket = socket;
+    this.#handshakeTimer = setTimeout(
+      () => this.#drop(socket, new WidgetRuntimeError('handshake_timeout', `No answer from ${this.#socketUrl} within ${this.#limits.handshakeTimeoutMs} ms`)),
+      this.#limits.handshakeTimeoutMs,
+    );
+    socket.onopen = () => {
+      this.#connectId = this.#sendNow(this.#connectFrame());
+    };
+    socket.onmessage = (event) => {
+      if (socket === this.#socket && typeof event.data === 'string') this.#receive(event.data);
+    };
+    socket.onclose = (event) => {
+      const reason = event.reason ? `: ${event.reason}` : '';
+      this.#drop(socket, new WidgetRuntimeError('connection_failed', `The connection to ${this.#socketUrl} closed (${event.code}${reason})`));
+    };
+    // The browser gives no detail on errors and always follows with close.
+    socket.onerror = () => undefined;
+  }
+
+  /** First time: the caller's target (and uuid/version); after that: the uuid it resolved to. */
+  #connectFrame(): Omit<Extract<ClientFrame, { type: 'connect' }>, 'id'> {
+    const { target, uuid, version, project } = this.#options;
+    const binding = project ? { project } : {};
+    if (this.#info) return { type: 'connect', target: this.#info.uuid, ...binding };
+    return {
+      type: 'connect',
+      target: (target ?? uuid)!,
+      ...(target && uuid ? { uuid } : {}),
+      ...(version ? { version } : {}),
+      ...binding,
+    };
+  }
+
+  #sendNow(frame: Record<string, unknown> & { type: string }): FrameId | undefined {
+    const socket = this.#socket;
+    if (!socket || socket.readyState !== OPEN) return undefined;
+    const id = this.#nextId++;
+    socket.send(JSON.stringify({ ...frame, id }));
+    return id;
+  }
+
+  #receive(text: string): void {
+    const frame = parseServerFrame(text);
+    if (!frame) return;
+    switch (frame.type) {
+      case 'connected':
+        if (frame.id === this.#connectId) this.#onConnected(frame.payload);
+        return;
+      case 'widget_state':
+        if (frame.id === this.#getId) this.#onState(frame.payload.state);
+        return;
+      case 'widget_change':
+        this.#model?.applyChanges(frame.payload.changes, frame.id);
+        return;
+      case 'widget_msg':
+        this.#onMessage(frame.payload.content, frame.payload.buffers);
+        return;
+      case 'widget_reload':
+        this.events.emit('reload', frame.payload.asset);
+        return;
+      case 'event':
+        this.events.emit('event', frame.payload);
+        return;
+      case 'pong':
+        this.#awaitingPong = false;
+        return;
+      case 'error':
+        this.#onError(frame.id, frame.payload);
+        return;
+    }
+  }
+
+  #onConnected(info: InterfaceInfo): void {
+    this.#info = info;
+    this.#model ??= new WidgetModel(info.uuid, {
+      outbox: this.#outbox,
+      widgetManager: this.#deps.widgetManager,
+      offlineQueueMessages: this.#limits.offlineQueueMessages,
+    });
+    this.#getId = this.#sendNow({ type: 'widget_get' });
+  }
+
+  #onState(state: JsonObject): void {
+    clearTimeout(this.#handshakeTimer);
+    const model = this.#model!;
+    model.resync(state);
+    this.#ready = true;
+    this.#attempt = 0;
+    const first = !this.#everReady;
+    this.#everReady = true;
+    this.#startHeartbeat();
+    this.#setStatus('open', undefined);
+    model.flush();
+    if (first) {
+      this.#opening?.resolve();
+      this.#opening = undefined;
+    } else {
+      this.events.emit('resynced');
+    }
+  }
+
+  #onMessage(content: unknown, buffers: string[] | undefined): void {
+    let views: DataView[];
+    try {
+      views = decodeBuffers(buffers);
+    } catch (error) {
+      this.#report(new WidgetRuntimeError('invalid_frame', 'A widget_msg carried buffers that are not base64', { cause: error }));
+      return;
+    }
+    this.#model?.receiveMessage(content, views);
+  }
+
+  #onError(id: FrameId | undefined, payload: ErrorPayload): void {
+    const error = new WidgetRuntimeError(payload.code, payload.message);
+    if (id !== undefined && (id === this.#connectId || id === this.#getId)) {
+      if (!this.#everReady || FATAL_CODES.has(payload.code)) this.#end(error);
+      else if (this.#socket) this.#drop(this.#socket, error);
+      return;
+    }
+    // A rejected widget_set (e.g. read_only) has already been rolled back by the model.
+    if (id !== undefined) this.#model?.reject(id);
+    this.#report(error);
+  }
+
+  #report(error: WidgetRuntimeError): void {
+    console.warn(`[portico-widget] ${error.code}: ${error.message}`);
+    this.events.emit('error', error);
+  }
+
+  #startHeartbeat(): void {
+    clearInterval(this.#pingTimer);
+    this.#awaitingPong = false;
+    this.#pingTimer = setInterval(() => {
+      const socket = this.#socket;
+      if (!socket) return;
+      if (this.#awaitingPong) {
+        this.#drop(socket, new WidgetRuntimeError('connection_failed', 'The gateway stopped answering pings'));
+        return;
+      }
+      this.#awaitingPong = true;
+      this.#sendNow({ type: 'ping' });
+    }, this.#limits.pingIntervalMs);
+  }
+
+  /** The socket is gone (closed, timed out, or refused): reconnect later, or end if it never worked. */
+  #drop(socket: WebSocketLike, error: WidgetRuntimeError): void {
+    if (socket !== this.#socket) return;
+    this.#release();
+    if (this.#closed) return;
+    if (!this.#everReady) {
+      this.#end(error);
+      return;
+    }
+    const delay = backoffDelay(this.#attempt++, this.#limits, this.#deps.random);
+    this.#setStatus('reconnecting', error);
+    this.#retryTimer = setTimeout(() => this.#dial(), delay);
+  }
+
+  /** Detaches and closes the current socket; unacknowledged sets go back to the model's queue. */
+  #release(): void {
+    const socket = this.#socket;
+    this.#socket = undefined;
+    clearTimeout(this.#handshakeTimer);
+    clearInterval(this.#pingTimer);
+    this.#ready = false;
+    this.#connectId = this.#getId = undefined;
+    this.#model?.disconnected();
+    if (!socket) return;
+    socket.onopen = socket.onmessage = socket.onclose = socket.onerror = null;
+    try {
+      if (socket.readyState < CLOSING) socket.close(1000);
+    } catch {
+      // Closing a socket that is still connecting can throw in some engines; it is dropped anyway.
+    }
+  }
+
+  /** Ends the session for good; `error` says why (none for a deliberate close). */
+  #end(error: WidgetRuntimeError | undefined): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    clearTimeout(this.#retryTimer);
+    this.#release();
+    this.#setStatus('closed', error);
+    if (error) this.#report(error);
+    this.#opening?.reject(error ?? new WidgetRuntimeError('closed', 'The widget was closed before it connected'));
+    this.#opening = undefined;
+  }
+
+  #setStatus(status: ConnectionStatus, error: WidgetRuntimeError | undefined): void {
+    if (status === this.#status && !error) return;
+    this.#status = status;
+    this.events.emit('status', status, error);
+  }
+}
