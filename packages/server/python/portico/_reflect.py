@@ -4,15 +4,19 @@ Owns turning classes, methods and annotations into plain JSON: docstrings, signa
 parameters, readable annotation strings, widget assets and source locations. Which methods are
 remotely callable is the worker's rule (worker.py); the config schema is _jsonschema.py.
 
-Widget assets: a class is a widget when it declares ``_esm`` or when the file
-``<module file without .py>.widget.js`` exists beside its module (``pkg/__init__.widget.js`` for a
-package ``pkg``); ``_css`` or ``<...>.widget.css`` add a stylesheet.
+Widget assets (``widget_asset``, the one rule for the ``widget_assets`` op and the ``widget``
+flags of ``modules`` and ``schema``): a class is a widget when it declares ``_esm`` or when the
+file ``<module file without .py>.widget.js`` exists beside its module (``pkg/__init__.widget.js``
+for a package ``pkg``); ``_css`` or ``<...>.widget.css`` add a stylesheet. A declared asset is a
+non-empty ``str`` or a ``pathlib.PurePath``; other values count as not declared.
 """
 
 from __future__ import annotations
 
 import inspect
 import os
+import pathlib
+import sys
 import types
 import typing
 from typing import Any, Literal, Union, get_args, get_origin
@@ -21,6 +25,7 @@ from . import config as _config
 
 __all__ = [
     "WIDGET_SIBLINGS",
+    "declared_asset",
     "describe_callable",
     "has_sibling",
     "module_doc",
@@ -30,6 +35,7 @@ __all__ = [
     "remote_signature",
     "source_location",
     "version_methods",
+    "widget_asset",
     "widget_assets",
 ]
 
@@ -167,10 +173,62 @@ def has_sibling(module_file: str | None, asset: str) -> bool:
     return os.path.isfile(module_file[: -len(".py")] + WIDGET_SIBLINGS[asset])
 
 
+#: A declared asset string names a file when it is one line ending in one of these and the file
+#: exists (relative to the folder of the module that declares it); otherwise it is source text.
+ASSET_FILE_SUFFIXES = (".js", ".mjs", ".css")
+
+
+def declared_asset(cls: type, asset: str) -> str | pathlib.PurePath | None:
+    """The class attribute ``_esm`` / ``_css`` (inherited ones too) when it declares an asset:
+    a non-empty string or a path; None otherwise."""
+    value = getattr(cls, f"_{asset}", None)
+    if isinstance(value, pathlib.PurePath) or (isinstance(value, str) and value):
+        return value
+    return None
+
+
+def _declaring_file(cls: type, attribute: str, fallback: str | None) -> str | None:
+    """The file of the module whose class (in ``cls``'s MRO) sets ``attribute``."""
+    for klass in cls.__mro__:
+        if attribute in vars(klass):
+            return getattr(sys.modules.get(klass.__module__), "__file__", None) or fallback
+    return fallback
+
+
+def widget_asset(cls: type, module_file: str | None, asset: str) -> tuple[Literal["inline", "path"], str] | None:
+    """Where the widget asset ``asset`` (``"esm"`` or ``"css"``) of ``cls`` comes from.
+
+    ``("inline", source)``, ``("path", absolute path)`` or None (no such asset):
+
+    - ``_<asset>`` a ``pathlib.PurePath``: that file, relative to the folder of the module that
+      declares the attribute when relative (it may not exist: the caller checks);
+    - ``_<asset>`` a string of one line ending in .js, .mjs or .css that names an existing file
+      relative to that folder: the file; any other string: the source itself;
+    - no declared asset: the sibling ``<module_file without .py>.widget.js`` / ``.widget.css`` if
+      it exists.
+
+    Paths are absolute, not resolved: the caller decides whether a symlink may lead elsewhere.
+    """
+    value = declared_asset(cls, asset)
+    if value is None:
+        if has_sibling(module_file, asset):
+            assert module_file is not None
+            return "path", os.path.abspath(module_file[: -len(".py")] + WIDGET_SIBLINGS[asset])
+        return None
+    declaring = _declaring_file(cls, f"_{asset}", module_file)
+    folder = os.path.dirname(os.path.abspath(declaring)) if declaring else os.getcwd()
+    if isinstance(value, pathlib.PurePath):
+        return "path", os.path.abspath(os.path.join(folder, value))
+    if "\n" not in value and "\r" not in value and value.endswith(ASSET_FILE_SUFFIXES):
+        candidate = os.path.join(folder, value)
+        if os.path.isfile(candidate):
+            return "path", os.path.abspath(candidate)
+    return "inline", value
+
+
 def widget_assets(cls: type, module_file: str | None) -> dict[str, bool] | None:
-    """``{esm, css}``: whether ``cls`` declares ``_esm`` / ``_css`` or the module's sibling file
-    exists; None when neither asset does."""
-    assets = {asset: bool(getattr(cls, f"_{asset}", None)) or has_sibling(module_file, asset) for asset in WIDGET_SIBLINGS}
+    """``{esm, css}``: whether ``cls`` has each asset (``widget_asset``); None when it has neither."""
+    assets = {asset: widget_asset(cls, module_file, asset) is not None for asset in WIDGET_SIBLINGS}
     return assets if any(assets.values()) else None
 
 

@@ -6,14 +6,15 @@ Resolution (config.py), hosting (worker.py) and file handling (_storage.py) live
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar
 
 from . import _storage
 from ._json import dumps
 from ._view import ConfigView
 
-__all__ = ["Binding", "CallCancelled", "ExecutionInterrupted", "Interface", "attach"]
+__all__ = ["Binding", "CallCancelled", "ExecutionInterrupted", "Interface", "NotFound", "ReadOnly", "attach"]
 
 
 class CallCancelled(Exception):
@@ -24,6 +25,23 @@ class CallCancelled(Exception):
     blocking C call (``time.sleep(60)``) finishes first: sleep or wait in small steps where prompt
     cancellation matters. Async methods see ``asyncio.CancelledError``
     instead, and a stream waiting for its client is closed (``GeneratorExit``).
+    """
+
+
+class NotFound(LookupError):
+    """Raise it from ``read()`` or a method for a missing thing.
+
+    The client gets an error with code ``not_found`` (HTTP 404) and the exception's message,
+    instead of the ``call_failed`` of other exceptions. ``read()`` may raise FileNotFoundError
+    to the same effect.
+    """
+
+
+class ReadOnly(Exception):
+    """Raised by ``widget_update`` when the widget accepts no changes; the client gets ``read_only``.
+
+    The default ``widget_update`` raises it: the widget's default state is the config, which never
+    changes.
     """
 
 
@@ -56,14 +74,24 @@ class ExecutionInterrupted(BaseException):
         super().__init__(message)
 
 
+def _drop_push(uuid: str | None, op: str, fields: dict[str, Any], buffers: list[bytes] | None) -> None:
+    dumps(fields)  # still refuse what a served instance would refuse
+
+
 @dataclass(frozen=True)
 class Binding:
-    """What the worker attaches to an instance (machinery; authors never build one)."""
+    """What the worker attaches to an instance (machinery; authors never build one).
+
+    ``push(uuid, op, fields, buffers)`` sends an unsolicited widget frame (``op`` is
+    ``widget_change`` or ``widget_msg``); where nothing serves the instance it only checks
+    that ``fields`` are JSON.
+    """
 
     uuid: str | None
     config: ConfigView
     project: str | None
     emit: Callable[[str | None, Any], None]
+    push: Callable[[str | None, str, dict[str, Any], list[bytes] | None], None] = field(default=_drop_push)
 
 
 def _drop_event(uuid: str | None, payload: Any) -> None:
@@ -90,6 +118,17 @@ class Interface:
     - ``Config``: an inner class declaring the config fields (annotated fields with defaults, a
       ``@dataclass`` or a pydantic ``BaseModel``). Without it the config is empty.
     - ``__api_methods__``: a list of method names; when set, exactly these are callable remotely.
+    - ``_esm`` / ``_css``: the widget's ES module and stylesheet, as source text, as a file name
+      relative to the module's folder (``"counter.widget.js"``) or as a ``pathlib.Path``. Without
+      them, ``<module>.widget.js`` / ``<module>.widget.css`` beside the module file are used.
+
+    Hooks an author may define or override (they are not remotely callable methods):
+
+    - ``read(self, params)``: serves binary reads; returns bytes, an iterable or async iterable of
+      bytes, or a binary file object (read in blocks, then closed). Raise ``NotFound`` or
+      FileNotFoundError when the thing asked for does not exist. Without it reads are refused.
+    - ``widget_state``, ``widget_update``, ``widget_message``: the widget's synced state and
+      messages (see each); ``push_widget_change`` / ``push_widget_message`` push to clients.
 
     A module with several interface classes picks one with ``__interface__ = "Name"``.
     """
@@ -136,6 +175,62 @@ class Interface:
             binding.emit(binding.uuid, payload)
         except ValueError as exc:  # NaN, infinity, circular reference: same contract as TypeError
             raise TypeError(f"emit() payload is not JSON-serializable: {exc}") from None
+
+    def widget_state(self) -> dict[str, Any]:
+        """The widget's full synced state, a JSON object; sent to a front end that (re)connects.
+
+        Default: the config (read-only, so the default widget never changes).
+        """
+        return self.config.to_dict()
+
+    def widget_update(self, changes: dict[str, Any]) -> dict[str, Any] | None:
+        """Apply ``changes`` a front end made to the synced state; return the changes to broadcast.
+
+        Return the normalized changes (a dict, e.g. with a value clamped), or None to broadcast
+        ``changes`` as given; every attached front end then receives them. Raise ValueError or
+        TypeError to refuse bad values (``invalid_argument``). Default: raises ``ReadOnly``, since
+        the default state is the config, which cannot change.
+        """
+        raise ReadOnly(f"{type(self).__name__}'s widget is read-only: its state is its config, which cannot change")
+
+    def widget_message(self, content: Any, buffers: list[bytes]) -> Any:
+        """Handle a custom message from a front end (``model.send(content, callbacks, buffers)``).
+
+        A return value other than None is sent back to that front end as the reply. Default:
+        ignores the message.
+        """
+        return None
+
+    def push_widget_change(self, changes: dict[str, Any]) -> None:
+        """Push changed state keys to every front end attached to this instance.
+
+        Thread-safe and ordered like ``emit()`` (before the result of the call that pushed).
+        Raises TypeError when ``changes`` is not a dict of JSON values.
+        """
+        if not isinstance(changes, Mapping):
+            raise TypeError(f"push_widget_change() takes a dict of changes, not {type(changes).__name__}")
+        self._push("widget_change", {"changes": dict(changes)}, None)
+
+    def push_widget_message(self, content: Any, buffers: Iterable[bytes] | None = None) -> None:
+        """Send a custom message (JSON ``content`` and optional binary ``buffers``) to every front
+        end attached to this instance; they receive it as ``msg:custom``.
+
+        Thread-safe and ordered like ``emit()``. Raises TypeError when ``content`` is not JSON or a
+        buffer is not bytes-like.
+        """
+        raw: list[bytes] = []
+        for buffer in buffers or ():
+            if not isinstance(buffer, (bytes, bytearray, memoryview)):
+                raise TypeError(f"push_widget_message() buffers must be bytes-like, not {type(buffer).__name__}")
+            raw.append(bytes(buffer))
+        self._push("widget_msg", {"content": content}, raw)
+
+    def _push(self, op: str, fields: dict[str, Any], buffers: list[bytes] | None) -> None:
+        binding = self._portico_binding()
+        try:
+            binding.push(binding.uuid, op, fields, buffers)
+        except ValueError as exc:  # NaN, infinity, circular reference: same contract as TypeError
+            raise TypeError(f"{op} is not JSON-serializable: {exc}") from None
 
     def local_directory(self, *parts: str, create: bool = False) -> str:
         """Path of this instance's data folder, ``<project>/.portico/interfaces/<uuid>/<parts...>``.

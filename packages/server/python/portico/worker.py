@@ -11,6 +11,10 @@ thread that read it, after it handed the reading to a standby thread (leader/fol
 resolution and reflection (``modules``, ``schema``); one thread runs the event loop; replies are
 written to fd 4 by the thread that produced them.
 
+Besides calls, the worker serves an instance's hooks: ``read`` (binary reads, streamed as
+``chunk`` frames with the same credit window; sources in _read.py) and the widget hooks
+(``widget_get`` / ``widget_set`` / ``widget_msg``, run like calls), plus ``widget_assets``.
+
 Modules are looked up in the project directory, then in ``<project>/.portico/remotes`` (modules
 the gateway fetched), and nowhere else. An imported module whose file changes is imported again
 the next time it is looked up (see ``interface_class``).
@@ -19,9 +23,12 @@ the next time it is looked up (see ``interface_class``).
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import collections.abc
 import concurrent.futures
 import ctypes
+import dataclasses
 import functools
 import importlib
 import importlib.machinery
@@ -34,14 +41,21 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Callable
 
-from . import _discovery, _jsonschema, _reflect
+from . import _discovery, _jsonschema, _read, _reflect
 from . import config as _config
-from ._frames import FrameError, FrameReader, FrameWriter, encode_frame
+from ._frames import FrameError, FrameReader, encode_frame
+from ._json import dumps
 from ._view import ConfigView
-from .interface import Binding, CallCancelled, Interface, attach
+from .interface import Binding, CallCancelled, Interface, NotFound, ReadOnly, attach
 
-#: Items a stream may have sent and not yet had credited; the generator waits beyond that.
+#: Items a stream (or chunks a read) may have sent and not yet had credited; the generator waits beyond that.
 STREAM_WINDOW = 16
+#: A read's chunk size when the request names none, and the largest it may name.
+READ_BLOCK_DEFAULT = 1024 * 1024
+READ_BLOCK_MAX = 64 * 1024 * 1024
+#: A chunk of an async read at most this big is written from the event loop; a bigger one is
+#: written by a pool thread, so that a slow pipe never holds up every coroutine for long.
+ASYNC_INLINE_CHUNK = 64 * 1024
 #: Upper bound on threads running sync methods at once. Large, because a sleeping or blocked
 #: call holds its thread and must not delay the others; idle threads are reused, not re-created.
 MAX_SYNC_THREADS = 256
@@ -58,7 +72,9 @@ REMOTES_DIR = os.path.join(".portico", "remotes")
 # Method kinds, decided once per (class, name); also the `kind` of a method in `schema`.
 _SYNC, _ASYNC, _GEN, _AGEN = "method", "async", "generator", "async_generator"
 #: Ops that are requests: their refusals are answered to their `id` (README "Requests").
-_REQUESTS = frozenset({"resolve", "modules", "schema", "call"})
+_REQUESTS = frozenset({"resolve", "modules", "schema", "call", "read", "widget_get", "widget_set", "widget_msg", "widget_assets"})
+#: Hooks the worker's own ops invoke; never callable through `call` unless in __api_methods__.
+_HOOKS = frozenset({"read", "widget_state", "widget_update", "widget_message"})
 
 
 def log(message: str) -> None:
@@ -97,7 +113,8 @@ def _set_async_exc(thread_id: int, exc: type[BaseException] | None) -> None:
 
 @dataclass(eq=False, slots=True)
 class _Call:
-    """State of one ``call`` request until its terminal frame (result, end or error)."""
+    """State of one ``call`` (or ``read``, or widget hook) request until its terminal frame
+    (result, end or error). ``method`` names what runs, for messages (``read``, ``widget_state``)."""
 
     id: Any
     method: str
@@ -107,8 +124,10 @@ class _Call:
     thread_id: int | None = None  # set while a pool thread runs user code for this call
     interrupt_sent: bool = False
     future: concurrent.futures.Future[Any] | None = None
-    parked: collections.abc.Iterator[Any] | None = None  # a sync stream waiting for credit
+    parked: Any = None  # a sync stream (iterator, or a read's _read.Source) waiting for credit
+    resume: Callable[[_Call, Any], None] | None = None  # continues `parked` (default: _drive_sync)
     async_wakeup: asyncio.Event | None = None
+    sent: int = 0  # bytes a read sent so far
 
 
 @dataclass
@@ -152,7 +171,7 @@ class Worker:
         self.project = project
         #: Where modules are looked up, in order (README "Process").
         self.search_path = project_search_path(project)
-        self.writer = FrameWriter(reply_fd, self._reply_pipe_broken)
+        self.writer = _read.ChunkWriter(reply_fd, self._reply_pipe_broken)
         self.pool = concurrent.futures.ThreadPoolExecutor(MAX_SYNC_THREADS, thread_name_prefix="portico-call")
         self.loop = asyncio.new_event_loop()
         threading.Thread(target=self.loop.run_forever, name="portico-asyncio", daemon=True).start()
@@ -181,6 +200,11 @@ class Worker:
             "modules": self._on_modules,
             "schema": self._on_schema,
             "call": self._on_call,
+            "read": self._on_read,
+            "widget_get": self._on_widget_get,
+            "widget_set": self._on_widget_set,
+            "widget_msg": self._on_widget_msg,
+            "widget_assets": self._on_widget_assets,
             "credit": self._on_credit,
             "cancel": self._on_cancel,
             "release": self._on_release,
@@ -199,7 +223,17 @@ class Worker:
     def _emit(self, uuid: str | None, payload: Any) -> None:
         # Encoded in the caller's thread so that a bad payload raises where emit() was called, and
         # queued before the call returns so the event precedes the call's result on the wire.
-        frame = encode_frame({"op": "event", "uuid": uuid, "payload": payload})
+        self._put_unsolicited(encode_frame({"op": "event", "uuid": uuid, "payload": payload}))
+
+    def _push(self, uuid: str | None, op: str, fields: dict[str, Any], buffers: list[bytes] | None) -> None:
+        """``push_widget_change`` / ``push_widget_message``: like ``_emit``, another op."""
+        header = {"op": op, "uuid": uuid, **fields}
+        if buffers is not None:
+            header["buffers"] = [base64.b64encode(buffer).decode("ascii") for buffer in buffers]
+        self._put_unsolicited(encode_frame(header))
+
+    def _put_unsolicited(self, frame: bytes) -> None:
+        """Send an event or widget push from whatever thread user code runs on."""
         call: _Call | None = getattr(_interruptible, "call", None)
         if call is None:
             self.writer.put(frame)
@@ -247,6 +281,9 @@ class Worker:
     def _fail_raised(self, call: _Call, exc: BaseException) -> None:
         if isinstance(exc, CallCancelled):
             self._fail(call, _Refusal("cancelled", f"{call.method}() was cancelled"))
+            return
+        if isinstance(exc, NotFound):  # the author's way of saying "no such thing": no traceback
+            self._fail(call, _Refusal("not_found", f"{call.method}() raised {_described(exc)}", exception=type(exc).__name__))
             return
         log(f"{call.method}() (call {call.id}) raised:\n" + "".join(traceback.format_exception(exc)).rstrip())
         self._fail(
@@ -511,7 +548,8 @@ class Worker:
             log(f"listing {module!r} failed:\n" + "".join(traceback.format_exception(exc)).rstrip())
             return {"module": module, "kind": None, "doc": None, "error": _one_line(f"Module {module!r}: {_described(exc)}"), "esm": False}
         doc = _reflect.own_doc(cls) or self._loaded_doc(module)
-        return {"module": module, "kind": cls.__name__, "doc": doc, "error": None, "esm": bool(getattr(cls, "_esm", None))}
+        esm = _reflect.declared_asset(cls, "esm") is not None
+        return {"module": module, "kind": cls.__name__, "doc": doc, "error": None, "esm": esm}
 
     def _loaded_doc(self, module: str) -> str | None:
         """The docstring of ``module`` when it is imported (from the project)."""
@@ -588,7 +626,7 @@ class Worker:
 
     def _create(self, uuid: str, module: str, config: dict[str, Any]) -> _Instance:
         cls, label = self.interface_class(module)
-        return _Instance(create_instance(cls, label, uuid, config, self.project, self._emit), label)
+        return _Instance(create_instance(cls, label, uuid, config, self.project, self._emit, push=self._push), label)
 
     def _on_release(self, header: dict[str, Any]) -> None:
         uuid = header.get("uuid")
@@ -603,36 +641,51 @@ class Worker:
     # -- calls ----------------------------------------------------------------------------------
 
     def _on_call(self, header: dict[str, Any]) -> _Work | None:
-        request_id = self._request_id(header)
-        uuid = self._field(header, "uuid", str)
-        module = self._field(header, "module", str)
+        request_id, uuid, module, config = self._instance_fields(header)
         method = self._field(header, "method", str)
-        config = self._field(header, "config", dict, {})
         args = self._field(header, "args", list, [])
         kwargs = self._field(header, "kwargs", dict, {})
         stream = self._field(header, "stream", bool, False)
+        call = self._register(request_id, method)
+        return self._begin(call, uuid, module, config, lambda instance: self._start(call, instance, args, kwargs, stream))
+
+    def _instance_fields(self, header: dict[str, Any]) -> tuple[Any, str, str, dict[str, Any]]:
+        """``id``, ``uuid``, ``module`` and ``config`` of a request addressed to an instance."""
+        request_id = self._request_id(header)
+        return request_id, self._field(header, "uuid", str), self._field(header, "module", str), self._field(header, "config", dict, {})
+
+    def _register(self, request_id: Any, method: str) -> _Call:
+        """A new running call (cancellable, creditable) for ``request_id``."""
         if request_id in self.calls:
-            raise _Refusal("bad_request", f"call: id {request_id} is already in use by a running call")
-        call = _Call(request_id, method)
-        self.calls[request_id] = call
+            raise _Refusal("bad_request", f"id {request_id} is already in use by a running call")
+        call = self.calls[request_id] = _Call(request_id, method)
+        return call
+
+    def _begin(
+        self, call: _Call, uuid: str, module: str, config: dict[str, Any], start: Callable[[_Instance], _Work | None]
+    ) -> _Work | None:
+        """Run ``start`` with the instance for ``uuid``: here if it exists (returning the sync
+        work ``start`` hands back, for the reading thread), else in the pool once created."""
         instance = self.instances.get(uuid)
         if instance is None:
             # Creating runs imports and __init__: user code, so not on this thread.
-            self.pool.submit(self._create_and_start, call, uuid, module, config, args, kwargs, stream)
+            self.pool.submit(self._create_then, call, uuid, module, config, start)
             return None
         try:
-            return self._start(call, instance, args, kwargs, stream)
+            return start(instance)
         except _Refusal as refusal:
             self._fail(call, refusal)
-            return None
+        except Exception as exc:  # a hook's generator function refusing its argument, say
+            self._fail_raised(call, exc)
+        return None
 
-    def _create_and_start(
-        self, call: _Call, uuid: str, module: str, config: dict[str, Any], args: list[Any], kwargs: dict[str, Any], stream: bool
+    def _create_then(
+        self, call: _Call, uuid: str, module: str, config: dict[str, Any], start: Callable[[_Instance], _Work | None]
     ) -> None:
         try:
             if call.done:
                 return
-            work = self._start(call, self.instance(uuid, module, config), args, kwargs, stream)
+            work = start(self.instance(uuid, module, config))
             if work is not None:
                 work()
         except _Refusal as refusal:
@@ -840,6 +893,308 @@ class Worker:
                 except BaseException as exc:
                     log(f"closing the stream of {call.method}() raised {_described(exc)}")
 
+    # -- reads ----------------------------------------------------------------------------------
+
+    def _on_read(self, header: dict[str, Any]) -> _Work | None:
+        request_id, uuid, module, config = self._instance_fields(header)
+        params = header.get("params")
+        params = {} if params is None else params
+        block = self._field(header, "block", int, READ_BLOCK_DEFAULT)
+        if not 1 <= block <= READ_BLOCK_MAX:
+            raise _Refusal("bad_request", f"read: field 'block' must be between 1 and {READ_BLOCK_MAX}")
+        call = self._register(request_id, "read")
+        call.resume = self._drive_read
+        return self._begin(call, uuid, module, config, lambda instance: self._start_read(call, instance, params, block))
+
+    def _start_read(self, call: _Call, instance: _Instance, params: Any, block: int) -> _Work | None:
+        """Invoke the ``read`` hook the way its kind needs; a plain one is handed back to run."""
+        hook = getattr(type(instance.obj), "read", None)
+        if hook is None or not callable(hook):
+            raise _Refusal("read_unsupported", f"{instance.label} defines no read(params) hook")
+        bound = instance.obj.read
+        kind = _method_kind(bound)
+        if kind == _SYNC:
+            return functools.partial(self._run_read, call, bound, params, block)
+        if kind == _ASYNC:
+            self._submit_coroutine(call, self._await_read(call, bound, params, block))
+        elif kind == _GEN:
+            self.pool.submit(self._drive_read, call, _read.IterSource(bound(params), block))  # creating it runs no user code
+        else:
+            self._submit_coroutine(call, self._drive_read_async(call, _read.AsyncIterSource(bound(params), block)))
+        return None
+
+    def _run_read(self, call: _Call, fn: Callable[[Any], Any], params: Any, block: int) -> None:
+        if call.done:  # cancelled while queued
+            return
+        try:
+            result = self._run_interruptible(call, fn, (params,), {})
+        except BaseException as exc:
+            self._fail_read(call, exc)
+            return
+        self._deliver_read(call, result, block, on_loop=False)
+
+    async def _await_read(self, call: _Call, fn: Callable[[Any], Any], params: Any, block: int) -> None:
+        try:
+            awaitable = fn(params)
+        except BaseException as exc:
+            self._fail_read(call, exc)
+            return
+        await self._await_read_result(call, awaitable, block)
+
+    async def _await_read_result(self, call: _Call, awaitable: Any, block: int) -> None:
+        try:
+            result = await awaitable
+        except asyncio.CancelledError:
+            self._fail_foreign_cancel(call)
+            return
+        except BaseException as exc:
+            self._fail_read(call, exc)
+            return
+        self._deliver_read(call, result, block, on_loop=True)
+
+    def _deliver_read(self, call: _Call, result: Any, block: int, on_loop: bool) -> None:
+        """Stream what the ``read`` hook returned, or refuse a value a read cannot send."""
+        if inspect.iscoroutine(result):
+            self._submit_coroutine(call, self._await_read_result(call, result, block))
+            return
+        try:
+            source = _read.source_for(result, block)
+        except _read.WrongType as exc:
+            self._fail_read(call, exc)
+            return
+        if isinstance(source, _read.AsyncSource):
+            self._submit_coroutine(call, self._drive_read_async(call, source))
+        elif on_loop:  # reading a file or advancing a sync iterator would block every coroutine
+            self.pool.submit(self._drive_read, call, source)
+        else:
+            self._drive_read(call, source)
+
+    def _fail_read(self, call: _Call, exc: BaseException) -> None:
+        if isinstance(exc, _read.WrongType):
+            self._fail(call, _Refusal("call_failed", str(exc), exception="TypeError"))
+        elif isinstance(exc, FileNotFoundError):
+            self._fail(call, _Refusal("not_found", f"read() raised {_described(exc)}", exception=type(exc).__name__))
+        else:
+            self._fail_raised(call, exc)
+
+    def _drive_read(self, call: _Call, source: _read.Source) -> None:
+        """Send a sync source's chunks from a pool thread within the credit window; parked (and
+        resumed by credit, like ``_drive_sync``) while the window is full."""
+        finished = True
+        try:
+            while True:
+                with call.lock:
+                    if call.done:
+                        return
+                    if call.credits <= 0:
+                        call.parked = source
+                        finished = False
+                        return
+                try:
+                    piece = self._run_interruptible(call, source.pull, (), {})
+                except BaseException as exc:
+                    self._fail_read(call, exc)
+                    return
+                if piece is None:
+                    self._finish(call, {"op": "end", "id": call.id, "bytes": call.sent})
+                    return
+                sent = self._send_chunk(call, piece)
+                del piece  # before the next pull: the hook may reuse or resize what it yielded
+                if not sent:
+                    return
+        finally:
+            if finished:
+                _close_iterator(call, source)
+
+    def _chunk_head(self, call: _Call, size: int) -> bytes:
+        return _read.chunk_head(dumps({"op": "chunk", "id": call.id}).encode("utf-8"), size)
+
+    def _send_chunk(self, call: _Call, piece: memoryview) -> bool:
+        """Write one chunk (blocking until it is in the pipe); False when the read has ended."""
+        size = len(piece)
+
+        def admit() -> bool:  # runs while no other frame can be written
+            with call.lock:
+                if call.done:
+                    return False
+                call.credits -= 1
+                call.sent += size
+                return True
+
+        return self.writer.put_body(self._chunk_head(call, size), piece, admit)
+
+    def _send_chunk_copy(self, call: _Call, piece: memoryview) -> bool:
+        """``_send_chunk`` for a small chunk on the event loop: a copy, but no waiting for a thread."""
+        frame = self._chunk_head(call, len(piece)) + piece
+        with call.lock:
+            if call.done:
+                return False
+            call.credits -= 1
+            call.sent += len(piece)
+            self.writer.put(frame)
+        return True
+
+    async def _drive_read_async(self, call: _Call, source: _read.AsyncSource) -> None:
+        """Send an async source's chunks from the loop; credits wake it like ``_drive_async``."""
+        call.async_wakeup = wakeup = asyncio.Event()
+        try:
+            while True:
+                while call.credits <= 0 and not call.done:
+                    wakeup.clear()
+                    await wakeup.wait()
+                if call.done:
+                    return
+                try:
+                    piece = await source.pull()
+                except asyncio.CancelledError:
+                    self._fail_foreign_cancel(call)
+                    return
+                except BaseException as exc:
+                    self._fail_read(call, exc)
+                    return
+                if piece is None:
+                    self._finish(call, {"op": "end", "id": call.id, "bytes": call.sent})
+                    return
+                if len(piece) <= ASYNC_INLINE_CHUNK:
+                    sent = self._send_chunk_copy(call, piece)
+                else:
+                    sent = await self.loop.run_in_executor(self.pool, self._send_chunk, call, piece)
+                del piece
+                if not sent:
+                    return
+        finally:
+            try:
+                await source.aclose()
+            except BaseException as exc:
+                log(f"closing the source of read() raised {_described(exc)}")
+
+    # -- widgets --------------------------------------------------------------------------------
+
+    def _on_widget_get(self, header: dict[str, Any]) -> _Work | None:
+        request_id, uuid, module, config = self._instance_fields(header)
+        call = self._register(request_id, "widget_state")
+        return self._begin(call, uuid, module, config, lambda instance: self._start_hook(call, instance, (), self._finish_state))
+
+    def _on_widget_set(self, header: dict[str, Any]) -> _Work | None:
+        request_id, uuid, module, config = self._instance_fields(header)
+        changes = self._field(header, "changes", dict)
+        call = self._register(request_id, "widget_update")
+
+        def finish(call: _Call, normalized: Any) -> None:
+            self._finish_changes(call, changes if normalized is None else normalized)
+
+        return self._begin(call, uuid, module, config, lambda instance: self._start_hook(call, instance, (changes,), finish))
+
+    def _on_widget_msg(self, header: dict[str, Any]) -> _Work | None:
+        request_id, uuid, module, config = self._instance_fields(header)
+        content = header.get("content")
+        encoded = self._field(header, "buffers", list, [])
+        try:
+            buffers = [base64.b64decode(item, validate=True) for item in encoded]
+        except (TypeError, ValueError, binascii.Error):
+            raise _Refusal("bad_request", "widget_msg: field 'buffers' must be a list of base64 strings") from None
+        call = self._register(request_id, "widget_message")
+        finish = lambda call, reply: self._finish_result(call, {"reply": reply, "has_reply": reply is not None})  # noqa: E731
+        return self._begin(call, uuid, module, config, lambda instance: self._start_hook(call, instance, (content, buffers), finish))
+
+    def _start_hook(
+        self, call: _Call, instance: _Instance, args: tuple[Any, ...], finish: Callable[[_Call, Any], None]
+    ) -> _Work | None:
+        """Run the hook ``call.method`` like a call: a plain one is handed back to run on a
+        thread, a coroutine goes to the loop; ``finish`` sends what it returned."""
+        bound = getattr(instance.obj, call.method)
+        if inspect.iscoroutinefunction(bound):
+            self._submit_coroutine(call, self._call_hook_async(call, bound, args, finish))
+            return None
+        return functools.partial(self._run_hook, call, bound, args, finish)
+
+    async def _call_hook_async(self, call: _Call, fn: Callable[..., Any], args: tuple[Any, ...], finish: Callable[[_Call, Any], None]) -> None:
+        # The coroutine is made here, so a hook cancelled before it starts leaves none un-awaited.
+        try:
+            awaitable = fn(*args)
+        except BaseException as exc:
+            self._fail_hook(call, exc)
+            return
+        await self._await_hook(call, awaitable, finish)
+
+    def _run_hook(self, call: _Call, fn: Callable[..., Any], args: tuple[Any, ...], finish: Callable[[_Call, Any], None]) -> None:
+        if call.done:  # cancelled while queued
+            return
+        try:
+            result = self._run_interruptible(call, fn, args, {})
+        except BaseException as exc:
+            self._fail_hook(call, exc)
+            return
+        if inspect.iscoroutine(result):
+            self._submit_coroutine(call, self._await_hook(call, result, finish))
+        else:
+            finish(call, result)
+
+    async def _await_hook(self, call: _Call, awaitable: Any, finish: Callable[[_Call, Any], None]) -> None:
+        try:
+            result = await awaitable
+        except asyncio.CancelledError:
+            self._fail_foreign_cancel(call)
+            return
+        except BaseException as exc:
+            self._fail_hook(call, exc)
+            return
+        finish(call, result)
+
+    def _fail_hook(self, call: _Call, exc: BaseException) -> None:
+        if isinstance(exc, ReadOnly):
+            self._fail(call, _Refusal("read_only", str(exc) or "the widget is read-only", exception=type(exc).__name__))
+        elif call.method == "widget_update" and isinstance(exc, (ValueError, TypeError)):
+            self._fail(call, _Refusal("invalid_argument", f"widget_update() refused the changes: {_described(exc)}", exception=type(exc).__name__))
+        else:
+            self._fail_raised(call, exc)
+
+    def _finish_state(self, call: _Call, state: Any) -> None:
+        if not isinstance(state, collections.abc.Mapping):
+            self._fail(call, _Refusal("call_failed", f"widget_state() returned {_type_name(state)}; it must return a dict", exception="TypeError"))
+            return
+        self._finish_result(call, {"state": state})
+
+    def _finish_changes(self, call: _Call, changes: Any) -> None:
+        if not isinstance(changes, collections.abc.Mapping):
+            message = f"widget_update() returned {_type_name(changes)}; it must return a dict of changes or None"
+            self._fail(call, _Refusal("call_failed", message, exception="TypeError"))
+            return
+        self._finish_result(call, {"changes": changes})
+
+    def _on_widget_assets(self, header: dict[str, Any]) -> None:
+        request_id = self._request_id(header)
+        module = self._field(header, "module", str)
+        self.pool.submit(self._widget_assets, request_id, module)  # importing runs user code
+
+    def _widget_assets(self, request_id: Any, module: str) -> None:
+        try:
+            cls, label = self.interface_class(module)
+            module_file = getattr(sys.modules.get(module), "__file__", None)
+            reply: dict[str, Any] = {"op": "widget_assets", "id": request_id}
+            for asset in _reflect.WIDGET_SIBLINGS:
+                reply[asset] = self._asset(label, asset, _reflect.widget_asset(cls, module_file, asset))
+            self.send(reply)
+        except _Refusal as refusal:
+            self.send(self._error_header(request_id, refusal))
+        except BaseException as exc:  # a bug here must still answer the request
+            log("widget_assets failed:\n" + "".join(traceback.format_exception(exc)).rstrip())
+            self.send(self._error_header(request_id, _Refusal("module_error", f"Finding the widget of {module!r} failed: {_described(exc)}")))
+
+    def _asset(self, label: str, asset: str, found: tuple[str, str] | None) -> dict[str, str] | None:
+        """The reply's ``esm`` / ``css``: null, ``{inline}``, or ``{path}`` of a file inside the project."""
+        if found is None:
+            return None
+        form, value = found
+        if form == "inline":
+            return {"inline": value}
+        real, root = os.path.realpath(value), os.path.realpath(self.project)
+        if not inside_project(root, real):
+            raise _Refusal("forbidden", f"The widget {asset} of {label} ({value}) lies outside the project")
+        if not os.path.isfile(real):
+            raise _Refusal("not_found", f"The widget {asset} of {label} names {value}, which is not a file")
+        return {"path": real}
+
     def _on_credit(self, header: dict[str, Any]) -> None:
         n = header.get("n")
         if not isinstance(n, int) or isinstance(n, bool) or n < 0:
@@ -851,7 +1206,7 @@ class Worker:
             call.credits += n
             parked, call.parked = call.parked, None
         if parked is not None:
-            self.pool.submit(self._drive_sync, call, parked)
+            self.pool.submit(call.resume or self._drive_sync, call, parked)
         wakeup = call.async_wakeup
         if wakeup is not None:
             self.loop.call_soon_threadsafe(wakeup.set)
@@ -924,6 +1279,8 @@ def _check_remote(cls: type, label: str, name: str) -> None:
             raise _Refusal("method_forbidden", f"Method {name!r} of {label} comes from Interface and is not callable remotely")
         if name.startswith("version_") or name == "Config":
             raise _Refusal("method_forbidden", f"{name!r} on {label} is not callable remotely (versions and Config are not methods)")
+        if name in _HOOKS:
+            raise _Refusal("method_forbidden", f"{name!r} on {label} is a hook served by its own op, not a remotely callable method")
     if attr is missing or isinstance(attr, type) or not callable(attr):
         raise _Refusal("method_not_found", f"Method {name!r} not found on {label}")
 
@@ -962,6 +1319,10 @@ def _stamp(path: str | None) -> tuple[str, int] | None:
         return path, os.stat(path).st_mtime_ns
     except OSError:
         return None
+
+
+def _type_name(value: Any) -> str:
+    return "None" if value is None else type(value).__name__
 
 
 def _one_line(message: str) -> str:
@@ -1088,9 +1449,11 @@ def create_instance(
     project: str,
     emit: Callable[[str | None, Any], None],
     report: Callable[[str], None] = log,
+    push: Callable[[str | None, str, dict[str, Any], list[bytes] | None], None] | None = None,
 ) -> Interface:
     """An instance of ``cls`` bound to ``uuid``, ``config`` (checked against the class) and
-    ``project``, with ``emit`` as its event sink; ``__init__()`` runs with all of that bound.
+    ``project``, with ``emit`` as its event sink and ``push`` as its widget push sink (None: pushes
+    are checked and dropped); ``__init__()`` runs with all of that bound.
 
     Raises ``_Refusal``: ``invalid_config``, or ``call_failed`` when ``__init__`` raised (the
     traceback goes to ``report``).
@@ -1099,7 +1462,8 @@ def create_instance(
     if issues:
         raise _invalid_config(label, issues)
     obj = cls.__new__(cls)
-    attach(obj, Binding(uuid=uuid, config=ConfigView(resolved), project=project, emit=emit))
+    binding = Binding(uuid=uuid, config=ConfigView(resolved), project=project, emit=emit)
+    attach(obj, binding if push is None else dataclasses.replace(binding, push=push))
     try:
         obj.__init__()
     except BaseException as exc:

@@ -56,11 +56,23 @@ def _read_exact(fd: int, n: int) -> bytes | None:
     return b"".join(chunks)
 
 
+def _read_into(fd: int, view: memoryview) -> bool:
+    """Fill ``view`` from ``fd``; False at EOF."""
+    while view:
+        n = os.readv(fd, [view])
+        if not n:
+            return False
+        view = view[n:]
+    return True
+
+
 class WorkerProcess:
     """``python -m portico.worker <project>`` with the request pipe on fd 3 and replies on fd 4."""
 
-    def __init__(self, project: str, read_replies: bool = True) -> None:
-        """With ``read_replies=False`` the caller reads ``reply_fd`` itself (the benchmark does)."""
+    def __init__(self, project: str, read_replies: bool = True, keep_bodies: bool = True) -> None:
+        """With ``read_replies=False`` the caller reads ``reply_fd`` itself (the benchmark does).
+        With ``keep_bodies=False`` frame bodies are read and dropped (``body_sizes`` still counts
+        them): for reads too big to keep."""
         request_r, self._request_w = os.pipe()
         self._reply_r, reply_w = os.pipe()
 
@@ -86,6 +98,11 @@ class WorkerProcess:
         os.close(reply_w)
         self.reply_fd = self._reply_r
         self.frames: list[dict[str, Any]] = []
+        self.bodies: list[bytes] = []  # one per frame, b"" when dropped
+        self.body_sizes: list[int] = []  # one per frame
+        self.keep_bodies = keep_bodies
+        self.auto_credit: set[Any] = set()  # ids of reads/streams credited as each chunk arrives
+        self._send_lock = threading.Lock()
         self.eof = False
         self._cond = threading.Condition()
         self._next_id = 0
@@ -103,17 +120,30 @@ class WorkerProcess:
     # -- plumbing ------------------------------------------------------------------------------
 
     def _read_replies(self) -> None:
+        scratch = bytearray()
         while True:
             prefix = _read_exact(self._reply_r, 8)
             if prefix is None:
                 break
             header_len, body_len = struct.unpack(">II", prefix)
             raw = _read_exact(self._reply_r, header_len)
-            body = _read_exact(self._reply_r, body_len) if body_len else b""
-            if raw is None or body is None:
+            if raw is None:
                 break
+            if self.keep_bodies:
+                body: bytes | None = _read_exact(self._reply_r, body_len) if body_len else b""
+            else:
+                if len(scratch) < body_len:
+                    scratch = bytearray(body_len)
+                body = b"" if _read_into(self._reply_r, memoryview(scratch)[:body_len]) else None
+            if body is None:
+                break
+            frame = json.loads(raw)
+            if frame.get("op") in ("chunk", "item") and frame.get("id") in self.auto_credit:
+                self.send({"op": "credit", "id": frame["id"], "n": 1})
             with self._cond:
-                self.frames.append(json.loads(raw))
+                self.frames.append(frame)
+                self.bodies.append(body)
+                self.body_sizes.append(body_len)
                 self._cond.notify_all()
         with self._cond:
             self.eof = True
@@ -126,7 +156,10 @@ class WorkerProcess:
             sink.extend(chunk)
 
     def send_raw(self, data: bytes) -> None:
-        os.write(self._request_w, data)
+        with self._send_lock:  # the reply thread sends credits too
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self._request_w, view) :]
 
     def send(self, header: dict[str, Any]) -> None:
         self.send_raw(encode(header))
@@ -170,6 +203,45 @@ class WorkerProcess:
             "call", uuid=uuid, module=module, config=config or {}, method=method, args=list(args), kwargs=kwargs, stream=stream
         )
 
+    def read(
+        self,
+        params: Any = None,
+        *,
+        module: str = "reader",
+        uuid: str = "r1",
+        config: dict[str, Any] | None = None,
+        block: int = 1 << 20,
+        auto_credit: bool = True,
+    ) -> int:
+        """Send a ``read`` request; with ``auto_credit`` each chunk is credited as it arrives."""
+        self._next_id += 1
+        if auto_credit:
+            self.auto_credit.add(self._next_id)
+        self.send({"op": "read", "id": self._next_id, "uuid": uuid, "module": module, "config": config or {}, "params": params, "block": block})
+        return self._next_id
+
+    def chunks(self, request_id: int) -> list[bytes]:
+        """Bodies of the ``chunk`` frames of a read so far, in order."""
+        with self._cond:
+            return [body for frame, body in zip(self.frames, self.bodies) if frame.get("id") == request_id and frame["op"] == "chunk"]
+
+    def chunk_sizes(self, request_id: int) -> list[int]:
+        with self._cond:
+            return [size for frame, size in zip(self.frames, self.body_sizes) if frame.get("id") == request_id and frame["op"] == "chunk"]
+
+    def wait_chunks(self, request_id: int, count: int, timeout: float = TIMEOUT) -> list[bytes]:
+        """The first ``count`` or more chunks of a read; waits for them."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                chunks = self.chunks(request_id)
+                if len(chunks) >= count:
+                    return chunks
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or self.eof:
+                    raise AssertionError(f"only {len(chunks)} of {count} chunks arrived; stderr: {self.stderr.decode()[-2000:]}")
+                self._cond.wait(remaining)
+
     def wait_for(self, predicate: Callable[[dict[str, Any]], bool], timeout: float = TIMEOUT) -> dict[str, Any]:
         """The first frame received (ever) that matches; waits for it."""
         deadline = time.monotonic() + timeout
@@ -186,7 +258,8 @@ class WorkerProcess:
     def terminal(self, request_id: int, timeout: float = TIMEOUT) -> dict[str, Any]:
         """The result / end / error / resolved / modules / schema frame of a request."""
         return self.wait_for(
-            lambda f: f.get("id") == request_id and f["op"] in ("result", "end", "error", "resolved", "modules", "schema"), timeout
+            lambda f: f.get("id") == request_id and f["op"] in ("result", "end", "error", "resolved", "modules", "schema", "widget_assets"),
+            timeout,
         )
 
     def result(self, request_id: int) -> Any:
