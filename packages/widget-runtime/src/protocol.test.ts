@@ -1,0 +1,27 @@
+import { describe, expect, it } from 'vitest';
+import { parseServerFrame } from './protocol.js';
+
+describe('parseServerFrame', () => {
+  it('accepts the frames the runtime handles', () => {
+    for (const frame of [
+      { type: 'connected', id: 1, payload: { uuid: 'u', module: 'm', config: {} } },
+      { type: 'widget_state', id: 2, payload: { state: { a: 1 } } },
+      { type: 'widget_change', payload: { changes: {} } },
+      { type: 'widget_msg', payload: { content: null, buffers: [] } },
+      { type: 'widget_reload', payload: { asset: 'esm', etag: '"1"' } },
+      { type: 'error', id: 3, payload: { code: 'read_only', message: 'no' } },
+      { type: 'event', payload: [1] },
+      { type: 'pong', id: 4 },
+    ]) {
+      expect(parseServerFrame(JSON.stringify(frame))).toEqual(frame);
+    }
+  });
+
+  it('ignores unknown types, malformed payloads and non-JSON text', () => {
+    expect(parseServerFrame('{"type":"result","payload":1}')).toBeUndefined();
+    expect(parseServerFrame('{"type":"widget_change","payload":{"changes":[]}}')).toBeUndefined();
+    expect(parseServerFrame('{"type":"widget_reload","payload":{"asset":"html"}}')).toBeUndefined();
+    expect(parseServerFrame('not json')).toBeUndefined();
+    expect(parseServerFrame('[1]')).toBeUndefined();
+  });
+});
