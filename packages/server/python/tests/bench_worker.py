@@ -1,9 +1,13 @@
-"""Benchmark (not a test): pipelined trivial calls per second through a real worker.
+"""Benchmark (not a test): pipelined trivial calls per second through a real worker, or the
+throughput of a binary ``read``.
 
     python3 tests/bench_worker.py [--calls 20000] [--in-flight 64] [--runs 3]
+    python3 tests/bench_worker.py --read-mib 1024 [--source file|bytes|generator|async_generator]
 
 The client pre-encodes every request and, while the clock runs, only splits the reply stream
 into frames; replies are decoded and checked after the clock stops. So the figure is the worker's.
+A read is consumed like the gateway does: each chunk's body is read into one buffer and dropped,
+and every chunk is credited as it arrives.
 """
 
 from __future__ import annotations
@@ -29,6 +33,23 @@ PROJECT = {
 
             async def aping(self, x):
                 return x
+
+            def read(self, params):
+                source, path = params["source"], params["path"]
+                if source == "file":
+                    return open(path, "rb")
+                block = bytes(1 << 20)
+                count = params["mib"]
+                if source == "bytes":
+                    return bytes(count << 20)
+                if source == "generator":
+                    return (block for _ in range(count))
+
+                async def blocks():
+                    for _ in range(count):
+                        yield block
+
+                return blocks()
     """
 }
 
@@ -106,13 +127,80 @@ def run(calls: int, in_flight: int, method: str) -> float:
         return calls / elapsed
 
 
+def read_throughput(mib: int, source: str) -> tuple[float, int]:
+    """(MB/s, chunks) of one read of ``mib`` MiB through the worker; the worker's peak RSS is
+    printed by the caller."""
+    with tempfile.TemporaryDirectory(prefix="portico-bench-") as project:
+        write_files(project, PROJECT)
+        path = os.path.join(project, "data.bin")
+        if source == "file":
+            block = os.urandom(1 << 20)
+            with open(path, "wb") as handle:
+                for _ in range(mib):
+                    handle.write(block)
+            with open(path, "rb") as handle:  # warm the page cache: we measure the worker, not the disk
+                while handle.read(1 << 24):
+                    pass
+        worker = WorkerProcess(project, read_replies=False)
+        fd = worker.reply_fd
+        buffer = memoryview(bytearray(8 << 20))
+        prefix = memoryview(bytearray(8))
+
+        def fill(view: memoryview) -> None:
+            while view:
+                n = os.readv(fd, [view])
+                if not n:
+                    raise EOFError("the worker went away")
+                view = view[n:]
+
+        def frame() -> tuple[dict, int]:
+            fill(prefix)
+            header_len, body_len = struct.unpack(">II", prefix)
+            header = bytearray(header_len)
+            fill(memoryview(header))
+            fill(buffer[:body_len])
+            return json.loads(header), body_len
+
+        assert frame()[0]["op"] == "ready"
+        request = {"op": "read", "id": 1, "uuid": "b", "module": "bench", "config": {}, "block": 1 << 20}
+        request["params"] = {"source": source, "path": path, "mib": mib}
+        start = time.perf_counter()
+        worker.send(request)
+        total = chunks = 0
+        while True:
+            header, body_len = frame()
+            if header["op"] == "chunk":
+                chunks += 1
+                total += body_len
+                worker.send({"op": "credit", "id": 1, "n": 1})
+                continue
+            elapsed = time.perf_counter() - start
+            assert header == {"op": "end", "id": 1, "bytes": mib << 20} and total == mib << 20, header
+            break
+        with open(f"/proc/{worker.proc.pid}/status", encoding="ascii") as status:
+            peak = next((line.split()[1] for line in status if line.startswith("VmHWM:")), "?")
+        worker.close()
+        os.close(fd)
+        print(f"  {source}: {mib} MiB in {elapsed:.2f}s, {chunks} chunks, worker peak RSS {peak} kB")
+        return (mib << 20) / elapsed / 1e6, chunks
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description="pipelined trivial calls per second through the worker")
     parser.add_argument("--calls", type=int, default=20000)
     parser.add_argument("--in-flight", type=int, default=64)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--method", choices=("ping", "aping"), default="ping", help="aping is the async variant")
+    parser.add_argument("--read-mib", type=int, default=0, help="measure a read of this many MiB instead of calls")
+    parser.add_argument("--source", choices=("file", "bytes", "generator", "async_generator"), default="file", help="what read() returns")
     options = parser.parse_args()
+    if options.read_mib:
+        rates = [read_throughput(options.read_mib, options.source)[0] for _ in range(options.runs)]
+        print(
+            f"worker: read() of a {options.source} at {max(rates):,.0f} MB/s (best of {options.runs}: "
+            f"{', '.join(f'{r:,.0f}' for r in rates)}; {options.read_mib} MiB in 1 MiB chunks, Python {sys.version.split()[0]})"
+        )
+        return
     rates = [run(options.calls, options.in_flight, options.method) for _ in range(options.runs)]
     print(
         f"worker: {max(rates):,.0f} {options.method}() calls/s pipelined (best of {options.runs}: {', '.join(f'{r:,.0f}' for r in rates)}; "
