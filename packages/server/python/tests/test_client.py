@@ -244,6 +244,26 @@ class CallTest(GatewayTestCase):
             streamer.echo(2)
         self.assertCode("connection_closed", caught.exception)
 
+    def test_a_dropped_socket_fails_what_waits_and_the_next_use_reconnects(self):
+        slow = self.proxy("slow")
+        uuid = slow.uuid
+        failures: list = []
+
+        def wait():
+            try:
+                slow.wait(5)
+            except GatewayError as err:
+                failures.append(err)
+
+        thread = threading.Thread(target=wait)
+        thread.start()
+        time.sleep(0.3)
+        slow._conn.ws.abort()  # as if the network went away
+        thread.join(WAIT)
+        self.assertEqual([err.code for err in failures], ["connection_closed"])
+        self.assertEqual(slow.quick(), "quick")
+        self.assertEqual(slow.uuid, uuid)
+
     def test_a_proxy_nobody_holds_closes_its_socket(self):
         streamer = self.proxy("streamer")
         self.assertEqual(streamer.echo(1), 1)
