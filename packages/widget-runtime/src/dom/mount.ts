@@ -71,7 +71,10 @@ function createHandle(el: HTMLElement, hosted: HostedWidget, hostView: HostView)
   const { session } = hosted;
   const showStatus = (status: ConnectionStatus, error: WidgetRuntimeError | undefined) => {
     el.setAttribute('data-portico-status', status);
-    if (status === 'closed' && error) showNotice(el, error);
+    if (status === 'closed' && error) {
+      showNotice(el, error);
+      console.error(`[portico-widget] ${error.code}: ${error.message}`);
+    }
   };
   const subscriptions = [session.events.on('status', showStatus)];
   showStatus(session.status, undefined);

@@ -10,11 +10,14 @@ import { WidgetRuntimeError } from '../errors.js';
 
 export type FetchLike = (url: string, init?: RequestInit) => Promise<Response>;
 
-/** Returns the asset's text, or null on 404 (a widget without a stylesheet). */
+/**
+ * Returns the asset's text, or null on 404 (a widget without a stylesheet). `no-cache`
+ * revalidates with the gateway's ETag each time, so a hot reload never sees a stale copy.
+ */
 export async function fetchAsset(url: string, token: string | undefined, fetchImpl: FetchLike = fetch): Promise<string | null> {
   let response: Response;
   try {
-    response = await fetchImpl(url, { headers: token ? { Authorization: `Bearer ${token}` } : {}, cache: 'no-store' });
+    response = await fetchImpl(url, { headers: token ? { Authorization: `Bearer ${token}` } : {}, cache: 'no-cache' });
   } catch (error) {
     throw new WidgetRuntimeError('load_failed', `Cannot fetch ${url}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
   }

@@ -335,7 +335,8 @@ export class Session {
     clearTimeout(this.#retryTimer);
     this.#release();
     this.#setStatus('closed', error);
-    if (error) this.#report(error);
+    // Not logged here: mount() logs a failed first connect, and the handle a later fatal close.
+    if (error) this.events.emit('error', error);
     this.#opening?.reject(error ?? new WidgetRuntimeError('closed', 'The widget was closed before it connected'));
     this.#opening = undefined;
   }
