@@ -3,6 +3,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { restCalls, wsCallLoop, wsCallPipelined } from './calls.mjs';
+import { binaryFloor, binaryGateway, startBinaryFloor } from './binary.mjs';
 import { executionsBench } from './executions.mjs';
 import { indexBench } from './index.mjs';
 import { pipeEchoRtt, startWsEcho, wsEchoRtt, wsEchoThroughput } from './floors.mjs';
@@ -55,6 +56,22 @@ try {
     { name: 'gateway RSS after the load', value: await rssMb(gw.pid), unit: ' MB' },
   );
   report(rows);
+
+  console.log('\nBinary data plane (issue 5): 1 GiB upload and read, 1 MiB frames');
+  const GiB = 1024 ** 3;
+  const binary = await startBinaryFloor();
+  try {
+    const floor = await binaryFloor(binary.url, GiB);
+    const through = await binaryGateway(gw.url, gw.pid, project.dir, GiB);
+    report([
+      { name: 'upload MB/s (client -> gateway -> disk, fsync)', value: through.up, unit: ' MB/s', floor: floor.up, target: 0.6 * floor.up, higherIsBetter: true },
+      { name: 'read MB/s (disk -> worker -> gateway -> client)', value: through.down, unit: ' MB/s', floor: floor.down, target: 0.6 * floor.down, higherIsBetter: true },
+      { name: 'gateway peak RSS during the upload', value: through.upPeak, unit: ' MB', target: 200 },
+      { name: 'gateway peak RSS during the read', value: through.downPeak, unit: ' MB', target: 200 },
+    ]);
+  } finally {
+    binary.stop();
+  }
 
   console.log('\nExecutions (issue 4): demo trainer runs');
   report(await executionsBench(gw.url, project.dir));

@@ -50,12 +50,16 @@ export interface Frame {
 /** A WebSocket client that keeps every frame it receives, in order, and can wait for one. */
 export class Client {
   readonly frames: Frame[] = [];
+  /** Where binary frames go (by default kept in `binary`). */
+  onBinary: (data: Buffer) => void = (data) => this.binary.push(data);
+  readonly binary: Buffer[] = [];
   private waiters: Array<() => void> = [];
   private nextId = 1;
 
   private constructor(readonly ws: WebSocket) {
     ws.on('message', (data, isBinary) => {
-      if (!isBinary) this.frames.push(JSON.parse(data.toString()));
+      if (isBinary) this.onBinary(data as Buffer);
+      else this.frames.push(JSON.parse(data.toString()));
       for (const wake of this.waiters.splice(0)) wake();
     });
     ws.on('close', () => {

@@ -4,7 +4,7 @@
  */
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { DEFAULT_HOST, DEFAULT_PORT } from '../config/constants.js';
+import { DEFAULT_HOST, DEFAULT_PORT, LIMITS } from '../config/constants.js';
 import { defaultOptions, isLoopback, type GatewayOptions } from '../config/options.js';
 
 /** One row per option: the flag, its environment variable and what it does (README table). */
@@ -16,6 +16,7 @@ export const SERVE_OPTIONS = [
   { flag: '--python', env: 'PORTICO_PYTHON', default: 'python3', help: 'Interpreter that runs the project workers.' },
   { flag: '--python-allowlist', env: 'PORTICO_PYTHON_ALLOWLIST', default: '', help: 'Comma-separated further interpreters a request may pick with X-Service-Python.' },
   { flag: '--allow-origins', env: 'PORTICO_ALLOW_ORIGINS', default: '', help: 'Comma-separated browser origins allowed besides the gateway’s own.' },
+  { flag: '--upload-max', env: 'PORTICO_UPLOAD_MAX', default: String(LIMITS.uploadMaxDefault), help: 'Largest WebSocket upload in bytes (suffixes K, M, G, T allowed); larger ones answer payload_too_large.' },
   { flag: '--insecure', env: 'PORTICO_INSECURE', default: 'false', help: 'Allow a non-loopback address without a token.' },
 ] as const;
 
@@ -32,6 +33,15 @@ function truthy(value: string | undefined): boolean {
   return ['1', 'true', 'yes', 'on'].includes((value ?? '').toLowerCase());
 }
 
+/** '1048576', '512M', '8G' → bytes (binary multiples). */
+function parseBytes(flag: string, text: string): number {
+  const m = /^(\d+)([KMGT]?)i?B?$/i.exec(text.trim());
+  const power = m ? ' KMGT'.indexOf((m[2] || ' ').toUpperCase()) : -1;
+  const bytes = m ? Number(m[1]) * 1024 ** power : NaN;
+  if (!Number.isSafeInteger(bytes) || bytes <= 0) throw new UsageError(`${flag} must be a positive size in bytes (K, M, G, T suffixes allowed), got '${text}'`);
+  return bytes;
+}
+
 export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): GatewayOptions {
   const { values, positionals } = parseArgs({
     args: argv,
@@ -45,6 +55,7 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
       python: { type: 'string' },
       'python-allowlist': { type: 'string', multiple: true },
       'allow-origins': { type: 'string', multiple: true },
+      'upload-max': { type: 'string' },
       insecure: { type: 'boolean' },
     },
   });
@@ -63,6 +74,7 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     python: values.python ?? env.PORTICO_PYTHON ?? 'python3',
     pythonAllowlist: (values['python-allowlist'] ?? [env.PORTICO_PYTHON_ALLOWLIST ?? '']).flatMap(list),
     allowOrigins: (values['allow-origins'] ?? [env.PORTICO_ALLOW_ORIGINS ?? '']).flatMap(list),
+    uploadMax: parseBytes('--upload-max', values['upload-max'] ?? env.PORTICO_UPLOAD_MAX ?? String(LIMITS.uploadMaxDefault)),
     insecure: values.insecure ?? truthy(env.PORTICO_INSECURE),
   });
   if (options.apiToken === '') delete options.apiToken;

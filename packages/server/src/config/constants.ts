@@ -36,6 +36,12 @@ export const LIMITS = {
   outputWindowMax: 256 * 1024,
   /** Most bytes one response of GET /v1/interfaces/{uuid}/files/{path} carries (larger files: Range). */
   fileReadMax: 16 * 1024 * 1024,
+  /** Default largest WebSocket upload (`--upload-max`), in bytes. */
+  uploadMaxDefault: 16 * 1024 ** 3,
+  /** Bytes an upload may have received but not yet written before the socket stops reading (backpressure). */
+  uploadHighWaterBytes: 16 * 1024 * 1024,
+  /** Bytes of one binary frame of a read (chunk_start mode read); the worker never sends a larger chunk. */
+  readBlockBytes: 1024 * 1024,
   /** Nodes a provenance graph holds at most (then `truncated`). */
   provenanceNodes: 200,
   /** Default and maximum `limit` of list endpoints. */

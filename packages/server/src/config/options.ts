@@ -1,5 +1,5 @@
 /** The gateway's one typed options object, with its defaults. */
-import { DEFAULT_HOST, DEFAULT_PORT } from './constants.js';
+import { DEFAULT_HOST, DEFAULT_PORT, LIMITS } from './constants.js';
 
 export interface GatewayOptions {
   /** The launch project directory (the default for every request). */
@@ -17,6 +17,8 @@ export interface GatewayOptions {
   pythonAllowlist: string[];
   /** Browser origins allowed besides the gateway's own (empty by default). */
   allowOrigins: string[];
+  /** Largest upload one chunk_start … chunk_end sequence may carry, in bytes. */
+  uploadMax: number;
   /** Allows binding a non-loopback address without a token. */
   insecure: boolean;
   /** Where gateway log lines go (default: stderr). */
@@ -32,6 +34,7 @@ export function defaultOptions(overrides: Partial<GatewayOptions> = {}): Gateway
     python: 'python3',
     pythonAllowlist: [],
     allowOrigins: [],
+    uploadMax: LIMITS.uploadMaxDefault,
     insecure: false,
     ...overrides,
   };

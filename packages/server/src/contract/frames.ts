@@ -2,6 +2,7 @@
  * WebSocket frames of /v1/interfaces/ws, written once: the session validates client frames with
  * these schemas and GET /v1/protocol describes every frame from them.
  */
+import { LIMITS } from '../config/constants.js';
 import { JsonObject, Version } from './common.js';
 import { z } from './zod.js';
 
@@ -28,6 +29,29 @@ export const ClientFrames = {
     method: z.string().min(1).describe('Public method name, no leading underscore.'),
     args: z.array(z.unknown()).optional().describe('Positional arguments.'),
     kwargs: JsonObject.optional().describe('Keyword arguments.'),
+  }),
+  chunk_start: z.object({
+    type: z.literal('chunk_start'),
+    id: z.union([z.string().max(256), z.number()]).describe('Correlation id; chunk_end must name it, chunk_done and errors echo it.'),
+    mode: z.enum(['write', 'append', 'read']).default('write').describe('write (replace the file), append, or read (through the read hook).'),
+    path: z.string().min(1).max(4096).optional().describe('Upload only: a relative path inside the interface folder.'),
+    params: JsonObject.optional().describe('Read only: opaque parameters passed verbatim to the interface read(params) hook.'),
+  }),
+  chunk_end: z.object({
+    type: z.literal('chunk_end'),
+    id: Id.describe('The id of the active upload (an absent id means the active one).'),
+  }),
+  widget_get: z.object({ type: z.literal('widget_get'), id: Id }),
+  widget_set: z.object({
+    type: z.literal('widget_set'),
+    id: Id,
+    changes: JsonObject.describe('Changed keys and values; the interface widget_update normalizes or rejects them.'),
+  }),
+  widget_msg: z.object({
+    type: z.literal('widget_msg'),
+    id: Id,
+    content: z.unknown().describe('Message body for the interface widget_message(content, buffers).'),
+    buffers: z.array(z.string().max(LIMITS.maxMessageBytes)).max(64).optional().describe('Binary buffers, base64-encoded.'),
   }),
   ping: z.object({ type: z.literal('ping'), id: Id }),
   close: z.object({ type: z.literal('close'), id: Id }),
@@ -67,12 +91,53 @@ export const ServerFrames = {
       'Failure detail: message, stable code, and issues or the Python exception class where they apply.',
     ),
   }),
+  chunk_done: z.object({
+    type: z.literal('chunk_done'),
+    id: Id,
+    payload: Payload(
+      z.union([
+        z.object({ path: z.string(), bytes_written: z.number(), mode: z.enum(['write', 'append']) }),
+        z.object({ bytes_sent: z.number() }),
+      ]),
+      'Upload: the normalized path, bytes_written and mode, once the file is durable under its name. Read: bytes_sent.',
+    ),
+  }),
+  widget_state: z.object({ type: z.literal('widget_state'), id: Id, payload: Payload(z.object({ state: JsonObject }), 'The widget full state (its widget_state()).') }),
+  widget_change: z.object({
+    type: z.literal('widget_change'),
+    id: Id,
+    payload: Payload(z.object({ changes: JsonObject }), 'Normalized changes: the answer to a widget_set (with its id) and, without id, to every other attached client; also push_widget_change.'),
+  }),
+  widget_msg: z.object({
+    type: z.literal('widget_msg'),
+    id: Id,
+    payload: Payload(z.object({ content: z.unknown(), buffers: z.array(z.string()) }), 'A reply to a client widget_msg (with its id), or push_widget_message (without); buffers base64.'),
+  }),
+  widget_reload: z.object({
+    type: z.literal('widget_reload'),
+    payload: Payload(z.object({ asset: z.enum(['esm', 'css']), etag: z.string() }), 'The widget front end changed on disk: fetch the asset again and re-render.'),
+  }),
   pong: z.object({ type: z.literal('pong'), id: Id }),
 } as const;
 
 export const FRAME_SUMMARIES: Record<string, { direction: 'client_to_server' | 'server_to_client'; summary: string }> = {
   connect: { direction: 'client_to_server', summary: 'Create or attach to an interface and bind the project.' },
   call: { direction: 'client_to_server', summary: 'Invoke a public method of the connected interface.' },
+  chunk_start: {
+    direction: 'client_to_server',
+    summary: 'Begin an upload (mode write or append, with path) followed by binary frames and chunk_end, or a read (mode read, with params). One transfer per socket at a time.',
+  },
+  chunk_end: { direction: 'client_to_server', summary: 'Finish the active upload; answered with chunk_done once the bytes are durable under the final name.' },
+  chunk_done: { direction: 'server_to_client', summary: 'The upload is complete (path, bytes_written, mode) or the read has sent all its binary frames (bytes_sent).' },
+  widget_get: { direction: 'client_to_server', summary: 'Request the widget full state; answered with widget_state.' },
+  widget_set: {
+    direction: 'client_to_server',
+    summary: 'Apply changes through the interface widget_update; answered with widget_change (same id) and sent to every other attached client; a rejection answers error (code read_only or invalid_argument): roll back.',
+  },
+  widget_msg: { direction: 'client_to_server', summary: 'Custom message to widget_message(content, buffers); a reply comes back as widget_msg with the same id.' },
+  widget_state: { direction: 'server_to_client', summary: 'The widget full state (reply to widget_get).' },
+  widget_change: { direction: 'server_to_client', summary: 'Normalized state changes (reply to widget_set, or pushed to every attached client).' },
+  widget_reload: { direction: 'server_to_client', summary: 'The widget module or stylesheet changed on disk: reload it (hot reload).' },
   ping: { direction: 'client_to_server', summary: 'Liveness probe; answered with pong. Works before connect.' },
   close: { direction: 'client_to_server', summary: 'Teardown: cancels calls in flight, detaches, evicts the instance when no other client is attached, closes with 1000.' },
   connected: { direction: 'server_to_client', summary: 'Confirms the connection; payload is the InterfaceInfo (uuid, resolved config, …).' },

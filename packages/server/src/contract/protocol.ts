@@ -60,7 +60,36 @@ export const INTERFACE_HOOKS = [
   { name: 'emit', signature: 'emit(payload) -> None', description: 'Pushes an event frame to every client attached to the interface.' },
   { name: 'local_directory', signature: 'local_directory(*parts, create=False) -> str', description: "The interface's data folder: <project>/.portico/interfaces/<uuid>/." },
   { name: 'save_file / load_file', signature: 'save_file(name, data) / load_file(name, default=None)', description: 'Durable state in local_directory (atomic writes).' },
+  { name: 'read', signature: 'read(params: dict) -> bytes | Iterable[bytes] | binary file', description: `Serves chunk_start mode read; params are passed verbatim. Sent as binary frames of at most ${LIMITS.readBlockBytes} bytes, paced by the client. FileNotFoundError or portico.NotFound → error code not_found; no read method → read_unsupported.` },
   { name: 'version_<name>', signature: 'version_<name>(self, **kwargs) -> dict', description: "Selectable as '~name' or '~name(args)' (arguments are Python literals, never evaluated code)." },
+];
+
+export const CHUNK_FLOWS = [
+  {
+    name: 'upload',
+    steps: [
+      'client: chunk_start {id, mode: write | append, path}',
+      'client: any number of binary frames (control frames such as ping and call may come between them)',
+      'client: chunk_end {id}',
+      'server: chunk_done {id, payload: {path, bytes_written, mode}} once the bytes are durable under the final name',
+    ],
+    rules: [
+      'path is relative to the interface folder; .., absolute paths, empty segments and symlinks leading outside answer forbidden, and nothing is written.',
+      'write replaces the file atomically at chunk_end; append adds to its end. A socket that closes before chunk_end leaves the file as it was.',
+      'An upload larger than the gateway upload bound (--upload-max) answers payload_too_large and keeps nothing; further binary frames of it are discarded until its chunk_end.',
+      'A second chunk_start while a transfer is active answers transfer_active; binary frames or chunk_end with no upload answer no_active_upload; chunk_end with another id answers upload_id_mismatch (the upload stays active).',
+      'The gateway stops reading the socket while the disk is behind (TCP backpressure); memory stays bounded.',
+    ],
+  },
+  {
+    name: 'read',
+    steps: ['client: chunk_start {id, mode: read, params}', `server: binary frames of at most ${LIMITS.readBlockBytes} bytes`, 'server: chunk_done {id, payload: {bytes_sent}}'],
+    rules: [
+      'The read hook raising FileNotFoundError or portico.NotFound answers error code not_found; an interface without read answers read_unsupported.',
+      'The worker produces chunks only as fast as the socket drains; the whole result is never buffered.',
+      'Closing the socket cancels the read (the hook’s generator or file is closed).',
+    ],
+  },
 ];
 
 export function protocolDoc() {
@@ -83,7 +112,7 @@ export function protocolDoc() {
       ...Object.entries(ExecutionServerFrames).map(([type, schema]) => frame(type, schema as never)),
     ],
     execution_frames: Object.entries(ExecutionClientFrames).map(([type, schema]) => ({ type, direction: 'client_to_server', fields: fields(schema as never) })),
-    chunk_flows: [],
+    chunk_flows: CHUNK_FLOWS,
     interface_hooks: INTERFACE_HOOKS,
     capabilities: CAPABILITIES,
     errors: Object.entries(ERROR_CODES).map(([code, { status, meaning }]) => ({ code, status, meaning })),

@@ -102,6 +102,11 @@ export const ModuleSchema = z
 
 export const ModuleParams = z.object({ module: z.string().min(1).max(512) });
 
+export const WidgetAssetParams = z.object({
+  module: z.string().min(1).max(512),
+  asset: z.enum(['esm', 'css']).describe('esm: the anywidget front-end module (JavaScript); css: its stylesheet.'),
+});
+
 export const RemotesResponse = z
   .object({
     remotes: z.record(

@@ -27,6 +27,8 @@ export interface RouteSpec<B extends z.ZodType | undefined, Q extends AnyObject 
   params?: P;
   /** The 200 body; null for 204 No Content. */
   response: z.ZodType | null;
+  /** The 200 body's media type for the docs (default application/json). */
+  responseType?: string;
   /** Statuses besides 200/422 this route answers, for the docs. */
   errors?: number[];
   handler: (
@@ -80,7 +82,7 @@ export function mountRoutes(router: Router, registry: OpenAPIRegistry, routes: A
 
     const responses: Record<number, { description: string; content?: Record<string, { schema: z.ZodType }> }> = {};
     responses[spec.response === null ? 204 : 200] =
-      spec.response === null ? { description: 'No content' } : { description: 'Success', content: { 'application/json': { schema: spec.response } } };
+      spec.response === null ? { description: 'No content' } : { description: 'Success', content: { [spec.responseType ?? 'application/json']: { schema: spec.response } } };
     for (const status of spec.errors ?? []) {
       responses[status] = { description: STATUS_TEXT[status] ?? 'Error', content: { 'application/json': { schema: ErrorResponse } } };
     }

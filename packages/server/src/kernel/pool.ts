@@ -3,10 +3,10 @@
  * replaced after a crash (the next request starts a fresh one) and stopped when idle.
  */
 import { LIMITS } from '../config/constants.js';
-import { Worker } from './worker.js';
+import { Worker, type Push } from './worker.js';
 
 export interface PoolOptions {
-  onEvent: (project: string, uuid: string, payload: unknown) => void;
+  onPush: (project: string, uuid: string, push: Push) => void;
   /** Whether a worker must stay up although no call is running (e.g. sockets are attached). */
   keepAlive?: (project: string, python: string) => boolean;
   log?: (line: string) => void;
@@ -48,7 +48,7 @@ export class KernelPool {
     const worker = new Worker({
       project,
       python,
-      onEvent: (uuid, payload) => this.options.onEvent(project, uuid, payload),
+      onPush: (uuid, push) => this.options.onPush(project, uuid, push),
       ...(this.options.log ? { log: this.options.log } : {}),
     });
     const ready = worker.start().then(

@@ -17,10 +17,16 @@ export const PYTHON_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.ur
 export interface WorkerOptions {
   project: string;
   python: string;
-  /** Receives `emit()` payloads of the worker's instances. */
-  onEvent?: (uuid: string, payload: unknown) => void;
+  /** Receives what the worker's instances push to their clients (`emit()`, widget changes and messages). */
+  onPush?: (uuid: string, push: Push) => void;
   /** Receives the worker's stdout/stderr lines (user prints, tracebacks). */
   log?: (line: string) => void;
+}
+
+/** A frame an instance pushes to every client attached to it. */
+export interface Push {
+  type: 'event' | 'widget_change' | 'widget_msg' | 'widget_reload';
+  payload: unknown;
 }
 
 export interface Resolved {
@@ -38,6 +44,27 @@ export interface CallRequest {
   args: unknown[];
   kwargs: Record<string, unknown>;
 }
+
+export interface ReadRequest {
+  uuid: string;
+  module: string;
+  config: Record<string, unknown>;
+  params: Record<string, unknown>;
+  /** Largest chunk the worker may send. */
+  block: number;
+}
+
+export interface WidgetRequest {
+  uuid: string;
+  module: string;
+  config: Record<string, unknown>;
+  changes?: Record<string, unknown>;
+  content?: unknown;
+  /** base64 */
+  buffers?: string[];
+}
+
+export type WidgetAsset = { inline: string } | { path: string };
 
 /**
  * Where a streaming call delivers its items, synchronously and in order; the returned promise
@@ -87,6 +114,10 @@ const FROM_WORKER: Record<string, ErrorCode> = {
   unserializable_result: 'unserializable_result',
   streaming_unsupported: 'streaming_unsupported',
   cancelled: 'cancelled',
+  not_found: 'not_found',
+  read_unsupported: 'read_unsupported',
+  read_only: 'read_only',
+  forbidden: 'forbidden',
 };
 
 function errorFromWorker(header: Record<string, unknown>): PorticoError {
@@ -175,7 +206,7 @@ export class Worker {
           this.pid = Number(frame.header.pid);
           onReady();
         } else {
-          this.dispatch(frame);
+          this.dispatch(frame.header, frame.body);
         }
       }
     });
@@ -239,6 +270,29 @@ export class Worker {
    */
   call(req: CallRequest, handlers: CallHandlers = {}): Promise<CallOutcome> {
     return this.request({ op: 'call', ...req, stream: handlers.onItem !== undefined }, handlers);
+  }
+
+  /**
+   * Runs the interface's `read(params)` hook: each chunk (at most `block` bytes) goes to `onItem`
+   * as a Buffer, paced like stream items; the outcome's payload is the number of bytes sent.
+   */
+  read(req: ReadRequest, handlers: Omit<CallHandlers, 'onItem'> & { onItem: (chunk: Buffer) => void | Promise<void> }): Promise<CallOutcome> {
+    return this.request({ op: 'read', ...req }, handlers as CallHandlers);
+  }
+
+  /**
+   * A widget operation on an instance: `widget_get` (its state), `widget_set` (its
+   * widget_update with `changes`; the payload holds the normalized changes) or `widget_msg`
+   * (its widget_message with `content` and base64 `buffers`). Never rejects.
+   */
+  widget(op: 'widget_get' | 'widget_set' | 'widget_msg', req: WidgetRequest, signal?: AbortSignal): Promise<CallOutcome> {
+    return this.request({ op, ...req }, { signal, timeoutMs: LIMITS.callTimeoutMs });
+  }
+
+  /** Where a module's widget front end comes from: inline source, a file, or nothing. */
+  async widgetAssets(module: string): Promise<Record<'esm' | 'css', WidgetAsset | null>> {
+    const { esm, css } = await this.expect({ op: 'widget_assets', module });
+    return { esm: (esm ?? null) as WidgetAsset | null, css: (css ?? null) as WidgetAsset | null };
   }
 
   release(uuid: string): void {
@@ -309,30 +363,33 @@ export class Worker {
     }
   }
 
-  private dispatch({ header }: BridgeFrame): void {
-    if (header.op === 'event') {
-      this.options.onEvent?.(String(header.uuid), header.payload);
+  private dispatch(header: BridgeFrame['header'], body: Buffer): void {
+    const push = pushOf(header);
+    if (push) {
+      this.options.onPush?.(String(header.uuid), push);
       return;
     }
     const id = Number(header.id);
     const entry = this.pending.get(id);
     if (!entry) return; // a late reply to a call that already ended
     switch (header.op) {
-      case 'item': {
+      case 'item':
+      case 'chunk': {
         if (!entry.onItem) return;
         // Delivered synchronously (in order with events); credit goes back once the sink is ready.
-        const ready = entry.onItem(header.payload);
+        const ready = entry.onItem(header.op === 'chunk' ? body : header.payload);
         if (ready) ready.then(() => this.grantCredit(id), () => this.send({ op: 'cancel', id }));
         else this.grantCredit(id);
         return;
       }
       case 'end':
-        return entry.settle({ ok: true, streamed: true });
+        return entry.settle({ ok: true, streamed: true, payload: header.bytes });
       case 'result':
         return entry.settle({ ok: true, streamed: false, payload: header.payload });
       case 'resolved':
       case 'modules':
       case 'schema':
+      case 'widget_assets':
         return entry.settle({ ok: true, streamed: false, payload: header });
       case 'error':
         return entry.settle({ ok: false, error: errorFromWorker(header) });
@@ -365,6 +422,20 @@ export class Worker {
 
   private log(line: string): void {
     (this.options.log ?? ((l: string) => process.stderr.write(l + '\n')))(`[worker ${this.pid ?? '?'}] ${line}`);
+  }
+}
+
+/** The client frame an unsolicited worker frame becomes, if it is one. */
+function pushOf(header: BridgeFrame['header']): Push | undefined {
+  switch (header.op) {
+    case 'event':
+      return { type: 'event', payload: header.payload };
+    case 'widget_change':
+      return { type: 'widget_change', payload: { changes: header.changes } };
+    case 'widget_msg':
+      return header.id === undefined ? { type: 'widget_msg', payload: { content: header.content ?? null, buffers: header.buffers ?? [] } } : undefined;
+    default:
+      return undefined;
   }
 }
 

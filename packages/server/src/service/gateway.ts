@@ -17,6 +17,7 @@ import { LineageService } from './lineage.js';
 import { ProjectService } from './project.js';
 import { ProjectRegistry } from './projects.js';
 import { RemoteModules } from './remotes.js';
+import { WidgetService } from './widgets.js';
 
 export interface BindInput {
   project?: string | null | undefined;
@@ -38,6 +39,7 @@ export class Gateway {
   readonly interfaces: InterfaceService;
   readonly executions: ExecutionService;
   readonly data: DataService;
+  readonly widgets: WidgetService;
   readonly lineage: LineageService;
   readonly project: ProjectService;
   readonly remotes = new RemoteModules();
@@ -53,7 +55,7 @@ export class Gateway {
   ) {
     this.projects = new ProjectRegistry(project, roots);
     this.pool = new KernelPool({
-      onEvent: (dir, uuid, payload) => this.projects.peek(dir)?.push(uuid, { type: 'event', payload }),
+      onPush: (dir, uuid, push) => this.projects.peek(dir)?.push(uuid, push),
       keepAlive: (dir) => this.projects.peek(dir)?.hasAttachments ?? false,
       ...(options.log ? { log: options.log } : {}),
     });
@@ -61,6 +63,7 @@ export class Gateway {
     this.project = new ProjectService(this.pool, this.remotes);
     this.executions = new ExecutionService(this.interfaces, options.log ?? ((line) => process.stderr.write(`${line}\n`)));
     this.data = new DataService(this.interfaces);
+    this.widgets = new WidgetService(this.pool, this.remotes);
     this.lineage = new LineageService(this.interfaces, this.executions);
   }
 
@@ -99,6 +102,7 @@ export class Gateway {
   }
 
   async close(): Promise<void> {
+    this.widgets.close();
     await this.pool.close();
     await Promise.all((await this.projects.all()).map((p) => p.store.close()));
   }

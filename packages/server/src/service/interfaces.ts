@@ -183,6 +183,31 @@ export class InterfaceService {
     );
   }
 
+  /**
+   * Streams the interface's `read(params)` hook: chunks of at most LIMITS.readBlockBytes go to
+   * `onChunk` (the worker waits for the returned promise before producing more than its window);
+   * the outcome's payload is the number of bytes sent. Never rejects.
+   */
+  async read(
+    ctx: RequestContext,
+    record: InterfaceInfo,
+    params: Record<string, unknown>,
+    options: { signal?: AbortSignal; onChunk: (chunk: Buffer) => void | Promise<void>; onSettled?: (outcome: CallOutcome) => void },
+  ): Promise<CallOutcome> {
+    let worker;
+    try {
+      worker = await this.pool.get(ctx.project.dir, ctx.python);
+    } catch (err) {
+      const outcome: CallOutcome = { ok: false, error: toPorticoError(err) };
+      options.onSettled?.(outcome);
+      return outcome;
+    }
+    return worker.read(
+      { uuid: record.uuid, module: record.module, config: record.config, params, block: LIMITS.readBlockBytes },
+      { signal: options.signal, onItem: options.onChunk, onSettled: options.onSettled },
+    );
+  }
+
   /** A plain (non-streaming) call: its result, or its error thrown. */
   async callForResult(ctx: RequestContext, record: InterfaceInfo, input: CallInput, signal?: AbortSignal): Promise<unknown> {
     const outcome = await this.call(ctx, record, input, { signal });

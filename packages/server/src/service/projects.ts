@@ -9,13 +9,16 @@ import { PorticoError } from '../errors.js';
 import { LowdbStore } from '../store/lowdb-store.js';
 import { RunStore } from '../store/runs.js';
 import type { Store } from '../store/store.js';
+import type { Push } from '../kernel/worker.js';
 
 /** Receives what an interface pushes to the clients attached to it. */
-export type Listener = (push: { type: 'event'; payload: unknown }) => void;
+export type Listener = (push: Push) => void;
 
 export class Project {
   /** uuid → the clients attached to that interface. */
   private readonly attached = new Map<string, Set<Listener>>();
+  /** uuid → its module, for pushes to every instance of a module (widget hot reload). */
+  private readonly modules = new Map<string, string>();
   /** The project's run directories. */
   readonly runs: RunStore;
 
@@ -26,21 +29,30 @@ export class Project {
     this.runs = new RunStore(dir);
   }
 
-  /** Attaches a client to an interface; returns the detach function. */
-  attach(uuid: string, listener: Listener): () => boolean {
+  /** Attaches a client to an interface of `module`; returns the detach function (true: it was the last). */
+  attach(uuid: string, module: string, listener: Listener): () => boolean {
     let set = this.attached.get(uuid);
     if (!set) this.attached.set(uuid, (set = new Set()));
     set.add(listener);
+    this.modules.set(uuid, module);
     return () => {
       set.delete(listener);
-      if (set.size === 0) this.attached.delete(uuid);
+      if (set.size === 0) {
+        this.attached.delete(uuid);
+        this.modules.delete(uuid);
+      }
       return set.size === 0;
     };
   }
 
-  /** Sends a push to every client attached to `uuid`. */
-  push(uuid: string, push: Parameters<Listener>[0]): void {
-    for (const listener of this.attached.get(uuid) ?? []) listener(push);
+  /** Sends a push to every client attached to `uuid` (but `except`, which gets its own answer). */
+  push(uuid: string, push: Push, except?: Listener): void {
+    for (const listener of this.attached.get(uuid) ?? []) if (listener !== except) listener(push);
+  }
+
+  /** Sends a push to every client attached to any interface of `module`. */
+  pushToModule(module: string, push: Push): void {
+    for (const [uuid, of] of this.modules) if (of === module) this.push(uuid, push);
   }
 
   get hasAttachments(): boolean {

@@ -6,8 +6,8 @@ export type FrameId = string | number | undefined;
 
 export type Decoded<F> = { ok: true; frame: F; id: FrameId } | { ok: false; error: PorticoError; id: FrameId };
 
-export function decodeFrame<F>(data: Buffer, isBinary: boolean, schemas: Record<string, z.ZodType>): Decoded<F> {
-  if (isBinary) return { ok: false, error: new PorticoError('invalid_frame', 'Binary frame received without chunk_start'), id: undefined };
+/** Decodes a JSON text frame (binary frames belong to the data plane and never come here). */
+export function decodeFrame<F>(data: Buffer, schemas: Record<string, z.ZodType>): Decoded<F> {
   let raw: unknown;
   try {
     raw = JSON.parse(data.toString('utf8'));

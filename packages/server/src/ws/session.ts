@@ -11,16 +11,32 @@ import { PorticoError } from '../errors.js';
 import type { RequestContext } from '../service/context.js';
 import type { BindInput, Gateway } from '../service/gateway.js';
 import type { CallOutcome, InterfaceInfo } from '../service/interfaces.js';
+import type { Listener } from '../service/projects.js';
+import { Upload, uploadRoot } from '../service/uploads.js';
+import type { FrameId } from './decode.js';
 import { SocketSession } from './socket-session.js';
 
 interface Connection {
   ctx: RequestContext;
   record: InterfaceInfo;
+  /** What this socket receives of the interface's pushes. */
+  listener: Listener;
   detach: () => boolean;
 }
 
+/**
+ * The one binary transfer a socket may have at a time (binary frames carry no id): an upload
+ * receiving bytes, an upload being made durable after its chunk_end, or a read sending bytes.
+ */
+type Transfer = { id: FrameId; upload: Upload; finishing: boolean } | { id: FrameId; upload?: undefined };
+
+type Frame<T extends ClientFrame['type']> = Extract<ClientFrame, { type: T }>;
+
 export class Session extends SocketSession<ClientFrame> {
   private connection: Connection | undefined;
+  private transfer: Transfer | undefined;
+  /** The socket stopped reading because an upload's disk writes are behind. */
+  private paused = false;
   private connecting: Promise<void> | undefined;
   /** Aborted when the socket goes away: cancels every call it started. */
   private readonly controller = new AbortController();
@@ -30,11 +46,144 @@ export class Session extends SocketSession<ClientFrame> {
   }
 
   protected async handle(frame: ClientFrame): Promise<void> {
-    if (frame.type === 'connect') return this.connect(frame);
-    if (frame.type === 'call') return this.call(frame);
+    switch (frame.type) {
+      case 'connect':
+        return this.connect(frame);
+      case 'call':
+        return this.call(frame);
+      case 'chunk_start':
+        return frame.mode === 'read' ? this.read(frame) : this.upload(frame);
+      case 'chunk_end':
+        return this.finishUpload(frame);
+      case 'widget_get':
+      case 'widget_set':
+      case 'widget_msg':
+        return this.widget(frame);
+    }
   }
 
-  private async connect(frame: Extract<ClientFrame, { type: 'connect' }>): Promise<void> {
+  /** Widget frames; the gateway answers the sender, and widget_set reaches every other client too. */
+  private async widget(frame: Frame<'widget_get' | 'widget_set' | 'widget_msg'>): Promise<void> {
+    const { ctx, record, listener } = await this.connected(frame.type);
+    const { widgets } = this.gateway;
+    const signal = this.controller.signal;
+    if (frame.type === 'widget_get') {
+      this.send({ type: 'widget_state', id: frame.id, payload: { state: await widgets.state(ctx, record, signal) } });
+    } else if (frame.type === 'widget_set') {
+      const changes = await widgets.update(ctx, record, frame.changes, listener, signal);
+      this.send({ type: 'widget_change', id: frame.id, payload: { changes } });
+    } else {
+      const { reply, has_reply } = await widgets.message(ctx, record, frame.content ?? null, frame.buffers ?? [], signal);
+      if (has_reply) this.send({ type: 'widget_msg', id: frame.id, payload: { content: reply, buffers: [] } });
+    }
+  }
+
+  /** The connection, once a connect pipelined ahead of this frame has finished. */
+  private async connected(what: string): Promise<Connection> {
+    if (this.connecting) await this.connecting.catch(() => undefined);
+    if (!this.connection) throw new PorticoError('not_connected', `Send connect before ${what}`);
+    return this.connection;
+  }
+
+  private beginTransfer(id: FrameId): void {
+    const current = this.transfer;
+    // A failed upload only waits for its chunk_end to swallow its bytes: a new transfer replaces it.
+    if (current && !(current.upload?.error && !current.finishing)) {
+      throw new PorticoError('transfer_active', `Transfer '${current.id}' is still active on this socket; finish it before starting another`);
+    }
+  }
+
+  /** chunk_start (write | append): from here on, binary frames are this upload's bytes. */
+  private async upload(frame: Frame<'chunk_start'>): Promise<void> {
+    this.beginTransfer(frame.id);
+    const { id } = frame;
+    let reported = false;
+    const transfer: Transfer = {
+      id,
+      finishing: false,
+      upload: new Upload(
+        this.connected('chunk_start').then((c) => uploadRoot(c.ctx, c.record.uuid)),
+        frame.path,
+        frame.mode === 'append' ? 'append' : 'write',
+        {
+          maxBytes: this.gateway.options.uploadMax,
+          highWater: LIMITS.uploadHighWaterBytes,
+          onDrain: () => this.resumeReading(),
+          onFail: (error) => {
+            if (reported || this.closed) return;
+            reported = true;
+            this.sendError(id, error);
+          },
+        },
+      ),
+    };
+    this.transfer = transfer;
+  }
+
+  protected override receiveBinary(data: Buffer): void {
+    const transfer = this.transfer;
+    if (!transfer?.upload || transfer.finishing) {
+      return this.sendError(undefined, new PorticoError('no_active_upload', 'Binary frame received without chunk_start (or after its chunk_end)'));
+    }
+    transfer.upload.write(data);
+    if (transfer.upload.overHighWater && !this.paused) {
+      this.paused = true;
+      this.socket.pause();
+    }
+  }
+
+  private resumeReading(): void {
+    if (!this.paused) return;
+    this.paused = false;
+    this.socket.resume();
+  }
+
+  /** chunk_end: answers chunk_done once the bytes are durable under the final name. */
+  private async finishUpload(frame: Frame<'chunk_end'>): Promise<void> {
+    const transfer = this.transfer;
+    if (!transfer?.upload || transfer.finishing) throw new PorticoError('no_active_upload', 'No active chunk upload');
+    if (frame.id !== undefined && frame.id !== transfer.id) {
+      throw new PorticoError('upload_id_mismatch', `chunk_end id '${frame.id}' does not match the active upload '${transfer.id}'`);
+    }
+    transfer.finishing = true;
+    try {
+      if (transfer.upload.error) return; // already answered with its error
+      let done;
+      try {
+        done = await transfer.upload.finish();
+      } catch (err) {
+        if (transfer.upload.error && transfer.upload.error !== err) return;
+        throw err;
+      }
+      this.send({ type: 'chunk_done', id: transfer.id, payload: done });
+    } finally {
+      if (this.transfer === transfer) this.transfer = undefined;
+    }
+  }
+
+  /** chunk_start (read): the read hook's bytes as binary frames, at the client's pace. */
+  private async read(frame: Frame<'chunk_start'>): Promise<void> {
+    this.beginTransfer(frame.id);
+    const transfer: Transfer = { id: frame.id };
+    this.transfer = transfer;
+    try {
+      const connection = await this.connected('chunk_start');
+      let sent = 0;
+      const outcome = await this.gateway.interfaces.read(connection.ctx, connection.record, frame.params ?? {}, {
+        signal: this.controller.signal,
+        onChunk: (chunk) => {
+          sent += chunk.length;
+          return this.sendPaced(chunk);
+        },
+      });
+      if (!outcome.ok) throw outcome.error;
+      this.send({ type: 'chunk_done', id: frame.id, payload: { bytes_sent: sent } });
+    } finally {
+      if (this.transfer === transfer) this.transfer = undefined;
+    }
+  }
+
+  private async connect(frame: Frame<'connect'>): Promise<void> {
     if (this.connection || this.connecting) throw new PorticoError('already_connected', 'This socket is already connected to an interface');
     const attempt = (async () => {
       const ctx = await this.gateway.bind({ ...this.binding, project: frame.project || this.binding.project });
@@ -46,8 +195,9 @@ export class Session extends SocketSession<ClientFrame> {
         meta: frame.meta ?? {},
       });
       if (this.closed) return;
-      const detach = ctx.project.attach(record.uuid, (push) => this.send({ type: push.type, payload: push.payload }));
-      this.connection = { ctx, record, detach };
+      const listener: Listener = (push) => this.send({ type: push.type, payload: push.payload });
+      const detach = ctx.project.attach(record.uuid, record.module, listener);
+      this.connection = { ctx, record, listener, detach };
       this.send({ type: 'connected', id: frame.id, payload: record });
     })();
     this.connecting = attempt;
@@ -58,11 +208,8 @@ export class Session extends SocketSession<ClientFrame> {
     }
   }
 
-  private async call(frame: Extract<ClientFrame, { type: 'call' }>): Promise<void> {
-    // A call pipelined right behind its connect waits for it.
-    if (this.connecting) await this.connecting.catch(() => undefined);
-    const connection = this.connection;
-    if (!connection) throw new PorticoError('not_connected', 'Send connect before call');
+  private async call(frame: Frame<'call'>): Promise<void> {
+    const connection = await this.connected('call');
     const { id } = frame;
     await this.gateway.interfaces.call(
       connection.ctx,
@@ -80,14 +227,18 @@ export class Session extends SocketSession<ClientFrame> {
     );
   }
 
-  /** Sends, and resolves once the socket's queue is below its high-water mark again. */
-  private sendPaced(frame: object): Promise<void> | undefined {
+  /**
+   * Sends a frame (an object as JSON text, a Buffer as a binary frame), and resolves once the
+   * socket's queue is below its high-water mark again.
+   */
+  private sendPaced(frame: object | Buffer): Promise<void> | undefined {
     if (this.socket.readyState !== this.socket.OPEN) return Promise.reject(new Error('socket closed'));
+    const data = Buffer.isBuffer(frame) ? frame : JSON.stringify(frame);
     if (this.socket.bufferedAmount < LIMITS.socketHighWaterBytes) {
-      this.socket.send(JSON.stringify(frame));
+      this.socket.send(data);
       return undefined;
     }
-    return new Promise((resolve, reject) => this.socket.send(JSON.stringify(frame), (err) => (err ? reject(err) : resolve())));
+    return new Promise((resolve, reject) => this.socket.send(data, (err) => (err ? reject(err) : resolve())));
   }
 
   /** Cancels calls in flight, detaches, and evicts the instance when no other client is attached. */
@@ -95,6 +246,9 @@ export class Session extends SocketSession<ClientFrame> {
     if (this.closed) return;
     super.teardown();
     this.controller.abort();
+    // An upload cut off before chunk_end leaves the target as it was.
+    void this.transfer?.upload?.abort();
+    this.transfer = undefined;
     const connection = this.connection;
     this.connection = undefined;
     if (connection && connection.detach()) this.gateway.interfaces.release(connection.ctx, connection.record.uuid);

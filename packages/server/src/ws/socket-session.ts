@@ -41,8 +41,14 @@ export abstract class SocketSession<F extends { type: string; id?: FrameId }> {
     this.send(id === undefined ? { type: 'error', payload: error.toDetail() } : { type: 'error', id, payload: error.toDetail() });
   }
 
+  /** A binary frame; endpoints without a data plane refuse it (the socket stays usable). */
+  protected receiveBinary(_data: Buffer): void {
+    this.sendError(undefined, new PorticoError('no_active_upload', 'Binary frame received without chunk_start'));
+  }
+
   private receive(data: Buffer, isBinary: boolean): void {
-    const decoded = decodeFrame<F>(data, isBinary, this.schemas);
+    if (isBinary) return this.receiveBinary(data);
+    const decoded = decodeFrame<F>(data, this.schemas);
     if (!decoded.ok) return this.sendError(decoded.id, decoded.error);
     const { frame } = decoded;
     if (frame.type === 'ping') return this.send({ type: 'pong', id: frame.id });

@@ -1,8 +1,16 @@
 /** /v1/project: the project's interface modules, one module's schema, and its remotes. */
-import { ModuleParams, ModuleSchema, ProjectIndex, RemotesResponse } from '../../contract/rest.js';
+import { ModuleParams, ModuleSchema, ProjectIndex, RemotesResponse, WidgetAssetParams } from '../../contract/rest.js';
+import { z } from '../../contract/zod.js';
 import type { Gateway } from '../../service/gateway.js';
 import { bindRequest } from '../bind.js';
 import { route } from '../route.js';
+
+/** If-None-Match: `*` or a list of (possibly weak) tags, one of which is `etag`. */
+function ifNoneMatch(header: string, etag: string): boolean {
+  if (!header) return false;
+  if (header.trim() === '*') return true;
+  return header.split(',').some((tag) => tag.trim().replace(/^W\//, '') === etag);
+}
 
 export function projectRoutes(gateway: Gateway) {
   return [
@@ -25,6 +33,30 @@ export function projectRoutes(gateway: Gateway) {
       response: RemotesResponse,
       errors: [401, 403],
       handler: async (ctx) => gateway.project.listRemotes(await bindRequest(ctx, gateway)),
+    }),
+    route({
+      method: 'get',
+      path: '/v1/project/{module}/widget/{asset}',
+      tag: 'project',
+      summary: 'Widget asset',
+      description:
+        "The module's widget front end: `esm` (an anywidget ES module, text/javascript) or `css`. From the class's `_esm`/`_css` (inline source or a file beside the module) or the sibling `<module>.widget.js` / `.widget.css`. Strong ETag; If-None-Match answers 304. Clients revalidate (no-cache), so an edit shows at once.",
+      params: WidgetAssetParams,
+      response: z.string().describe('The asset source.'),
+      responseType: 'text/javascript',
+      errors: [401, 403, 404],
+      handler: async (ctx, { params }) => {
+        const asset = await gateway.widgets.asset(await bindRequest(ctx, gateway), params.module, params.asset);
+        ctx.set('ETag', asset.etag);
+        ctx.set('Cache-Control', 'no-cache');
+        ctx.type = asset.contentType;
+        if (ifNoneMatch(ctx.get('if-none-match'), asset.etag)) {
+          ctx.status = 304;
+          ctx.body = null;
+          return;
+        }
+        ctx.body = asset.body;
+      },
     }),
     route({
       method: 'get',

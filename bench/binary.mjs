@@ -1,0 +1,110 @@
+// Issue 5: upload and read of 1 GiB through the gateway beside a raw ws floor with the same frame
+// size, in the same run; peak gateway RSS sampled during each transfer.
+import { spawn } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { openWs } from './floors.mjs';
+import { ROOT, rssMb } from './lib.mjs';
+
+const MiB = 1024 * 1024;
+export const FRAME = MiB;
+
+function nextText(ws, predicate = () => true) {
+  return new Promise((resolve, reject) => {
+    const onMessage = (data, isBinary) => {
+      if (isBinary) return;
+      const text = String(data);
+      if (!predicate(text)) return;
+      ws.off('message', onMessage);
+      resolve(text);
+    };
+    ws.on('message', onMessage);
+    ws.once('close', () => reject(new Error('socket closed')));
+  });
+}
+
+/** Sends `total` bytes as frames of FRAME bytes, respecting the socket's buffer. */
+async function pump(ws, total) {
+  const block = Buffer.alloc(FRAME, 3);
+  for (let sent = 0; sent < total; sent += FRAME) {
+    const part = block.subarray(0, Math.min(FRAME, total - sent));
+    if (ws.bufferedAmount < 8 * MiB) ws.send(part);
+    else await new Promise((resolve, reject) => ws.send(part, (err) => (err ? reject(err) : resolve())));
+  }
+}
+
+/** Samples a process's RSS every 50 ms while `work` runs; returns [result, peak MB]. */
+async function withPeakRss(pid, work) {
+  let peak = await rssMb(pid);
+  const timer = setInterval(() => rssMb(pid).then((v) => (peak = Math.max(peak, v)), () => undefined), 50);
+  try {
+    return [await work(), peak];
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+export async function startBinaryFloor() {
+  const child = spawn(process.execPath, [path.join(ROOT, 'bench/floor/ws-binary-server.mjs')], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise((resolve) => child.stdout.once('data', (d) => resolve(Number(String(d).trim()))));
+  return { url: `ws://127.0.0.1:${port}`, stop: () => child.kill('SIGTERM') };
+}
+
+/** MB/s of raw ws client → server and server → client, FRAME-sized frames. */
+export async function binaryFloor(url, total) {
+  const ws = await openWs(url);
+  ws.send(`expect ${total}`);
+  let t0 = process.hrtime.bigint();
+  const got = nextText(ws, (t) => t.startsWith('got'));
+  await pump(ws, total);
+  await got;
+  const up = total / MiB / (Number(process.hrtime.bigint() - t0) / 1e9);
+  t0 = process.hrtime.bigint();
+  let received = 0;
+  ws.on('message', (data, isBinary) => isBinary && (received += data.length));
+  const done = nextText(ws, (t) => t === 'done');
+  ws.send(`send ${total} ${FRAME}`);
+  await done;
+  const down = total / MiB / (Number(process.hrtime.bigint() - t0) / 1e9);
+  ws.close();
+  if (received !== total) throw new Error(`floor read ${received} of ${total} bytes`);
+  return { up, down };
+}
+
+/** Upload then read of `total` bytes through the gateway (demo-free `blobs` module written into the project). */
+export async function binaryGateway(url, pid, projectDir, total) {
+  await writeFile(
+    path.join(projectDir, 'bench_blobs.py'),
+    'from portico import Interface\n\n\nclass BenchBlobs(Interface):\n    def read(self, params):\n        return open(self.local_directory(params["name"]), "rb")\n',
+  );
+  const ws = await openWs(`${url.replace(/^http/, 'ws')}/v1/interfaces/ws`);
+  ws.send(JSON.stringify({ type: 'connect', id: 'c', target: 'bench_blobs' }));
+  const connected = JSON.parse(await nextText(ws));
+  if (connected.type !== 'connected') throw new Error(JSON.stringify(connected));
+
+  const [up, upPeak] = await withPeakRss(pid, async () => {
+    const t0 = process.hrtime.bigint();
+    ws.send(JSON.stringify({ type: 'chunk_start', id: 'u', mode: 'write', path: 'big.bin' }));
+    await pump(ws, total);
+    const done = nextText(ws);
+    ws.send(JSON.stringify({ type: 'chunk_end', id: 'u' }));
+    const frame = JSON.parse(await done);
+    if (frame.type !== 'chunk_done' || frame.payload.bytes_written !== total) throw new Error(JSON.stringify(frame));
+    return total / MiB / (Number(process.hrtime.bigint() - t0) / 1e9);
+  });
+
+  const [down, downPeak] = await withPeakRss(pid, async () => {
+    let received = 0;
+    const onBinary = (data, isBinary) => isBinary && (received += data.length);
+    ws.on('message', onBinary);
+    const t0 = process.hrtime.bigint();
+    const done = nextText(ws);
+    ws.send(JSON.stringify({ type: 'chunk_start', id: 'r', mode: 'read', params: { name: 'big.bin' } }));
+    const frame = JSON.parse(await done);
+    ws.off('message', onBinary);
+    if (frame.type !== 'chunk_done' || received !== total) throw new Error(`${JSON.stringify(frame)} after ${received} bytes`);
+    return total / MiB / (Number(process.hrtime.bigint() - t0) / 1e9);
+  });
+  ws.close();
+  return { up, down, upPeak, downPeak };
+}

@@ -1,0 +1,317 @@
+/**
+ * Binary uploads into an interface's data folder, transport-free. Bytes stream to disk as they
+ * arrive (written in order, batched with writev), with bounded memory: `buffered` tells the
+ * transport when to stop reading its socket. Nothing is ever half-done under the final name:
+ *
+ * - `write` streams into a dot-named temp file beside the target; `finish` fsyncs it and renames
+ *   it over the target (then fsyncs the folder). An aborted upload only removes the temp file.
+ * - `append` writes at the end of the target and remembers its size first; an aborted upload
+ *   truncates it back to that size (or removes it, when the upload created it).
+ *
+ * Paths are confined to the folder: plain relative segments only, intermediate symlinks and the
+ * target itself followed only when they stay inside, the record file off limits.
+ */
+import { randomBytes } from 'node:crypto';
+import { lstat, mkdir, open, realpath, rename, unlink, type FileHandle } from 'node:fs/promises';
+import path from 'node:path';
+import { PorticoError, toPorticoError } from '../errors.js';
+import { RECORD_FILE, interfaceDir, syncPath } from '../store/files.js';
+import type { RequestContext } from './context.js';
+
+export type UploadMode = 'write' | 'append';
+
+export interface UploadDone {
+  /** The normalized path, relative to the interface folder. */
+  path: string;
+  bytes_written: number;
+  mode: UploadMode;
+}
+
+/** The folder uploads of an interface land in (its `local_directory()`). */
+export function uploadRoot(ctx: RequestContext, uuid: string): string {
+  return interfaceDir(ctx.project.dir, uuid);
+}
+
+/** Buffers handed to one writev (below every platform's IOV_MAX). */
+const MAX_BATCH = 256;
+
+/** Targets of uploads in progress, gateway-wide: two uploads never share a file. */
+const active = new Set<string>();
+
+/**
+ * Checks `relative` and returns it normalized (`/`-separated segments). Backslashes count as
+ * separators; absolute paths, drive letters, empty, `.` and `..` segments and NUL are refused.
+ */
+export function normalizeUploadPath(relative: string): string[] {
+  const unified = relative.replaceAll('\\', '/');
+  const segments = unified.split('/');
+  if (!relative || unified.startsWith('/') || /^[A-Za-z]:/.test(unified) || segments.some((s) => s === '' || s === '.' || s === '..' || s.includes('\0'))) {
+    throw new PorticoError('forbidden', `Path '${relative}' must be a plain relative path inside the interface folder (no '..', no absolute path, no empty segment)`);
+  }
+  if (segments.length === 1 && segments[0] === RECORD_FILE) {
+    throw new PorticoError('forbidden', `'${RECORD_FILE}' is the interface's record file and cannot be uploaded to`);
+  }
+  return segments;
+}
+
+function inside(root: string, candidate: string): boolean {
+  return candidate === root || candidate.startsWith(root + path.sep);
+}
+
+/**
+ * Resolves the file an upload writes, creating missing parent folders one at a time so that a
+ * symlinked folder is checked before anything is created through it.
+ */
+async function confinedTarget(root: string, segments: string[], relative: string): Promise<string> {
+  await mkdir(root, { recursive: true });
+  const realRoot = await realpath(root);
+  const escape = () => new PorticoError('forbidden', `Path '${relative}' leads outside the interface folder`);
+  let dir = realRoot;
+  for (const segment of segments.slice(0, -1)) {
+    const next = path.join(dir, segment);
+    const info = await lstat(next).catch(() => undefined);
+    if (!info) {
+      await mkdir(next).catch((err: NodeJS.ErrnoException) => {
+        if (err.code !== 'EEXIST') throw err;
+      });
+      dir = next;
+      continue;
+    }
+    const real = info.isSymbolicLink() ? await realpath(next).catch(() => undefined) : next;
+    if (!real || !inside(realRoot, real)) throw escape();
+    const kind = info.isSymbolicLink() ? await lstat(real) : info;
+    if (!kind.isDirectory()) throw new PorticoError('conflict', `'${segments.slice(0, segments.indexOf(segment) + 1).join('/')}' is a file, not a folder`);
+    dir = real;
+  }
+  const file = path.join(dir, segments.at(-1)!);
+  const info = await lstat(file).catch(() => undefined);
+  if (!info) return file;
+  if (info.isSymbolicLink()) {
+    const real = await realpath(file).catch(() => undefined);
+    if (!real || !inside(realRoot, real)) throw escape();
+    if (!(await lstat(real)).isFile()) throw new PorticoError('conflict', `'${relative}' is not a regular file`);
+    return real;
+  }
+  if (!info.isFile()) throw new PorticoError('conflict', `'${relative}' is not a regular file`);
+  return file;
+}
+
+export interface UploadEvents {
+  /** Largest upload, in bytes. */
+  maxBytes: number;
+  /** Queued bytes above which the transport should stop reading (see `overHighWater`). */
+  highWater: number;
+  /** The queue fell below half the high-water mark (or the upload failed): read again. */
+  onDrain: () => void;
+  /** The upload failed (bad path, size bound, disk error) before or while bytes arrived; called once. */
+  onFail: (error: PorticoError) => void;
+}
+
+interface Target {
+  handle: FileHandle;
+  /** The file the bytes go to (the temp file for `write`). */
+  file: string;
+  /** The final name. */
+  final: string;
+  /** For `append`: the size before this upload, or null when it created the file. */
+  baseSize: number | null;
+}
+
+export class Upload {
+  /** Bytes accepted so far (written or queued). */
+  received = 0;
+  private written = 0;
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
+  private writing = false;
+  private target: Target | undefined;
+  private readonly opened: Promise<void>;
+  private failure: PorticoError | undefined;
+  private settled = false;
+  private readonly idleWaiters: Array<() => void> = [];
+  private readonly normalized: string;
+  private lockKey: string | undefined;
+
+  /**
+   * Starts opening at once (`root` may still be on its way: the connect it depends on can be in
+   * flight); bytes written before the file is open are queued in order.
+   */
+  constructor(
+    root: Promise<string>,
+    relative: string | undefined,
+    readonly mode: UploadMode,
+    private readonly events: UploadEvents,
+  ) {
+    let segments: string[] = [];
+    try {
+      if (!relative) throw new PorticoError('invalid_frame', 'chunk_start for an upload requires path');
+      segments = normalizeUploadPath(relative);
+    } catch (err) {
+      this.fail(toPorticoError(err));
+    }
+    this.normalized = segments.join('/');
+    this.opened = this.failure ? Promise.resolve() : root.then((dir) => this.open(dir, segments, relative!)).then(
+      (target) => {
+        this.target = target;
+        void this.pump();
+      },
+      (err) => this.fail(toPorticoError(err)),
+    );
+  }
+
+  /** The path relative to the interface folder, normalized. */
+  get path(): string {
+    return this.normalized;
+  }
+
+  /** Bytes received but not yet on disk: the transport pauses reading above `highWater`. */
+  get buffered(): number {
+    return this.pendingBytes;
+  }
+
+  get overHighWater(): boolean {
+    return this.pendingBytes > this.events.highWater;
+  }
+
+  /** The first error of this upload (it then discards further bytes), if any. */
+  get error(): PorticoError | undefined {
+    return this.failure;
+  }
+
+  /** Queues bytes (discarded once the upload failed). Past the size bound the upload fails. */
+  write(chunk: Buffer): void {
+    if (this.failure || this.settled) return;
+    if (this.received + chunk.length > this.events.maxBytes) {
+      return this.fail(new PorticoError('payload_too_large', `The upload exceeds the gateway's upload bound of ${this.events.maxBytes} bytes; nothing of it was kept`));
+    }
+    this.received += chunk.length;
+    if (chunk.length === 0) return;
+    this.pending.push(chunk);
+    this.pendingBytes += chunk.length;
+    void this.pump();
+  }
+
+  /** Waits for every byte to reach disk, then makes the upload visible under its final name. */
+  async finish(): Promise<UploadDone> {
+    await this.opened;
+    await this.idle();
+    if (this.failure) throw this.failure;
+    const target = this.target!;
+    this.settled = true;
+    try {
+      await target.handle.sync();
+      await target.handle.close();
+      if (target.file !== target.final) await rename(target.file, target.final);
+      await syncPath(path.dirname(target.final));
+    } catch (err) {
+      await this.rollback();
+      throw toPorticoError(err);
+    } finally {
+      this.unlock();
+    }
+    return { path: this.normalized, bytes_written: this.written, mode: this.mode };
+  }
+
+  /** Drops the upload: the target is left exactly as it was before chunk_start. */
+  async abort(): Promise<void> {
+    if (this.settled) return;
+    this.fail(new PorticoError('cancelled', 'The upload was aborted'), false);
+    await this.opened;
+    await this.idle();
+  }
+
+  private async open(root: string, segments: string[], relative: string): Promise<Target> {
+    const final = await confinedTarget(root, segments, relative);
+    if (active.has(final)) throw new PorticoError('conflict', `Another upload to '${relative}' is in progress`);
+    active.add(final);
+    this.lockKey = final;
+    try {
+      if (this.mode === 'write') {
+        const file = path.join(path.dirname(final), `.${path.basename(final)}.${randomBytes(6).toString('hex')}.upload`);
+        return { handle: await open(file, 'wx'), file, final, baseSize: null };
+      }
+      const existed = await lstat(final).then(() => true, () => false);
+      const handle = await open(final, 'a');
+      return { handle, file: final, final, baseSize: existed ? (await handle.stat()).size : null };
+    } catch (err) {
+      this.unlock();
+      throw err;
+    }
+  }
+
+  /** Writes queued bytes in order, as few system calls as the queue allows. */
+  private async pump(): Promise<void> {
+    if (this.writing || !this.target || this.failure) return;
+    this.writing = true;
+    try {
+      while (this.pending.length && !this.failure) {
+        const high = this.pendingBytes > this.events.highWater;
+        const batch = this.pending.splice(0, MAX_BATCH);
+        let size = 0;
+        for (const b of batch) size += b.length;
+        await writevAll(this.target.handle, batch, size);
+        this.pendingBytes -= size;
+        this.written += size;
+        if (high && this.pendingBytes <= this.events.highWater / 2) this.events.onDrain();
+      }
+    } catch (err) {
+      this.fail(toPorticoError(err));
+    } finally {
+      this.writing = false;
+      if (!this.pending.length || this.failure) for (const wake of this.idleWaiters.splice(0)) wake();
+    }
+  }
+
+  private idle(): Promise<void> {
+    if (!this.writing && (!this.pending.length || this.failure || !this.target)) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  /** Records the first failure, drops queued bytes and undoes what reached disk. */
+  private fail(error: PorticoError, report = true): void {
+    if (this.failure) return;
+    this.failure = error;
+    this.pending = [];
+    this.pendingBytes = 0;
+    this.events.onDrain();
+    if (report) this.events.onFail(error);
+    // `opened` is unset while the constructor itself fails (bad path): nothing to undo then.
+    void this.opened?.then(() => this.idle()).then(() => this.rollback());
+  }
+
+  private async rollback(): Promise<void> {
+    const target = this.target;
+    if (!target) return;
+    this.target = undefined;
+    try {
+      if (target.file !== target.final) {
+        await target.handle.close().catch(() => undefined);
+        await unlink(target.file).catch(() => undefined);
+      } else if (target.baseSize === null) {
+        await target.handle.close().catch(() => undefined);
+        await unlink(target.file).catch(() => undefined);
+      } else {
+        await target.handle.truncate(target.baseSize).catch(() => undefined);
+        await target.handle.sync().catch(() => undefined);
+        await target.handle.close().catch(() => undefined);
+      }
+    } finally {
+      this.unlock();
+    }
+  }
+
+  private unlock(): void {
+    if (this.lockKey) active.delete(this.lockKey);
+    this.lockKey = undefined;
+  }
+}
+
+async function writevAll(handle: FileHandle, buffers: Buffer[], size: number): Promise<void> {
+  let { bytesWritten } = await handle.writev(buffers);
+  while (bytesWritten < size) {
+    // A short write (rare on regular files): finish the rest from where it stopped.
+    const rest = Buffer.concat(buffers).subarray(bytesWritten);
+    const more = await handle.write(rest);
+    bytesWritten += more.bytesWritten;
+  }
+}

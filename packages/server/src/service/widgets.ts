@@ -1,0 +1,158 @@
+/**
+ * Widgets, transport-free. The Python instance is the source of truth for a widget's state:
+ * a client's changes go through its `widget_update`, and the normalized changes it returns reach
+ * every client attached to the interface. The front-end module (anywidget ES module) and its
+ * stylesheet are served with strong ETags, and a change of either file on disk tells every
+ * attached client to hot-reload.
+ */
+import { createHash } from 'node:crypto';
+import { watch, type FSWatcher } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { PorticoError } from '../errors.js';
+import type { KernelPool } from '../kernel/pool.js';
+import type { CallOutcome, WidgetAsset, WidgetRequest } from '../kernel/worker.js';
+import type { RequestContext } from './context.js';
+import type { InterfaceInfo } from './interfaces.js';
+import type { Listener, Project } from './projects.js';
+import type { RemoteModules } from './remotes.js';
+
+export type AssetName = 'esm' | 'css';
+
+export const ASSET_TYPES: Record<AssetName, string> = {
+  esm: 'text/javascript; charset=utf-8',
+  css: 'text/css; charset=utf-8',
+};
+
+export interface WidgetAssetBody {
+  body: Buffer;
+  /** Strong entity tag: the quoted SHA-256 of the body (first 32 hex characters). */
+  etag: string;
+  contentType: string;
+}
+
+/** How long a burst of file events is gathered before one reload goes out (editors write in steps). */
+const RELOAD_DEBOUNCE_MS = 50;
+
+interface Watched {
+  watcher: FSWatcher;
+  /** File name in the folder → what it serves and its last served hash. */
+  files: Map<string, Array<{ project: Project; module: string; asset: AssetName; etag: string }>>;
+  timers: Map<string, NodeJS.Timeout>;
+}
+
+export class WidgetService {
+  /** Folders watched for hot reload, one watcher per folder (renames of a file are seen too). */
+  private readonly watched = new Map<string, Watched>();
+
+  constructor(
+    private readonly pool: KernelPool,
+    private readonly remotes: RemoteModules,
+  ) {}
+
+  /** The widget's full state (its `widget_state()`). */
+  async state(ctx: RequestContext, record: InterfaceInfo, signal?: AbortSignal): Promise<Record<string, unknown>> {
+    const outcome = await this.run(ctx, record, 'widget_get', {}, signal);
+    return (outcome as { state: Record<string, unknown> }).state;
+  }
+
+  /**
+   * Applies a client's changes through `widget_update`; the normalized changes go to every
+   * other attached client (`except` is the caller, which answers its own client) and are returned.
+   */
+  async update(ctx: RequestContext, record: InterfaceInfo, changes: Record<string, unknown>, except?: Listener, signal?: AbortSignal): Promise<Record<string, unknown>> {
+    const outcome = await this.run(ctx, record, 'widget_set', { changes }, signal);
+    const normalized = (outcome as { changes: Record<string, unknown> }).changes;
+    ctx.project.push(record.uuid, { type: 'widget_change', payload: { changes: normalized } }, except);
+    return normalized;
+  }
+
+  /** A custom message from a front end; the reply (when `widget_message` returns one) goes back to it. */
+  async message(ctx: RequestContext, record: InterfaceInfo, content: unknown, buffers: string[], signal?: AbortSignal): Promise<{ reply: unknown; has_reply: boolean }> {
+    return (await this.run(ctx, record, 'widget_msg', { content, buffers }, signal)) as { reply: unknown; has_reply: boolean };
+  }
+
+  private async run(ctx: RequestContext, record: InterfaceInfo, op: 'widget_get' | 'widget_set' | 'widget_msg', extra: Partial<WidgetRequest>, signal?: AbortSignal): Promise<unknown> {
+    const worker = await this.pool.get(ctx.project.dir, ctx.python);
+    const outcome: CallOutcome = await worker.widget(op, { uuid: record.uuid, module: record.module, config: record.config, ...extra }, signal);
+    if (!outcome.ok) throw outcome.error;
+    return outcome.payload;
+  }
+
+  /**
+   * The module's widget front end (`esm`) or stylesheet (`css`): inline source or a file next
+   * to the module, read fresh on every request so that edits show without a restart.
+   */
+  async asset(ctx: RequestContext, module: string, asset: AssetName): Promise<WidgetAssetBody> {
+    await this.remotes.ensure(ctx.project.dir, module);
+    const worker = await this.pool.get(ctx.project.dir, ctx.python);
+    const source: WidgetAsset | null = (await worker.widgetAssets(module))[asset];
+    if (!source) throw new PorticoError('not_found', `Module '${module}' has no widget ${asset === 'esm' ? 'module' : 'stylesheet'}`);
+    let body: Buffer;
+    if ('inline' in source) {
+      body = Buffer.from(source.inline, 'utf8');
+    } else {
+      body = await readFile(source.path).catch(() => {
+        throw new PorticoError('not_found', `The widget ${asset} file of '${module}' is missing`);
+      });
+    }
+    const etag = entityTag(body);
+    if ('path' in source) this.watch(ctx.project, module, asset, source.path, etag);
+    return { body, etag, contentType: ASSET_TYPES[asset] };
+  }
+
+  /** Stops every watcher (gateway shutdown). */
+  close(): void {
+    for (const watched of this.watched.values()) {
+      watched.watcher.close();
+      for (const timer of watched.timers.values()) clearTimeout(timer);
+    }
+    this.watched.clear();
+  }
+
+  private watch(project: Project, module: string, asset: AssetName, file: string, etag: string): void {
+    const dir = path.dirname(file);
+    const name = path.basename(file);
+    let watched = this.watched.get(dir);
+    if (!watched) {
+      let watcher: FSWatcher;
+      try {
+        watcher = watch(dir, { persistent: false }, (_event, changed) => changed && this.changed(dir, changed.toString()));
+      } catch {
+        return; // no hot reload on a file system without watch support; serving still works
+      }
+      watcher.on('error', () => undefined);
+      watched = { watcher, files: new Map(), timers: new Map() };
+      this.watched.set(dir, watched);
+    }
+    const entries = watched.files.get(name) ?? [];
+    const known = entries.find((e) => e.project === project && e.module === module && e.asset === asset);
+    if (known) known.etag = etag;
+    else entries.push({ project, module, asset, etag });
+    watched.files.set(name, entries);
+  }
+
+  private changed(dir: string, name: string): void {
+    const watched = this.watched.get(dir);
+    if (!watched?.files.has(name)) return;
+    clearTimeout(watched.timers.get(name));
+    watched.timers.set(
+      name,
+      setTimeout(async () => {
+        watched.timers.delete(name);
+        const body = await readFile(path.join(dir, name)).catch(() => undefined);
+        if (!body) return; // mid-save (renamed away): the rename back fires again
+        const etag = entityTag(body);
+        for (const entry of watched.files.get(name) ?? []) {
+          if (entry.etag === etag) continue;
+          entry.etag = etag;
+          entry.project.pushToModule(entry.module, { type: 'widget_reload', payload: { asset: entry.asset, etag } });
+        }
+      }, RELOAD_DEBOUNCE_MS),
+    );
+  }
+}
+
+function entityTag(body: Buffer): string {
+  return `"${createHash('sha256').update(body).digest('hex').slice(0, 32)}"`;
+}
