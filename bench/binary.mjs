@@ -86,9 +86,11 @@ export async function binaryGateway(url, pid, projectDir, total) {
     const t0 = process.hrtime.bigint();
     ws.send(JSON.stringify({ type: 'chunk_start', id: 'u', mode: 'write', path: 'big.bin' }));
     await pump(ws, total);
+    const t1 = process.hrtime.bigint();
     const done = nextText(ws);
     ws.send(JSON.stringify({ type: 'chunk_end', id: 'u' }));
     const frame = JSON.parse(await done);
+    if (process.env.BENCH_DEBUG) console.log('pump s', Number(t1 - t0) / 1e9, 'finish s', Number(process.hrtime.bigint() - t1) / 1e9);
     if (frame.type !== 'chunk_done' || frame.payload.bytes_written !== total) throw new Error(JSON.stringify(frame));
     return total / MiB / (Number(process.hrtime.bigint() - t0) / 1e9);
   });

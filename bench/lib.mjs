@@ -45,7 +45,7 @@ export async function demoProject() {
 
 /** Starts the built gateway as its own process; resolves with its URL. */
 export function startGateway(project, extraArgs = []) {
-  const child = spawn(process.execPath, [path.join(ROOT, 'packages/server/bin/portico.js'), 'serve', project, '--port', '0', ...extraArgs], {
+  const child = spawn(process.execPath, [...(process.env.GW_NODE_ARGS ? process.env.GW_NODE_ARGS.split(' ') : []), path.join(ROOT, 'packages/server/bin/portico.js'), 'serve', project, '--port', '0', ...extraArgs], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   return new Promise((resolve, reject) => {

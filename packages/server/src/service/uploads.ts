@@ -101,7 +101,7 @@ export interface UploadEvents {
   maxBytes: number;
   /** Queued bytes above which the transport should stop reading (see `overHighWater`). */
   highWater: number;
-  /** The queue fell below half the high-water mark (or the upload failed): read again. */
+  /** The queue is below half the high-water mark (or the upload failed): read again if paused. Called often; must be idempotent. */
   onDrain: () => void;
   /** The upload failed (bad path, size bound, disk error) before or while bytes arrived; called once. */
   onFail: (error: PorticoError) => void;
@@ -245,14 +245,14 @@ export class Upload {
     this.writing = true;
     try {
       while (this.pending.length && !this.failure) {
-        const high = this.pendingBytes > this.events.highWater;
         const batch = this.pending.splice(0, MAX_BATCH);
         let size = 0;
         for (const b of batch) size += b.length;
         await writevAll(this.target.handle, batch, size);
         this.pendingBytes -= size;
         this.written += size;
-        if (high && this.pendingBytes <= this.events.highWater / 2) this.events.onDrain();
+        // The transport may have paused at any point of this batch: it resumes (idempotently) once below half.
+        if (this.pendingBytes <= this.events.highWater / 2) this.events.onDrain();
       }
     } catch (err) {
       this.fail(toPorticoError(err));
