@@ -1,5 +1,6 @@
 /**
- * The Koa application: error mapping, origin policy, authentication, then the routes. Every
+ * The Koa application: error mapping, origin policy, CORS (preflights before authentication),
+ * authentication, then the routes. Every
  * route is declared once (http/route.ts), so /openapi.json is generated from the same schemas
  * that validate requests.
  */
@@ -10,6 +11,7 @@ import { bearerFromHeader, type Authenticator } from '../auth/credentials.js';
 import { originAllowed } from '../auth/origin.js';
 import { PorticoError } from '../errors.js';
 import type { Gateway } from '../service/gateway.js';
+import { corsMiddleware } from './cors.js';
 import { isPublicPath, mountDocs, openApiDocument } from './docs.js';
 import { errorMiddleware } from './errors.js';
 import { mountRoutes } from './route.js';
@@ -18,6 +20,7 @@ import { dataRoutes } from './routes/data.js';
 import { executionRoutes } from './routes/executions.js';
 import { metaRoutes } from './routes/meta.js';
 import { projectRoutes } from './routes/project.js';
+import { isStaticPath, mountStatic } from './static.js';
 
 export function createApp(gateway: Gateway, auth: Authenticator, log: (line: string) => void): Koa {
   const app = new Koa();
@@ -31,7 +34,7 @@ export function createApp(gateway: Gateway, auth: Authenticator, log: (line: str
   );
   mountDocs(router, openApiDocument(registry));
 
-  router.get('/', (ctx) => ctx.redirect('/docs'));
+  mountStatic(router);
 
   app.use(errorMiddleware(log));
   app.use(async function checkOrigin(ctx, next) {
@@ -40,8 +43,9 @@ export function createApp(gateway: Gateway, auth: Authenticator, log: (line: str
     }
     await next();
   });
+  app.use(corsMiddleware(gateway.options.allowOrigins));
   app.use(async function authenticate(ctx, next) {
-    if (!isPublicPath(ctx.path)) ctx.state.principal = auth.authenticate(bearerFromHeader(ctx.get('authorization') || undefined));
+    if (!isPublicPath(ctx.path) && !isStaticPath(ctx.path)) ctx.state.principal = auth.authenticate(bearerFromHeader(ctx.get('authorization') || undefined));
     await next();
   });
   app.use(router.routes());

@@ -29,6 +29,8 @@ export interface WidgetAssetBody {
   /** Strong entity tag: the quoted SHA-256 of the body (first 32 hex characters). */
   etag: string;
   contentType: string;
+  /** For `esm`: whether the widget also has a stylesheet (clients fetch it only then). */
+  hasStylesheet: boolean;
 }
 
 /** How long a burst of file events is gathered before one reload goes out (editors write in steps). */
@@ -86,7 +88,8 @@ export class WidgetService {
   async asset(ctx: RequestContext, module: string, asset: AssetName): Promise<WidgetAssetBody> {
     await this.remotes.ensure(ctx.project.dir, module);
     const worker = await this.pool.get(ctx.project.dir, ctx.python);
-    const source: WidgetAsset | null = (await worker.widgetAssets(module))[asset];
+    const sources = await worker.widgetAssets(module);
+    const source: WidgetAsset | null = sources[asset];
     if (!source) throw new PorticoError('not_found', `Module '${module}' has no widget ${asset === 'esm' ? 'module' : 'stylesheet'}`);
     let body: Buffer;
     if ('inline' in source) {
@@ -98,7 +101,7 @@ export class WidgetService {
     }
     const etag = entityTag(body);
     if ('path' in source) this.watch(ctx.project, module, asset, source.path, etag);
-    return { body, etag, contentType: ASSET_TYPES[asset] };
+    return { body, etag, contentType: ASSET_TYPES[asset], hasStylesheet: sources.css !== null };
   }
 
   /** Stops every watcher (gateway shutdown). */

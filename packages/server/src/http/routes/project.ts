@@ -48,6 +48,11 @@ export function projectRoutes(gateway: Gateway) {
       handler: async (ctx, { params }) => {
         const asset = await gateway.widgets.asset(await bindRequest(ctx, gateway), params.module, params.asset);
         ctx.set('ETag', asset.etag);
+        if (params.asset === 'esm' && asset.hasStylesheet) {
+          // Tells the runtime a stylesheet exists, so a widget without one costs no 404.
+          const project = typeof ctx.query.project === 'string' ? `?project=${encodeURIComponent(ctx.query.project)}` : '';
+          ctx.set('Link', `</v1/project/${encodeURIComponent(params.module)}/widget/css${project}>; rel="stylesheet"`);
+        }
         ctx.set('Cache-Control', 'no-cache');
         ctx.type = asset.contentType;
         if (ifNoneMatch(ctx.get('if-none-match'), asset.etag)) {

@@ -1,0 +1,37 @@
+/**
+ * What a browser loads without credentials: the landing page at `/` (a shell that asks the API
+ * for the project, with the token from its own URL fragment when the gateway has one) and the
+ * widget runtime bundle at /static/portico-widget.js, which a page on any origin can load with
+ * one script tag. Neither holds anything secret.
+ */
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type Router from '@koa/router';
+
+const STATIC_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../static');
+
+const FILES: Record<string, { file: () => string; type: string }> = {
+  '/': { file: () => path.join(STATIC_DIR, 'index.html'), type: 'text/html; charset=utf-8' },
+  '/static/landing.js': { file: () => path.join(STATIC_DIR, 'landing.js'), type: 'text/javascript; charset=utf-8' },
+  '/static/landing.css': { file: () => path.join(STATIC_DIR, 'landing.css'), type: 'text/css; charset=utf-8' },
+  '/static/portico-widget.js': {
+    file: () => fileURLToPath(import.meta.resolve('@portico/widget-runtime/portico-widget.js')),
+    type: 'text/javascript; charset=utf-8',
+  },
+};
+
+export function isStaticPath(p: string): boolean {
+  return Object.hasOwn(FILES, p);
+}
+
+export function mountStatic(router: Router): void {
+  for (const [route, { file, type }] of Object.entries(FILES)) {
+    router.get(route, async (ctx) => {
+      ctx.type = type;
+      // Never cached: a rebuilt bundle or an edited page shows on the next load.
+      ctx.set('Cache-Control', 'no-store');
+      ctx.body = await readFile(file());
+    });
+  }
+}
