@@ -17,6 +17,11 @@ export const SERVE_OPTIONS = [
   { flag: '--python-allowlist', env: 'PORTICO_PYTHON_ALLOWLIST', default: '', help: 'Comma-separated further interpreters a request may pick with X-Service-Python.' },
   { flag: '--allow-origins', env: 'PORTICO_ALLOW_ORIGINS', default: '', help: 'Comma-separated browser origins allowed besides the gateway’s own.' },
   { flag: '--upload-max', env: 'PORTICO_UPLOAD_MAX', default: String(LIMITS.uploadMaxDefault), help: 'Largest WebSocket upload in bytes (suffixes K, M, G, T allowed); larger ones answer payload_too_large.' },
+  { flag: '--oidc-issuer', env: 'PORTICO_OIDC_ISSUER', default: '', help: 'Accept JWT access tokens from this OpenID Connect issuer (keys from its discovery document).' },
+  { flag: '--oidc-audience', env: 'PORTICO_OIDC_AUDIENCE', default: '', help: 'The audience (aud) OIDC access tokens must carry.' },
+  { flag: '--oidc-user-claim', env: 'PORTICO_OIDC_USER_CLAIM', default: 'sub', help: 'The verified claim that names the user of an OIDC request.' },
+  { flag: '--enable-source-api', env: 'PORTICO_ENABLE_SOURCE_API', default: 'false', help: 'Serve /v1/source to read and edit the project’s source files.' },
+  { flag: '--source-token', env: 'PORTICO_SOURCE_TOKEN', default: '', help: 'The X-Service-Source-Token that source writes need (required with --enable-source-api).' },
   { flag: '--insecure', env: 'PORTICO_INSECURE', default: 'false', help: 'Allow a non-loopback address without a token.' },
 ] as const;
 
@@ -56,6 +61,11 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
       'python-allowlist': { type: 'string', multiple: true },
       'allow-origins': { type: 'string', multiple: true },
       'upload-max': { type: 'string' },
+      'oidc-issuer': { type: 'string' },
+      'oidc-audience': { type: 'string' },
+      'oidc-user-claim': { type: 'string' },
+      'enable-source-api': { type: 'boolean' },
+      'source-token': { type: 'string' },
       insecure: { type: 'boolean' },
     },
   });
@@ -75,8 +85,16 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     pythonAllowlist: (values['python-allowlist'] ?? [env.PORTICO_PYTHON_ALLOWLIST ?? '']).flatMap(list),
     allowOrigins: (values['allow-origins'] ?? [env.PORTICO_ALLOW_ORIGINS ?? '']).flatMap(list),
     uploadMax: parseBytes('--upload-max', values['upload-max'] ?? env.PORTICO_UPLOAD_MAX ?? String(LIMITS.uploadMaxDefault)),
+    oidcIssuer: values['oidc-issuer'] ?? (env.PORTICO_OIDC_ISSUER || undefined),
+    oidcAudience: values['oidc-audience'] ?? (env.PORTICO_OIDC_AUDIENCE || undefined),
+    oidcUserClaim: values['oidc-user-claim'] ?? (env.PORTICO_OIDC_USER_CLAIM || 'sub'),
+    enableSourceApi: values['enable-source-api'] ?? truthy(env.PORTICO_ENABLE_SOURCE_API),
+    sourceToken: values['source-token'] ?? (env.PORTICO_SOURCE_TOKEN || undefined),
     insecure: values.insecure ?? truthy(env.PORTICO_INSECURE),
   });
+  if (options.enableSourceApi && !options.sourceToken) {
+    throw new UsageError('--enable-source-api needs --source-token: source writes run code on the next import, so they get their own secret.');
+  }
   if (options.apiToken === '') delete options.apiToken;
   if (!isLoopback(options.host) && !options.apiToken && !options.insecure) {
     throw new UsageError(

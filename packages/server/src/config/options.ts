@@ -19,6 +19,16 @@ export interface GatewayOptions {
   allowOrigins: string[];
   /** Largest upload one chunk_start … chunk_end sequence may carry, in bytes. */
   uploadMax: number;
+  /** OpenID Connect issuer whose JWT access tokens are accepted (discovery at <issuer>/.well-known/openid-configuration). */
+  oidcIssuer?: string | undefined;
+  /** The `aud` an OIDC access token must carry. */
+  oidcAudience?: string | undefined;
+  /** The verified claim that names the user (created_by). */
+  oidcUserClaim: string;
+  /** Serves /v1/source (editing the project's source files); off by default. */
+  enableSourceApi: boolean;
+  /** The X-Service-Source-Token that source writes need beside Authorization. */
+  sourceToken?: string | undefined;
   /** Allows binding a non-loopback address without a token. */
   insecure: boolean;
   /** Where gateway log lines go (default: stderr). */
@@ -35,6 +45,8 @@ export function defaultOptions(overrides: Partial<GatewayOptions> = {}): Gateway
     pythonAllowlist: [],
     allowOrigins: [],
     uploadMax: LIMITS.uploadMaxDefault,
+    oidcUserClaim: 'sub',
+    enableSourceApi: false,
     insecure: false,
     ...overrides,
   };
