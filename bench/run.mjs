@@ -5,6 +5,7 @@ import path from 'node:path';
 import { restCalls, wsCallLoop, wsCallPipelined } from './calls.mjs';
 import { binaryFloor, binaryGateway, startBinaryFloor } from './binary.mjs';
 import { executionsBench } from './executions.mjs';
+import { widgetsBench } from './widgets.mjs';
 import { indexBench } from './index.mjs';
 import { pipeEchoRtt, startWsEcho, wsEchoRtt, wsEchoThroughput } from './floors.mjs';
 import { demoProject, report, ROOT, rssMb, startGateway } from './lib.mjs';
@@ -72,6 +73,9 @@ try {
   } finally {
     binary.stop();
   }
+
+  console.log('\nWidgets (issue 6): widget_set round trip beside the call round trip, same socket and instance');
+  report(await widgetsBench(gw.url));
 
   console.log('\nExecutions (issue 4): demo trainer runs');
   report(await executionsBench(gw.url, project.dir));
