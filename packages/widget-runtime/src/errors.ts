@@ -14,7 +14,11 @@ export const RUNTIME_ERROR_CODES = {
   render_failed: 'initialize() or render() threw.',
   queue_full: 'Too many messages were sent while offline.',
   timeout: 'A request to another model or an invoke() got no answer in time.',
-  closed: 'The widget was unmounted.',
+  closed: 'The widget was unmounted, or the connection closed.',
+  connection_lost: 'The socket closed while a call or transfer waited for its answer (the gateway cancels it).',
+  aborted: 'The AbortSignal given to upload() or read() fired.',
+  stream_unsupported: 'The method is a generator (it answers with stream frames); call() takes single results only.',
+  invalid_frame: 'The gateway sent a frame the runtime cannot use.',
 } as const;
 
 export type RuntimeErrorCode = keyof typeof RUNTIME_ERROR_CODES;
@@ -35,4 +39,10 @@ export function toRuntimeError(error: unknown, code: RuntimeErrorCode): WidgetRu
   if (error instanceof WidgetRuntimeError) return error;
   const message = error instanceof Error ? error.message : String(error);
   return new WidgetRuntimeError(code, message, { cause: error });
+}
+
+/** The error an aborted call or transfer rejects with (the signal's reason is its cause). */
+export function abortError(signal: AbortSignal): WidgetRuntimeError {
+  const reason = signal.reason instanceof Error && signal.reason.name !== 'AbortError' ? `: ${signal.reason.message}` : '';
+  return new WidgetRuntimeError('aborted', `Aborted${reason}`, { cause: signal.reason });
 }

@@ -19,6 +19,12 @@ export interface Limits {
   getModelTimeoutMs: number;
   /** Default timeout of `experimental.invoke()` (anywidget's own default). */
   invokeTimeoutMs: number;
+  /** Size of each binary frame of an upload (the gateway reads in 1 MiB blocks too). */
+  uploadChunkBytes: number;
+  /** An upload hands the socket another frame only while its `bufferedAmount` is below this. */
+  uploadHighWaterBytes: number;
+  /** How often an upload looks at `bufferedAmount` while waiting for it to drain (and for progress). */
+  uploadPollMs: number;
 }
 
 export const DEFAULT_LIMITS: Readonly<Limits> = Object.freeze({
@@ -30,6 +36,9 @@ export const DEFAULT_LIMITS: Readonly<Limits> = Object.freeze({
   offlineQueueMessages: 256,
   getModelTimeoutMs: 10_000,
   invokeTimeoutMs: 3_000,
+  uploadChunkBytes: 1024 * 1024,
+  uploadHighWaterBytes: 4 * 1024 * 1024,
+  uploadPollMs: 8,
 });
 
 export function withDefaults(overrides?: Partial<Limits>): Limits {

@@ -12,13 +12,19 @@ describe('parseServerFrame', () => {
       { type: 'error', id: 3, payload: { code: 'read_only', message: 'no' } },
       { type: 'event', payload: [1] },
       { type: 'pong', id: 4 },
+      { type: 'result', id: 5, payload: null },
+      { type: 'stream', id: 6, payload: 1, final: false },
+      { type: 'chunk_done', id: 7, payload: { path: 'a/b.bin', bytes_written: 3, mode: 'write' } },
+      { type: 'chunk_done', id: 8, payload: { bytes_sent: 0 } },
     ]) {
       expect(parseServerFrame(JSON.stringify(frame))).toEqual(frame);
     }
   });
 
   it('ignores unknown types, malformed payloads and non-JSON text', () => {
-    expect(parseServerFrame('{"type":"result","payload":1}')).toBeUndefined();
+    expect(parseServerFrame('{"type":"output","payload":1}')).toBeUndefined();
+    expect(parseServerFrame('{"type":"chunk_done","id":1,"payload":{}}')).toBeUndefined();
+    expect(parseServerFrame('{"type":"stream","id":1,"payload":1}')).toBeUndefined();
     expect(parseServerFrame('{"type":"widget_change","payload":{"changes":[]}}')).toBeUndefined();
     expect(parseServerFrame('{"type":"widget_reload","payload":{"asset":"html"}}')).toBeUndefined();
     expect(parseServerFrame('not json')).toBeUndefined();

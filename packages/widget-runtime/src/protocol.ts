@@ -2,6 +2,8 @@
  * The frames this runtime speaks on the gateway's /v1/interfaces/ws, as TypeScript types, and
  * the one place that turns an incoming text frame into a typed ServerFrame. Every frame is a JSON
  * text frame with a `type`; `id` is chosen by the client and echoed on the frames that answer it.
+ * Transfers (chunk_start … chunk_done) also carry raw binary frames, which have no id: one transfer
+ * per socket at a time (see net/transfers.ts).
  */
 
 export type FrameId = number | string;
@@ -23,7 +25,21 @@ export type ClientFrame =
   | { type: 'widget_get'; id: FrameId }
   | { type: 'widget_set'; id: FrameId; changes: JsonObject }
   | { type: 'widget_msg'; id: FrameId; content: unknown; buffers?: string[] }
-  | { type: 'ping'; id: FrameId };
+  | { type: 'ping'; id: FrameId }
+  | { type: 'call'; id: FrameId; method: string; args?: unknown[]; kwargs?: JsonObject }
+  | { type: 'chunk_start'; id: FrameId; mode: 'write' | 'append'; path: string }
+  | { type: 'chunk_start'; id: FrameId; mode: 'read'; params: JsonObject }
+  | { type: 'chunk_end'; id: FrameId };
+
+/** What `chunk_done` carries: an upload's outcome, or how many bytes a read sent. */
+export interface UploadResult {
+  /** The path relative to the interface folder, as the gateway normalized it. */
+  path: string;
+  /** Bytes of this upload now on disk. */
+  bytes_written: number;
+  mode: 'write' | 'append';
+}
+export type ChunkDonePayload = UploadResult | { bytes_sent: number };
 
 /** The widget frames a model emits; the session gives them an id. */
 export type ModelFrame =
@@ -43,6 +59,9 @@ export type ServerFrame =
   | { type: 'widget_msg'; id?: FrameId; payload: { content: unknown; buffers?: string[] } }
   | { type: 'widget_reload'; payload: { asset: 'esm' | 'css' } }
   | { type: 'event'; payload: unknown }
+  | { type: 'result'; id?: FrameId; payload: unknown }
+  | { type: 'stream'; id?: FrameId; payload: unknown; final: boolean }
+  | { type: 'chunk_done'; id?: FrameId; payload: ChunkDonePayload }
   | { type: 'error'; id?: FrameId; payload: ErrorPayload }
   | { type: 'pong'; id?: FrameId };
 
@@ -74,6 +93,13 @@ export function parseServerFrame(text: string): ServerFrame | undefined {
       return isObject(payload) && (payload.asset === 'esm' || payload.asset === 'css') ? (frame as ServerFrame) : undefined;
     case 'error':
       return isObject(payload) && typeof payload.code === 'string' ? (frame as ServerFrame) : undefined;
+    case 'chunk_done':
+      return isObject(payload) && (typeof payload.bytes_sent === 'number' || (typeof payload.path === 'string' && typeof payload.bytes_written === 'number'))
+        ? (frame as ServerFrame)
+        : undefined;
+    case 'stream':
+      return typeof frame.final === 'boolean' ? (frame as ServerFrame) : undefined;
+    case 'result':
     case 'event':
     case 'pong':
       return frame as ServerFrame;

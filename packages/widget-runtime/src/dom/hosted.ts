@@ -13,6 +13,7 @@
 import { WidgetRuntimeError, toRuntimeError } from '../errors.js';
 import { withDefaults, type Limits } from '../limits.js';
 import { Session, type ConnectOptions, type WebSocketConstructor } from '../net/session.js';
+import { DataPlane } from '../net/transfers.js';
 import { fetchAsset, importSource, type FetchLike } from '../net/assets.js';
 import { gatewayUrls, type WidgetAsset } from '../net/urls.js';
 import { createExperimental } from '../widget/invoke.js';
@@ -65,6 +66,8 @@ export async function acquireHosted(options: ConnectOptions, deps: HostDeps): Pr
 
 export class HostedWidget {
   readonly session: Session;
+  /** call / upload / read on the interface; one transfer queue for the socket. */
+  readonly calls: DataPlane;
   readonly #binding: WidgetBinding;
   readonly #options: ConnectOptions;
   readonly #fetch: FetchLike | undefined;
@@ -76,8 +79,9 @@ export class HostedWidget {
   #disposed = false;
   #reloading: Promise<void> = Promise.resolve();
 
-  private constructor(session: Session, binding: WidgetBinding, options: ConnectOptions, deps: HostDeps, esm: string, css: string | null) {
+  private constructor(session: Session, binding: WidgetBinding, options: ConnectOptions, deps: HostDeps, limits: Limits, esm: string, css: string | null) {
     this.session = session;
+    this.calls = new DataPlane(session, limits);
     this.#binding = binding;
     this.#options = options;
     this.#fetch = deps.fetch;
@@ -104,7 +108,7 @@ export class HostedWidget {
         onViewError: (error, el) => hosted && hosted.#showError(error, el),
       });
       await binding.start(namespace);
-      hosted = new HostedWidget(session, binding, options, deps, esm, css);
+      hosted = new HostedWidget(session, binding, options, deps, limits, esm, css);
       hosted.#cleanups.push(
         unregisterModel,
         forget,

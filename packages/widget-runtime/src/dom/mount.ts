@@ -3,9 +3,11 @@
  * connects (or joins an already hosted interface), renders one view into `el`, and returns a
  * handle. Failures reject and are shown in `el` (see notice.ts) and logged.
  */
-import { toRuntimeError, type WidgetRuntimeError } from '../errors.js';
+import type { ConnectionEvents } from '../connect.js';
+import { WidgetRuntimeError, toRuntimeError } from '../errors.js';
 import type { PorticoModel } from '../model/model.js';
-import type { ConnectOptions, ConnectionStatus, SessionEvents } from '../net/session.js';
+import type { ConnectOptions, ConnectionStatus } from '../net/session.js';
+import type { InterfaceCalls } from '../net/transfers.js';
 import type { InterfaceInfo } from '../protocol.js';
 import { WidgetRegistry } from '../widget/registry.js';
 import { acquireHosted, type HostDeps, type HostedWidget, type HostView } from './hosted.js';
@@ -14,9 +16,13 @@ import { clearNotice, showNotice } from './notice.js';
 export type MountOptions = ConnectOptions;
 
 /** Events a handle reports; `on` returns the function that unsubscribes. */
-export type WidgetHandleEvents = Pick<SessionEvents, 'status' | 'event' | 'error'>;
+export type WidgetHandleEvents = ConnectionEvents;
 
-export interface WidgetHandle {
+/**
+ * A mounted view, plus `call`, `upload` and `read` on its interface (over the widget's socket,
+ * whose transfers queue one at a time, shared by every mount of that interface).
+ */
+export interface WidgetHandle extends InterfaceCalls {
   /** The interface uuid this view is bound to. */
   readonly uuid: string;
   /** The gateway's InterfaceInfo from `connected` (module, config, label, …). */
@@ -79,6 +85,8 @@ function createHandle(el: HTMLElement, hosted: HostedWidget, hostView: HostView)
   const subscriptions = [session.events.on('status', showStatus)];
   showStatus(session.status, undefined);
   let unmounting: Promise<void> | undefined;
+  const live = <T>(run: () => Promise<T>): Promise<T> =>
+    unmounting ? Promise.reject(new WidgetRuntimeError('closed', 'The widget was unmounted')) : run();
   const handle: WidgetHandle = {
     uuid: session.info.uuid,
     get info() {
@@ -88,6 +96,9 @@ function createHandle(el: HTMLElement, hosted: HostedWidget, hostView: HostView)
     get status() {
       return session.status;
     },
+    call: (method, args, kwargs) => live(() => hosted.calls.call(method, args, kwargs)),
+    upload: (path, data, options) => live(() => hosted.calls.upload(path, data, options)),
+    read: (params, options) => live(() => hosted.calls.read(params, options)),
     on(event, callback) {
       const unsubscribe = session.events.on(event, callback as never);
       subscriptions.push(unsubscribe);

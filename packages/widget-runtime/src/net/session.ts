@@ -9,14 +9,28 @@
  * with `unauthorized`, `forbidden` or `not_found` ends the session (`closed`); other refusals
  * are retried. A ping every pingIntervalMs detects sockets that died silently.
  *
+ * Without a widget (`widget: false`, for `connect()`), the handshake ends at `connected`: there is
+ * no `widget_get` and no model. Calls and transfers (`request()`, used by transfers.ts) wait for
+ * the session to be open, get the frames that answer their id, and fail with `connection_lost`
+ * when the socket goes; binary frames go to the one transfer that receives them.
+ *
  * The WebSocket constructor is injectable, so this runs without a browser.
  */
 import { decodeBuffers } from '../base64.js';
-import { WidgetRuntimeError, toRuntimeError } from '../errors.js';
+import { WidgetRuntimeError, abortError, toRuntimeError } from '../errors.js';
 import { withDefaults, type Limits } from '../limits.js';
 import { TypedEvents } from '../model/events.js';
 import { WidgetModel, type ModelOutbox, type WidgetManager } from '../model/model.js';
-import { parseServerFrame, type ClientFrame, type ErrorPayload, type FrameId, type InterfaceInfo, type JsonObject, type Version } from '../protocol.js';
+import {
+  parseServerFrame,
+  type ClientFrame,
+  type ErrorPayload,
+  type FrameId,
+  type InterfaceInfo,
+  type JsonObject,
+  type ServerFrame,
+  type Version,
+} from '../protocol.js';
 import { backoffDelay } from './backoff.js';
 import { gatewayUrls } from './urls.js';
 
@@ -25,7 +39,11 @@ export type ConnectionStatus = 'connecting' | 'open' | 'reconnecting' | 'closed'
 /** The part of the browser WebSocket the session uses. */
 export interface WebSocketLike {
   readonly readyState: number;
-  send(data: string): void;
+  /** Bytes queued by send() and not yet on the network (absent: treated as 0). */
+  readonly bufferedAmount?: number;
+  /** Set to 'arraybuffer' so binary frames arrive as ArrayBuffers (Blobs are accepted too). */
+  binaryType?: string;
+  send(data: string | ArrayBuffer | ArrayBufferView | Blob): void;
   close(code?: number, reason?: string): void;
   onopen: ((event: any) => void) | null;
   onmessage: ((event: { data: unknown }) => void) | null;
@@ -52,11 +70,39 @@ export interface ConnectOptions {
 }
 
 export interface SessionDeps {
-  widgetManager: WidgetManager;
+  /** What the model's `widget_manager` is (required unless `widget` is false). */
+  widgetManager?: WidgetManager;
   WebSocket?: WebSocketConstructor;
   limits?: Partial<Limits>;
   /** Source of reconnect jitter (tests fix it). */
   random?: () => number;
+  /** false: the interface has no widget to sync; the handshake ends at `connected` (default true). */
+  widget?: boolean;
+}
+
+/** What answers one request (a call or a transfer), until it is finished or the socket goes. */
+export interface Exchange {
+  /** A text frame carrying this request's id: result, stream, chunk_done or error. */
+  frame(frame: ServerFrame): void;
+  /** A binary frame (only for a request made with `binary: true`). */
+  binary?(data: ArrayBuffer | Blob): void;
+  /** The socket went away (or the session closed) before the exchange finished. */
+  lost(error: WidgetRuntimeError): void;
+}
+
+/** One request's hold on the socket it went out on. */
+export interface Channel {
+  readonly id: FrameId;
+  /** Sends a text frame on the request's socket; false once that socket is gone. */
+  send(frame: Record<string, unknown> & { type: string }): boolean;
+  /** Sends a binary frame on the request's socket; false once that socket is gone. */
+  sendBinary(data: ArrayBuffer | ArrayBufferView): boolean;
+  /** Bytes handed to the socket and not yet sent (0 once it is gone). */
+  readonly bufferedAmount: number;
+  /** Stops routing frames to the exchange (call once it settled). */
+  finish(): void;
+  /** Closes the socket, which is the only way to cancel a transfer; the session reconnects. */
+  abort(error: WidgetRuntimeError): void;
 }
 
 export type SessionEvents = {
@@ -93,6 +139,14 @@ export class Session {
   #closed = false;
   #attempt = 0;
   #awaitingPong = false;
+  /** Something arrived, or upload bytes left, since the last heartbeat tick. */
+  #activity = false;
+  /** Binary bytes handed to the current socket, and the most of them seen gone (for the heartbeat). */
+  #binaryHanded = 0;
+  #binaryGone = 0;
+  readonly #exchanges = new Map<FrameId, Exchange>();
+  /** The exchange that binary frames belong to (the active read). */
+  #receiver: Exchange | undefined;
   #handshakeTimer: ReturnType<typeof setTimeout> | undefined;
   #retryTimer: ReturnType<typeof setTimeout> | undefined;
   #pingTimer: ReturnType<typeof setInterval> | undefined;
@@ -104,6 +158,7 @@ export class Session {
 
   constructor(options: ConnectOptions, deps: SessionDeps) {
     if (!options.target && !options.uuid) throw new WidgetRuntimeError('invalid_argument', 'Give a target (module name or uuid) or a uuid');
+    if (deps.widget !== false && !deps.widgetManager) throw new Error('A widget session needs a widgetManager');
     this.#options = options;
     this.#deps = deps;
     this.#limits = withDefaults(deps.limits);
@@ -120,10 +175,69 @@ export class Session {
     return this.#info;
   }
 
-  /** The synced model (after `open()` resolved). */
+  /** The synced model (after `open()` resolved; sessions with `widget: false` have none). */
   get model(): WidgetModel {
-    if (!this.#model) throw new WidgetRuntimeError('connection_failed', 'The session is not connected yet');
+    if (!this.#model) {
+      throw new WidgetRuntimeError('connection_failed', this.#deps.widget === false ? 'This connection syncs no widget' : 'The session is not connected yet');
+    }
     return this.#model;
+  }
+
+  /** Resolves once the session is open (now, or after the reconnect under way); rejects once closed. */
+  whenOpen(signal?: AbortSignal): Promise<void> {
+    if (this.#closed) return Promise.reject(new WidgetRuntimeError('closed', 'The connection is closed'));
+    if (this.#ready && this.#socket?.readyState === OPEN) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const settle = (error?: WidgetRuntimeError) => {
+        unsubscribe();
+        signal?.removeEventListener('abort', onAbort);
+        if (error) reject(error);
+        else resolve();
+      };
+      const onAbort = () => settle(abortError(signal!));
+      const unsubscribe = this.events.on('status', (status, error) => {
+        if (status === 'open') settle();
+        else if (status === 'closed') settle(new WidgetRuntimeError('closed', `The connection is closed${error ? `: ${error.message}` : ''}`, { cause: error }));
+      });
+      if (signal?.aborted) onAbort();
+      else signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  /**
+   * Sends a request frame with a fresh id once the session is open, and routes the frames that
+   * answer it to `exchange` until `channel.finish()`. With `binary`, binary frames go to it too
+   * (one such request at a time; transfers.ts queues them).
+   */
+  async request(frame: Record<string, unknown> & { type: string }, exchange: Exchange, options: { signal?: AbortSignal; binary?: boolean } = {}): Promise<Channel> {
+    for (;;) {
+      await this.whenOpen(options.signal);
+      const socket = this.#socket!;
+      const id = this.#sendNow(frame);
+      // The socket closed between the open status and now: wait for the next one.
+      if (id === undefined) continue;
+      this.#exchanges.set(id, exchange);
+      if (options.binary) this.#receiver = exchange;
+      const current = () => socket === this.#socket && socket.readyState === OPEN;
+      return {
+        id,
+        send: (next) => current() && (socket.send(JSON.stringify({ ...next, id })), true),
+        sendBinary: (data) => {
+          if (!current()) return false;
+          socket.send(data);
+          this.#binaryHanded += data.byteLength;
+          return true;
+        },
+        get bufferedAmount() {
+          return current() ? (socket.bufferedAmount ?? 0) : 0;
+        },
+        finish: () => {
+          if (this.#exchanges.get(id) === exchange) this.#exchanges.delete(id);
+          if (this.#receiver === exchange) this.#receiver = undefined;
+        },
+        abort: (error) => this.#drop(socket, error),
+      };
+    }
   }
 
   /** Runs the first handshake; resolves once the model holds the server's state. */
@@ -153,6 +267,8 @@ export class Session {
       return;
     }
     this.#socket = socket;
+    this.#binaryHanded = this.#binaryGone = 0;
+    if ('binaryType' in socket) socket.binaryType = 'arraybuffer';
     this.#handshakeTimer = setTimeout(
       () => this.#drop(socket, new WidgetRuntimeError('handshake_timeout', `No answer from ${this.#socketUrl} within ${this.#limits.handshakeTimeoutMs} ms`)),
       this.#limits.handshakeTimeoutMs,
@@ -161,7 +277,11 @@ export class Session {
       this.#connectId = this.#sendNow(this.#connectFrame());
     };
     socket.onmessage = (event) => {
-      if (socket === this.#socket && typeof event.data === 'string') this.#receive(event.data);
+      if (socket !== this.#socket) return;
+      this.#activity = true;
+      const { data } = event;
+      if (typeof data === 'string') this.#receive(data);
+      else if (data instanceof ArrayBuffer || (typeof Blob !== 'undefined' && data instanceof Blob)) this.#receiver?.binary?.(data);
     };
     socket.onclose = (event) => {
       const reason = event.reason ? `: ${event.reason}` : '';
@@ -196,6 +316,11 @@ export class Session {
   #receive(text: string): void {
     const frame = parseServerFrame(text);
     if (!frame) return;
+    const exchange = 'id' in frame && frame.id !== undefined ? this.#exchanges.get(frame.id) : undefined;
+    if (exchange) {
+      exchange.frame(frame);
+      return;
+    }
     switch (frame.type) {
       case 'connected':
         if (frame.id === this.#connectId) this.#onConnected(frame.payload);
@@ -221,30 +346,37 @@ export class Session {
       case 'error':
         this.#onError(frame.id, frame.payload);
         return;
+      default:
+        // result, stream, chunk_done of a request already settled (e.g. a stream after call() refused it).
+        return;
     }
   }
 
   #onConnected(info: InterfaceInfo): void {
     this.#info = info;
+    if (this.#deps.widget === false) {
+      this.#onState(undefined);
+      return;
+    }
     this.#model ??= new WidgetModel(info.uuid, {
       outbox: this.#outbox,
-      widgetManager: this.#deps.widgetManager,
+      widgetManager: this.#deps.widgetManager!,
       offlineQueueMessages: this.#limits.offlineQueueMessages,
     });
     this.#getId = this.#sendNow({ type: 'widget_get' });
   }
 
-  #onState(state: JsonObject): void {
+  #onState(state: JsonObject | undefined): void {
     clearTimeout(this.#handshakeTimer);
-    const model = this.#model!;
-    model.resync(state);
+    const model = this.#model;
+    if (state) model?.resync(state);
     this.#ready = true;
     this.#attempt = 0;
     const first = !this.#everReady;
     this.#everReady = true;
     this.#startHeartbeat();
     this.#setStatus('open', undefined);
-    model.flush();
+    model?.flush();
     if (first) {
       this.#opening?.resolve();
       this.#opening = undefined;
@@ -266,6 +398,8 @@ export class Session {
 
   #onError(id: FrameId | undefined, payload: ErrorPayload): void {
     const error = new WidgetRuntimeError(payload.code, payload.message);
+    // Binary frames of an upload the gateway already refused: that refusal reached its caller.
+    if (id === undefined && payload.code === 'no_active_upload') return;
     if (id !== undefined && (id === this.#connectId || id === this.#getId)) {
       if (!this.#everReady || FATAL_CODES.has(payload.code)) this.#end(error);
       else if (this.#socket) this.#drop(this.#socket, error);
@@ -284,13 +418,23 @@ export class Session {
   #startHeartbeat(): void {
     clearInterval(this.#pingTimer);
     this.#awaitingPong = false;
+    this.#activity = false;
     this.#pingTimer = setInterval(() => {
       const socket = this.#socket;
       if (!socket) return;
-      if (this.#awaitingPong) {
+      // A ping can wait behind megabytes of a transfer on a slow link: bytes still moving in
+      // either direction prove the socket alive as well as a pong does.
+      const gone = this.#binaryHanded - (socket.bufferedAmount ?? 0);
+      if (gone > this.#binaryGone) {
+        this.#binaryGone = gone;
+        this.#activity = true;
+      }
+      if (this.#awaitingPong && !this.#activity) {
         this.#drop(socket, new WidgetRuntimeError('connection_failed', 'The gateway stopped answering pings'));
         return;
       }
+      this.#activity = false;
+      if (this.#awaitingPong) return;
       this.#awaitingPong = true;
       this.#sendNow({ type: 'ping' });
     }, this.#limits.pingIntervalMs);
@@ -299,7 +443,7 @@ export class Session {
   /** The socket is gone (closed, timed out, or refused): reconnect later, or end if it never worked. */
   #drop(socket: WebSocketLike, error: WidgetRuntimeError): void {
     if (socket !== this.#socket) return;
-    this.#release();
+    this.#release(error);
     if (this.#closed) return;
     if (!this.#everReady) {
       this.#end(error);
@@ -310,10 +454,22 @@ export class Session {
     this.#retryTimer = setTimeout(() => this.#dial(), delay);
   }
 
-  /** Detaches and closes the current socket; unacknowledged sets go back to the model's queue. */
-  #release(): void {
+  /**
+   * Detaches and closes the current socket; unacknowledged sets go back to the model's queue,
+   * and requests waiting for an answer fail (`closed` for a deliberate close, else `connection_lost`).
+   */
+  #release(cause: WidgetRuntimeError | undefined): void {
     const socket = this.#socket;
     this.#socket = undefined;
+    const exchanges = [...this.#exchanges.values()];
+    this.#exchanges.clear();
+    this.#receiver = undefined;
+    if (exchanges.length > 0) {
+      const lost = cause
+        ? new WidgetRuntimeError('connection_lost', `The connection was lost before the answer came (${cause.message})`, { cause })
+        : new WidgetRuntimeError('closed', 'The connection was closed before the answer came');
+      for (const exchange of exchanges) exchange.lost(lost);
+    }
     clearTimeout(this.#handshakeTimer);
     clearInterval(this.#pingTimer);
     this.#ready = false;
@@ -333,7 +489,7 @@ export class Session {
     if (this.#closed) return;
     this.#closed = true;
     clearTimeout(this.#retryTimer);
-    this.#release();
+    this.#release(error);
     this.#setStatus('closed', error);
     // Not logged here: mount() logs a failed first connect, and the handle a later fatal close.
     if (error) this.events.emit('error', error);
@@ -347,3 +503,4 @@ export class Session {
     this.events.emit('status', status, error);
   }
 }
+
