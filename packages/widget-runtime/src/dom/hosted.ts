@@ -14,7 +14,7 @@ import { WidgetRuntimeError, toRuntimeError } from '../errors.js';
 import { withDefaults, type Limits } from '../limits.js';
 import { Session, type ConnectOptions, type WebSocketConstructor } from '../net/session.js';
 import { DataPlane } from '../net/transfers.js';
-import { fetchAsset, importSource, type FetchLike } from '../net/assets.js';
+import { fetchStylesheet, fetchWidgetModule, importSource, type FetchLike, type WidgetModuleSource } from '../net/assets.js';
 import { gatewayUrls, type WidgetAsset } from '../net/urls.js';
 import { createExperimental } from '../widget/invoke.js';
 import { WidgetBinding, type View } from '../widget/lifecycle.js';
@@ -94,12 +94,10 @@ export class HostedWidget {
     const { model, info } = session;
     const unregisterModel = deps.registry.addModel(model);
     try {
-      const [esm, css] = await Promise.all([
-        loadAsset(options, info.module, 'esm', deps.fetch),
-        loadAsset(options, info.module, 'css', deps.fetch).catch(warnAndSkip),
-      ]);
-      if (esm === null) throw new WidgetRuntimeError('not_found', `The module '${info.module}' has no widget`);
-      const namespace = await importSource(esm);
+      const source = await fetchWidgetModule(options, info.module, deps.fetch);
+      if (source === null) throw new WidgetRuntimeError('not_found', `The module '${info.module}' has no widget`);
+      const { esm } = source;
+      const [namespace, css] = await Promise.all([importSource(esm), fetchStylesheet(options, source, deps.fetch).catch(warnAndSkip)]);
       let hosted: HostedWidget | undefined;
       const binding = new WidgetBinding({
         model,
@@ -181,13 +179,24 @@ export class HostedWidget {
   /**
    * Hot reload: fetches the assets again and applies those that changed (the gateway pushes
    * `widget_reload`; after a reconnect both are checked, since a push may have been missed).
+   * The module is fetched either way (a revalidation, usually 304): its Link header says whether
+   * there still is a stylesheet, and where.
    */
   #reload(...assets: WidgetAsset[]): Promise<void> {
     const step = async () => {
+      if (this.#disposed) return;
+      let source: WidgetModuleSource | null;
+      try {
+        source = await fetchWidgetModule(this.#options, this.session.info.module, this.#fetch);
+        if (source === null) throw new WidgetRuntimeError('not_found', `The module '${this.session.info.module}' no longer has a widget`);
+      } catch (error) {
+        this.#showError(toRuntimeError(error, 'load_failed'));
+        return;
+      }
       for (const asset of assets) {
         if (this.#disposed) return;
         try {
-          await (asset === 'css' ? this.#reloadCss() : this.#reloadEsm());
+          await (asset === 'css' ? this.#reloadCss(source) : this.#reloadEsm(source.esm));
         } catch (error) {
           this.#showError(toRuntimeError(error, 'load_failed'));
         }
@@ -197,9 +206,7 @@ export class HostedWidget {
     return this.#reloading;
   }
 
-  async #reloadEsm(): Promise<void> {
-    const esm = await loadAsset(this.#options, this.session.info.module, 'esm', this.#fetch);
-    if (esm === null) throw new WidgetRuntimeError('not_found', `The module '${this.session.info.module}' no longer has a widget`);
+  async #reloadEsm(esm: string): Promise<void> {
     if (esm === this.#esm) return;
     const namespace = await importSource(esm);
     this.#esm = esm;
@@ -207,8 +214,8 @@ export class HostedWidget {
     await this.#binding.reload(namespace);
   }
 
-  async #reloadCss(): Promise<void> {
-    const css = await loadAsset(this.#options, this.session.info.module, 'css', this.#fetch);
+  async #reloadCss(source: WidgetModuleSource): Promise<void> {
+    const css = await fetchStylesheet(this.#options, source, this.#fetch);
     if (css === this.#css) return;
     this.#css = css;
     for (const { style } of this.#views) style.textContent = css ?? '';
@@ -221,9 +228,6 @@ export class HostedWidget {
   }
 }
 
-function loadAsset(options: ConnectOptions, module: string, asset: WidgetAsset, fetchImpl: FetchLike | undefined): Promise<string | null> {
-  return fetchAsset(gatewayUrls(options.url, options.project).asset(module, asset), options.token, fetchImpl);
-}
 
 function warnAndSkip(error: unknown): null {
   console.warn('[portico-widget] the widget stylesheet could not be loaded; rendering without it', error);
