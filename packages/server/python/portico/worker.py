@@ -17,7 +17,8 @@ Besides calls, the worker serves an instance's hooks: ``read`` (binary reads, st
 
 Modules are looked up in the project directory, then in ``<project>/.portico/remotes`` (modules
 the gateway fetched), and nowhere else. An imported module whose file changes is imported again
-the next time it is looked up (see ``interface_class``).
+the next time it is looked up (see ``interface_class``); ``invalidate`` (sent by the gateway after
+a source edit) drops modules, their caches and their live instances at once.
 """
 
 from __future__ import annotations
@@ -72,7 +73,9 @@ REMOTES_DIR = os.path.join(".portico", "remotes")
 # Method kinds, decided once per (class, name); also the `kind` of a method in `schema`.
 _SYNC, _ASYNC, _GEN, _AGEN = "method", "async", "generator", "async_generator"
 #: Ops that are requests: their refusals are answered to their `id` (README "Requests").
-_REQUESTS = frozenset({"resolve", "modules", "schema", "call", "read", "widget_get", "widget_set", "widget_msg", "widget_assets"})
+_REQUESTS = frozenset(
+    {"resolve", "modules", "schema", "call", "read", "widget_get", "widget_set", "widget_msg", "widget_assets", "invalidate"}
+)
 #: Hooks the worker's own ops invoke; never callable through `call` unless in __api_methods__.
 _HOOKS = frozenset({"read", "widget_state", "widget_update", "widget_message"})
 
@@ -205,6 +208,7 @@ class Worker:
             "widget_set": self._on_widget_set,
             "widget_msg": self._on_widget_msg,
             "widget_assets": self._on_widget_assets,
+            "invalidate": self._on_invalidate,
             "credit": self._on_credit,
             "cancel": self._on_cancel,
             "release": self._on_release,
@@ -459,6 +463,68 @@ class Worker:
         except BaseException as exc:  # a bug here must still answer the request
             log("resolve failed:\n" + "".join(traceback.format_exception(exc)).rstrip())
             self.send(self._error_header(request_id, _Refusal("module_error", f"Resolving {module!r} failed: {_described(exc)}")))
+
+    # -- invalidate -----------------------------------------------------------------------------
+
+    def _on_invalidate(self, header: dict[str, Any]) -> None:
+        request_id = self._request_id(header)
+        modules = self._field(header, "modules", list)
+        if not all(isinstance(name, str) and name for name in modules):
+            raise _Refusal("bad_request", "invalidate: field 'modules' must be a list of module names")
+        # In the pool: it waits for imports of these modules in progress (user code) to finish.
+        self.pool.submit(self._invalidate, request_id, modules)
+
+    def _invalidate(self, request_id: Any, modules: list[str]) -> None:
+        try:
+            evicted, dropped = self.invalidate(modules)
+            self.send({"op": "invalidated", "id": request_id, "evicted": evicted, "dropped": dropped})
+        except BaseException as exc:  # a bug here must still answer the request
+            log("invalidate failed:\n" + "".join(traceback.format_exception(exc)).rstrip())
+            self.send(self._error_header(request_id, _Refusal("module_error", f"Invalidating {modules!r} failed: {_described(exc)}")))
+
+    def invalidate(self, modules: list[str]) -> tuple[list[str], list[str]]:
+        """Forget ``modules`` and everything below them (``pkg`` takes ``pkg.sub`` along), after
+        their source changed: the project's entries in ``sys.modules``, the cached interface
+        classes, import stamps, listing and method caches, and the live instances of their
+        classes. Returns ``(evicted uuids, dropped sys.modules names)``, both sorted.
+
+        The next lookup imports the module afresh from disk; the next call on an evicted uuid
+        creates a new instance (requests carry module and config). Calls running on an evicted
+        instance finish on it. Modules that merely import a dropped one keep their reference.
+        """
+
+        def affected(name: str) -> bool:
+            return any(name == module or name.startswith(module + ".") for module in modules)
+
+        names = sorted({name for name in list(self._import_locks) if affected(name)} | set(modules))
+        # Holding each module's import lock lets an import in progress finish first; otherwise it
+        # could cache the class it is building after we cleared the cache.
+        locks = [self._import_locks.setdefault(name, threading.Lock()) for name in names]
+        for lock in locks:
+            lock.acquire()
+        try:
+            for cache in (self._classes, self._stamps):
+                for name in [name for name in list(cache) if affected(name)]:
+                    cache.pop(name, None)
+            dropped = []
+            for name, loaded in list(sys.modules.items()):
+                if affected(name) and self._inside_project(_module_location(loaded)):
+                    sys.modules.pop(name, None)
+                    dropped.append(name)
+            for path, (_mtime, entry) in list(self._listing.items()):
+                if affected(entry["module"]):
+                    self._listing.pop(path, None)
+            for key in [key for key in list(self._methods) if affected(getattr(key[0], "__module__", ""))]:
+                self._methods.pop(key, None)
+            with self._instances_lock:
+                evicted = [uuid for uuid, instance in self.instances.items() if affected(type(instance.obj).__module__)]
+                for uuid in evicted:
+                    del self.instances[uuid]
+            importlib.invalidate_caches()  # the finders' directory listings (a file moved or appeared)
+        finally:
+            for lock in locks:
+                lock.release()
+        return sorted(evicted), sorted(dropped)
 
     # -- modules --------------------------------------------------------------------------------
 
@@ -1321,6 +1387,17 @@ def _stamp(path: str | None) -> tuple[str, int] | None:
         return None
 
 
+def _module_location(module: Any) -> str | None:
+    """The file of a loaded module, or the first folder of a namespace package."""
+    location = getattr(module, "__file__", None)
+    if location:
+        return location
+    try:
+        return next(iter(getattr(module, "__path__", None) or []), None)
+    except TypeError:
+        return None
+
+
 def _type_name(value: Any) -> str:
     return "None" if value is None else type(value).__name__
 
@@ -1426,7 +1503,7 @@ def import_project_module(
     for depth in range(1, len(parts) + 1):
         name = ".".join(parts[:depth])
         loaded = sys.modules.get(name)
-        location = getattr(loaded, "__file__", None) or next(iter(getattr(loaded, "__path__", None) or []), None)
+        location = _module_location(loaded)
         if not inside_project(project, location):
             raise _Refusal(
                 "module_error",

@@ -147,6 +147,8 @@ export class Worker {
   private readonly bySignal = new WeakMap<AbortSignal, Set<number>>();
   private sweeper: NodeJS.Timeout | undefined;
   private readonly resolved = new Map<string, Resolved>();
+  /** Bumped by every `invalidate`: a resolution that was in flight meanwhile is not cached. */
+  private generation = 0;
 
   constructor(options: WorkerOptions) {
     this.options = options;
@@ -232,18 +234,41 @@ export class Worker {
   }
 
   /**
-   * Resolves a version against a module's Config. Results are cached for the worker's life
-   * (the worker never re-imports a module either), so repeated REST calls on the same target
-   * cost no round trip.
+   * Resolves a version against a module's Config. Results are cached until `invalidate` names
+   * the module (a source edit), so repeated REST calls on the same target cost no round trip.
    */
   async resolve(module: string, version: unknown[]): Promise<Resolved> {
     const key = JSON.stringify([module, version]);
     const cached = this.resolved.get(key);
     if (cached) return cached;
+    const generation = this.generation;
     const resolved = (await this.expect({ op: 'resolve', module, version })) as unknown as Resolved;
+    if (generation !== this.generation) return resolved; // it may have used the code just invalidated
     if (this.resolved.size >= RESOLVE_CACHE_SIZE) this.resolved.delete(this.resolved.keys().next().value!);
     this.resolved.set(key, resolved);
     return resolved;
+  }
+
+  /**
+   * Makes the worker forget `modules` and everything below them (`pkg` takes `pkg.sub` along)
+   * after their source changed: sys.modules, its caches and the live instances of their classes
+   * (README "invalidate"); resolutions cached here go too. Resolves with the evicted uuids; a
+   * client attached to one keeps its socket, and its next call gets a fresh instance.
+   */
+  async invalidate(modules: string[], timeoutMs: number = LIMITS.callTimeoutMs): Promise<string[]> {
+    const stale = (module: string) => modules.some((m) => module === m || module.startsWith(`${m}.`));
+    const forget = () => {
+      this.generation++;
+      for (const key of [...this.resolved.keys()]) {
+        if (stale((JSON.parse(key) as [string])[0])) this.resolved.delete(key);
+      }
+    };
+    forget();
+    const outcome = await this.request({ op: 'invalidate', modules }, { timeoutMs });
+    // Again: a resolution answered while the worker was still invalidating may have used the old code.
+    forget();
+    if (!outcome.ok) throw outcome.error;
+    return ((outcome.payload as { evicted?: unknown }).evicted ?? []) as string[];
   }
 
   /** The project's interface modules (ProjectIndex entries). */
@@ -390,6 +415,7 @@ export class Worker {
       case 'modules':
       case 'schema':
       case 'widget_assets':
+      case 'invalidated':
         return entry.settle({ ok: true, streamed: false, payload: header });
       case 'error':
         return entry.settle({ ok: false, error: errorFromWorker(header) });
