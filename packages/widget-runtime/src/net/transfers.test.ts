@@ -242,6 +242,22 @@ describe('upload()', () => {
     expect(conn.status).toBe('open');
   });
 
+  it('a Blob that can no longer be read fails the upload with load_failed and closes the socket', async () => {
+    const { conn, socket, sockets } = await connected();
+    class ChangedFile extends Blob {
+      override slice(start?: number): Blob {
+        if (start === 0) return super.slice(0, 4);
+        return { arrayBuffer: () => Promise.reject(new Error('The file changed on disk')) } as Blob;
+      }
+    }
+    const upload = conn.upload('f', new ChangedFile([bytes(10)]));
+    await expect(upload).rejects.toMatchObject({ code: 'load_failed', message: expect.stringContaining('The file changed on disk') });
+    expect(sockets[0]!.closedWith).toBe(1000);
+    expect(sockets[0]!.text('chunk_end')).toEqual([]); // not ended: the gateway drops the partial upload
+    await vi.waitFor(() => expect(sockets).toHaveLength(2));
+    socket().handshake();
+  });
+
   it('refuses bad arguments before anything is sent', async () => {
     const { conn, socket } = await connected();
     await expect(conn.upload('', bytes(1))).rejects.toMatchObject({ code: 'invalid_argument' });

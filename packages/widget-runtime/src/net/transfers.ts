@@ -175,6 +175,7 @@ export class DataPlane implements InterfaceCalls {
     };
     const onAbort = () => cancel(abortError(signal!));
     signal?.addEventListener('abort', onAbort, { once: true });
+    if (signal?.aborted) onAbort(); // aborted while chunk_start went out
 
     let handed = 0;
     let reported = -1;
@@ -250,6 +251,7 @@ export class DataPlane implements InterfaceCalls {
       channel.abort(new WidgetRuntimeError('aborted', 'Read aborted: the socket is reopened'));
     };
     signal?.addEventListener('abort', onAbort, { once: true });
+    if (signal?.aborted) onAbort(); // aborted while chunk_start went out
     try {
       return await pending.promise;
     } finally {
