@@ -29,6 +29,7 @@ async function serve(argv: string[]): Promise<number> {
   process.stdout.write(
     [
       `Portico ${VERSION} serving ${running.gateway.projects.defaultDir}`,
+      `  Open     ${running.url}/   (modules with live widgets)`,
       `  API      ${running.url}/v1`,
       `  Docs     ${running.url}/docs`,
       `  Socket   ${ws}/v1/interfaces/ws`,
