@@ -21,11 +21,13 @@ export const ERROR_CODES = {
   unserializable_result: { status: 400, meaning: 'The method returned a value that is not JSON.' },
   streaming_unsupported: { status: 400, meaning: 'A streaming method was called over REST; use the WebSocket.' },
   module_error: { status: 400, meaning: 'The module fails to import, or has no single interface class.' },
-  unauthorized: { status: 401, meaning: 'Missing or invalid bearer credential.' },
-  forbidden: { status: 403, meaning: 'The request is outside what this gateway allows (project roots, private methods).' },
+  unauthorized: { status: 401, meaning: 'Missing, invalid, tampered or expired bearer credential.' },
+  forbidden: { status: 403, meaning: 'The request is outside what this gateway allows (project roots, interpreter allowlist, origins, private methods).' },
+  mint_refused: { status: 403, meaning: 'Only the api token itself may mint a session token; a session or OIDC token cannot.' },
   not_found: { status: 404, meaning: 'No such interface, module, method or file.' },
   method_not_allowed: { status: 405, meaning: 'The path exists but not with this HTTP method.' },
   conflict: { status: 409, meaning: 'The request conflicts with the current state.' },
+  no_api_token: { status: 409, meaning: 'The gateway has no api token, so it mints no session tokens.' },
   integrity_failed: { status: 409, meaning: 'A remote module does not match its sha256 pin; it is not used.' },
   precondition_failed: { status: 412, meaning: 'A conditional request did not match.' },
   range_not_satisfiable: { status: 416, meaning: 'The requested byte range lies outside the file.' },
@@ -36,6 +38,7 @@ export const ERROR_CODES = {
   remote_unavailable: { status: 502, meaning: 'A remote module could not be fetched.' },
   worker_crashed: { status: 502, meaning: 'The Python worker died during the call; the next call starts a fresh one.' },
   worker_unavailable: { status: 503, meaning: 'The Python worker could not be started.' },
+  oidc_unavailable: { status: 503, meaning: "The OpenID provider's discovery document or keys cannot be fetched; OIDC tokens cannot be checked now." },
   timeout: { status: 504, meaning: 'The call exceeded its time limit and was cancelled.' },
 } as const;
 

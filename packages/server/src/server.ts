@@ -22,8 +22,9 @@ export interface RunningServer {
 export async function startServer(overrides: Partial<GatewayOptions> = {}): Promise<RunningServer> {
   const options = defaultOptions(overrides);
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  // Before the gateway: a bad auth configuration must fail before any index is opened.
+  const auth = new Authenticator({ ...options, log });
   const gateway = await Gateway.create({ ...options, log });
-  const auth = new Authenticator(options.apiToken);
   const app = createApp(gateway, auth, log);
   app.silent = true;
   const server = createServer(app.callback());

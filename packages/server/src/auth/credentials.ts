@@ -1,18 +1,23 @@
 /**
- * Who is calling. Reads a bearer credential from `Authorization` or, for WebSocket upgrades,
- * from `Sec-WebSocket-Protocol: bearer, <token>`, and checks it against the api token in
- * constant time. Session tokens and OIDC plug in here (issue 8) without touching transports.
+ * Who is calling: the one place that decides. Transports only hand over the bearer string, read
+ * from `Authorization` or, for WebSocket upgrades, from `Sec-WebSocket-Protocol: bearer, <token>`.
+ * A token is the api token (compared in constant time), a session token this gateway minted
+ * (auth/session-tokens.ts) or an OIDC access token of the configured issuer (auth/oidc.ts).
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { PorticoError } from '../errors.js';
+import { looksLikeJwt, OidcVerifier } from './oidc.js';
+import { SESSION_TOKEN_PREFIX, SessionTokens, type MintedToken } from './session-tokens.js';
 
 export const BEARER_SUBPROTOCOL = 'bearer';
 
 /** Who a request was admitted as. */
 export interface Principal {
-  kind: 'anonymous' | 'api_token';
+  kind: 'anonymous' | 'api_token' | 'session' | 'oidc';
   /** A verified identity, when the credential carries one; it overrides X-Service-User. */
   subject?: string;
+  /** When the credential stops being valid (ms since the epoch); a socket it admitted closes with 4401 then. */
+  expiresAt?: number;
 }
 
 /**
@@ -38,19 +43,68 @@ export function bearerFromSubprotocol(value: string | undefined): string | undef
   return at >= 0 ? offered[at + 1] || undefined : undefined;
 }
 
+export interface AuthOptions {
+  /** The shared secret; also the only credential that may mint session tokens. */
+  apiToken?: string | undefined;
+  /** Accept JWT access tokens of this OpenID Connect issuer (needs oidcAudience). */
+  oidcIssuer?: string | undefined;
+  oidcAudience?: string | undefined;
+  /** The claim naming the user of an OIDC request (default `sub`). */
+  oidcUserClaim?: string | undefined;
+  log?: ((line: string) => void) | undefined;
+}
+
 export class Authenticator {
-  constructor(private readonly apiToken: string | undefined) {}
+  private readonly apiToken: string | undefined;
+  private readonly sessions = new SessionTokens();
+  private readonly oidc: OidcVerifier | undefined;
+
+  constructor(options: AuthOptions = {}) {
+    this.apiToken = options.apiToken || undefined;
+    if (options.oidcIssuer) {
+      if (!options.oidcAudience) {
+        // Without an audience, any token the issuer mints for any other API would be accepted here.
+        throw new Error('--oidc-issuer needs --oidc-audience (the aud its access tokens carry for this gateway)');
+      }
+      this.oidc = new OidcVerifier(
+        { issuer: options.oidcIssuer, audience: options.oidcAudience, userClaim: options.oidcUserClaim || 'sub' },
+        options.log ?? ((line) => process.stderr.write(`${line}\n`)),
+      );
+    }
+  }
 
   /** Whether requests need a credential at all. */
   get required(): boolean {
-    return Boolean(this.apiToken);
+    return Boolean(this.apiToken || this.oidc);
   }
 
-  /** Admits a request carrying `token`, or throws `unauthorized`. */
-  authenticate(token: string | undefined): Principal {
-    if (!this.apiToken) return { kind: 'anonymous' };
+  /** Admits a request carrying `token`, or throws `unauthorized` (`oidc_unavailable` when the provider is unreachable). */
+  async authenticate(token: string | undefined): Promise<Principal> {
+    if (!this.required) return { kind: 'anonymous' };
     if (token === undefined) throw new PorticoError('unauthorized', 'Missing bearer token');
-    if (safeEqual(token, this.apiToken)) return { kind: 'api_token' };
+    if (this.apiToken && safeEqual(token, this.apiToken)) return { kind: 'api_token' };
+    if (this.apiToken && token.startsWith(SESSION_TOKEN_PREFIX)) {
+      const { subject, expiresAt } = this.sessions.verify(token);
+      return { kind: 'session', expiresAt, ...(subject ? { subject } : {}) };
+    }
+    if (this.oidc && looksLikeJwt(token)) {
+      const { subject, expiresAt } = await this.oidc.verify(token);
+      return { kind: 'oidc', subject, expiresAt };
+    }
     throw new PorticoError('unauthorized', 'Invalid bearer token');
+  }
+
+  /**
+   * A session token for the caller admitted as `principal`. Only the api token itself may mint:
+   * a session token cannot extend itself, and an OIDC caller already holds a short-lived token
+   * of its own (`mint_refused`). A gateway without an api token mints nothing (`no_api_token`).
+   */
+  mint(principal: Principal | undefined, request: { ttlSeconds?: number | undefined; user?: string | null | undefined } = {}): MintedToken {
+    if (principal?.kind === 'session' || principal?.kind === 'oidc') {
+      throw new PorticoError('mint_refused', `A ${principal.kind === 'oidc' ? 'OIDC' : 'session'} token cannot mint a session token; only the api token can`);
+    }
+    if (!this.apiToken) throw new PorticoError('no_api_token', 'This gateway has no api token, so it mints no session tokens');
+    if (principal?.kind !== 'api_token') throw new PorticoError('unauthorized', 'Minting a session token needs the api token');
+    return this.sessions.mint({ ...(request.ttlSeconds !== undefined ? { ttlSeconds: request.ttlSeconds } : {}), subject: request.user || undefined });
   }
 }

@@ -47,4 +47,16 @@ export const LIMITS = {
   /** Default and maximum `limit` of list endpoints. */
   listDefault: 100,
   listMax: 1000,
+  /** Lifetime of a session token minted without `ttl_seconds` (s). */
+  sessionTokenTtlDefaultS: 15 * 60,
+  /** Longest lifetime a session token may ask for (s; spec: at most one hour). */
+  sessionTokenTtlMaxS: 60 * 60,
+  /** Clock skew allowed when checking an OIDC token's exp, nbf and iat (s). */
+  oidcClockToleranceS: 30,
+  /** How long fetching the issuer's discovery document or JWKS may take (ms). */
+  oidcFetchTimeoutMs: 5 * 1000,
+  /** The issuer's keys are refetched at the latest after this long (ms). */
+  oidcJwksMaxAgeMs: 10 * 60 * 1000,
+  /** After a fetch, an unknown key id (rotation) triggers no new fetch for this long (ms); also how long a failed discovery is remembered. */
+  oidcJwksCooldownMs: 5 * 1000,
 } as const;

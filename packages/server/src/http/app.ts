@@ -20,6 +20,7 @@ import { dataRoutes } from './routes/data.js';
 import { executionRoutes } from './routes/executions.js';
 import { metaRoutes } from './routes/meta.js';
 import { projectRoutes } from './routes/project.js';
+import { authRoutes } from './routes/auth.js';
 import { isStaticPath, mountStatic } from './static.js';
 
 export function createApp(gateway: Gateway, auth: Authenticator, log: (line: string) => void): Koa {
@@ -30,7 +31,14 @@ export function createApp(gateway: Gateway, auth: Authenticator, log: (line: str
   mountRoutes(
     router,
     registry,
-    [...metaRoutes(gateway), ...interfaceRoutes(gateway), ...executionRoutes(gateway), ...dataRoutes(gateway), ...projectRoutes(gateway)] as never,
+    [
+      ...metaRoutes(gateway),
+      ...interfaceRoutes(gateway),
+      ...executionRoutes(gateway),
+      ...dataRoutes(gateway),
+      ...projectRoutes(gateway),
+      ...authRoutes(auth),
+    ] as never,
   );
   mountDocs(router, openApiDocument(registry));
 
@@ -45,7 +53,7 @@ export function createApp(gateway: Gateway, auth: Authenticator, log: (line: str
   });
   app.use(corsMiddleware(gateway.options.allowOrigins));
   app.use(async function authenticate(ctx, next) {
-    if (!isPublicPath(ctx.path) && !isStaticPath(ctx.path)) ctx.state.principal = auth.authenticate(bearerFromHeader(ctx.get('authorization') || undefined));
+    if (!isPublicPath(ctx.path) && !isStaticPath(ctx.path)) ctx.state.principal = await auth.authenticate(bearerFromHeader(ctx.get('authorization') || undefined));
     await next();
   });
   app.use(router.routes());

@@ -20,7 +20,8 @@ export function bindRequest(ctx: Koa.Context, gateway: Gateway): Promise<Request
   return gateway.bind({
     project: queryValue(ctx, 'project') ?? ctx.get(HEADERS.project),
     python: queryValue(ctx, 'python') ?? ctx.get(HEADERS.python),
-    // A verified identity (OIDC) always wins over the self-declared header.
-    user: principal?.subject ?? ctx.get(HEADERS.user),
+    user: ctx.get(HEADERS.user),
+    // gateway.bind lets a verified identity (OIDC) win over the self-declared header.
+    principal,
   });
 }

@@ -23,6 +23,8 @@ export interface RouteSpec<B extends z.ZodType | undefined, Q extends AnyObject 
   summary: string;
   description?: string;
   body?: B;
+  /** The body may be left out entirely (no Content-Length, or 0): it is then validated as `{}`. */
+  bodyOptional?: boolean;
   query?: Q;
   params?: P;
   /** The 200 body; null for 204 No Content. */
@@ -70,7 +72,8 @@ export function mountRoutes(router: Router, registry: OpenAPIRegistry, routes: A
     router[spec.method](koaPath, async function handleRoute(ctx: Koa.Context) {
       const params = spec.params ? parse(spec.params, ctx.params, 'path') : undefined;
       const query = spec.query ? parse(spec.query, ctx.query, 'query') : undefined;
-      const body = spec.body ? parse(spec.body, await readJson(ctx), 'body') : undefined;
+      const absent = spec.bodyOptional && !ctx.get('transfer-encoding') && !Number(ctx.get('content-length') || 0);
+      const body = spec.body ? parse(spec.body, absent ? {} : await readJson(ctx), 'body') : undefined;
       const result = await spec.handler(ctx, { body, query, params } as never);
       if (spec.response === null) {
         ctx.status = 204;
@@ -98,7 +101,7 @@ export function mountRoutes(router: Router, registry: OpenAPIRegistry, routes: A
       request: {
         ...(spec.params ? { params: spec.params } : {}),
         ...(spec.query ? { query: spec.query } : {}),
-        ...(spec.body ? { body: { required: true, content: { 'application/json': { schema: spec.body } } } } : {}),
+        ...(spec.body ? { body: { required: !spec.bodyOptional, content: { 'application/json': { schema: spec.body } } } } : {}),
       },
       responses,
     });

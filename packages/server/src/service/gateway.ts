@@ -5,6 +5,7 @@
  */
 import { realpath } from 'node:fs/promises';
 import { userInfo } from 'node:os';
+import type { Principal } from '../auth/credentials.js';
 import { VERSION } from '../config/constants.js';
 import type { GatewayOptions } from '../config/options.js';
 import { PorticoError } from '../errors.js';
@@ -22,7 +23,10 @@ import { WidgetService } from './widgets.js';
 export interface BindInput {
   project?: string | null | undefined;
   python?: string | null | undefined;
+  /** X-Service-User: the self-declared user, used when the credential names none. */
   user?: string | null | undefined;
+  /** Who the request was admitted as; a verified subject (OIDC, a session token minted for a user) wins over `user`. */
+  principal?: Principal | undefined;
 }
 
 export interface HealthInfo {
@@ -78,14 +82,18 @@ export class Gateway {
     return gateway;
   }
 
-  /** Binds a request; refuses projects outside the roots and interpreters outside the allowlist. */
+  /**
+   * Binds a request; refuses projects outside the roots and interpreters outside the allowlist
+   * (`forbidden`). The user is the credential's verified subject when it has one, else
+   * X-Service-User, else the gateway's OS user.
+   */
   async bind(input: BindInput = {}): Promise<RequestContext> {
     const python = input.python || this.options.python;
     if (python !== this.options.python && !this.options.pythonAllowlist.includes(python)) {
       throw new PorticoError('forbidden', `Interpreter '${python}' is not permitted; start the gateway with --python-allowlist to allow it`);
     }
     const project = await this.projects.bind(input.project);
-    return { project, python, user: input.user || this.defaultUser };
+    return { project, python, user: input.principal?.subject || input.user || this.defaultUser };
   }
 
   async health(): Promise<HealthInfo> {

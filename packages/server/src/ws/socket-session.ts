@@ -28,6 +28,15 @@ export abstract class SocketSession<F extends { type: string; id?: FrameId }> {
   /** Handles one valid frame other than ping and close; throw a PorticoError to answer an error. */
   protected abstract handle(frame: F): Promise<void>;
 
+  /**
+   * Closes the socket with `code` (4401: its credential expired). Everything the session started
+   * stops now, and frames that still arrive during the closing handshake are ignored.
+   */
+  end(code: number, reason: string): void {
+    if (!this.closed) this.teardown();
+    this.socket.close(code, reason);
+  }
+
   /** Releases what the session holds; runs once, when the socket closes or a close frame comes. */
   protected teardown(): void {
     this.closed = true;
@@ -47,6 +56,7 @@ export abstract class SocketSession<F extends { type: string; id?: FrameId }> {
   }
 
   private receive(data: Buffer, isBinary: boolean): void {
+    if (this.closed) return;
     if (isBinary) return this.receiveBinary(data);
     const decoded = decodeFrame<F>(data, this.schemas);
     if (!decoded.ok) return this.sendError(decoded.id, decoded.error);

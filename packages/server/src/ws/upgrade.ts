@@ -1,7 +1,8 @@
 /**
  * WebSocket upgrades on the shared http.Server. An upgrade is authenticated like a REST request
  * (Authorization header, or `Sec-WebSocket-Protocol: bearer, <token>`, answered with `bearer`),
- * its Origin is checked, and unknown paths are refused before any socket exists.
+ * its Origin is checked, and unknown paths are refused before any socket exists. A socket
+ * admitted by an expiring credential (OIDC or session token) is closed with 4401 at its expiry.
  */
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -15,6 +16,23 @@ import { ExecutionSession } from './execution-session.js';
 import { Session } from './session.js';
 
 export const WS_PATHS = { interfaces: '/v1/interfaces/ws', executions: '/v1/executions/ws' } as const;
+
+/** Close code of a socket whose credential expired (spec: Errors); the client re-authenticates and reconnects. */
+export const CLOSE_TOKEN_EXPIRED = 4401;
+
+/** setTimeout's longest delay; later deadlines are reached in steps. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** Runs `fn` at `deadline` (ms since the epoch), however far away; returns the cancel function. */
+function at(deadline: number, fn: () => void): () => void {
+  let timer: NodeJS.Timeout;
+  const arm = () => {
+    const wait = deadline - Date.now();
+    timer = wait > MAX_TIMER_MS ? setTimeout(arm, MAX_TIMER_MS) : setTimeout(fn, Math.max(0, wait));
+  };
+  arm();
+  return () => clearTimeout(timer);
+}
 
 function refuse(socket: Duplex, error: PorticoError): void {
   const body = JSON.stringify({ detail: error.toDetail() });
@@ -41,7 +59,7 @@ export function attachWebSockets(server: Server, gateway: Gateway, auth: Authent
     handleProtocols: (offered) => (offered.has(BEARER_SUBPROTOCOL) ? BEARER_SUBPROTOCOL : false),
   });
 
-  server.on('upgrade', function handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer) {
+  server.on('upgrade', async function handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer) {
     socket.on('error', () => socket.destroy());
     try {
       const url = new URL(req.url ?? '/', 'http://gateway');
@@ -51,14 +69,21 @@ export function attachWebSockets(server: Server, gateway: Gateway, auth: Authent
         throw new PorticoError('forbidden', `Origin '${header(req, 'origin')}' is not allowed`);
       }
       const token = bearerFromHeader(header(req, 'authorization')) ?? bearerFromSubprotocol(header(req, 'sec-websocket-protocol'));
-      const principal = auth.authenticate(token);
+      const principal = await auth.authenticate(token);
+      // Admitted only by the clock-skew tolerance: a socket that would close at once is refused instead.
+      if (principal.expiresAt !== undefined && principal.expiresAt <= Date.now()) throw new PorticoError('unauthorized', 'Token expired');
       const binding = {
         project: url.searchParams.get('project') ?? header(req, 'x-service-project'),
         python: url.searchParams.get('python') ?? header(req, 'x-service-python'),
-        user: principal.subject ?? header(req, 'x-service-user'),
+        user: header(req, 'x-service-user'),
+        principal,
       };
       wss.handleUpgrade(req, socket, head, (ws) => {
-        new Endpoint(ws, gateway, binding, log);
+        const session = new Endpoint(ws, gateway, binding, log);
+        if (principal.expiresAt !== undefined) {
+          const cancel = at(principal.expiresAt, () => session.end(CLOSE_TOKEN_EXPIRED, 'token expired'));
+          ws.once('close', cancel);
+        }
       });
     } catch (err) {
       refuse(socket, toPorticoError(err));
