@@ -1,11 +1,15 @@
 /**
  * Every refusal path besides OIDC (test/oidc.test.ts): session tokens (minting, who may mint,
- * missing, wrong, expired and tampered credentials over REST and WebSocket, 4401) and browser
- * origins (CORS with preflights before auth, WebSocket Origin).
+ * missing, wrong, expired and tampered credentials over REST and WebSocket, 4401), browser
+ * origins (CORS with preflights before auth, WebSocket Origin), and the project and interpreter
+ * allowlists with the workers they start.
  */
+import { execFileSync } from 'node:child_process';
+import { cp, mkdir, symlink } from 'node:fs/promises';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LIMITS } from '../packages/server/src/index.js';
-import { api, cleanup, Client, gateway } from './helpers.js';
+import { api, cleanup, Client, DEMO, gateway, tempProject } from './helpers.js';
 
 afterAll(cleanup);
 
@@ -204,5 +208,85 @@ describe('origins', () => {
     const allowed = await Client.open(g.url, { headers: { origin: ALLOWED }, protocols: ['bearer', TOKEN] });
     expect(await allowed.request({ type: 'ping' })).toMatchObject({ type: 'pong' });
     await expect(Client.open(g.url, { headers: { origin: ALLOWED } })).rejects.toMatchObject({ status: 401 });
+  });
+});
+
+describe('projects and interpreters', () => {
+  /** This interpreter under its absolute path: another allowlist entry than the default `python3`. */
+  const OTHER_PYTHON = execFileSync('python3', ['-c', 'import sys; print(sys.executable)'], { encoding: 'utf8' }).trim();
+  const BROKEN_PYTHON = '/nonexistent/bin/python3';
+  let g: Awaited<ReturnType<typeof gateway>>;
+  let root: string;
+  let second: string;
+  let outside: string;
+
+  beforeAll(async () => {
+    root = await tempProject({}, { demo: false });
+    second = path.join(root, 'second');
+    await mkdir(second);
+    await cp(path.join(DEMO, 'counter.py'), path.join(second, 'counter.py'));
+    outside = await tempProject();
+    await symlink(outside, path.join(root, 'escape'));
+    g = await gateway({ apiToken: TOKEN, projectRoots: [root], pythonAllowlist: [OTHER_PYTHON, BROKEN_PYTHON] });
+  });
+
+  const call = (headers: Record<string, string> = {}, query = '') =>
+    api(g, 'POST', `/v1/interfaces/call${query}`, { target: 'counter', method: 'add', args: [1] }, { ...bearer(TOKEN), ...headers });
+
+  it('a project outside the roots is refused (header, query, symlink out of a root, WebSocket connect)', async () => {
+    for (const [headers, query] of [
+      [{ 'x-service-project': outside }, ''],
+      [{}, `?project=${encodeURIComponent(outside)}`],
+      [{ 'x-service-project': path.join(root, 'escape') }, ''],
+      [{ 'x-service-project': `${second}/../../${path.basename(outside)}` }, ''],
+    ] as const) {
+      const res = await call(headers, query);
+      expect(res.status, JSON.stringify([headers, query])).toBe(403);
+      expect(res.body.detail).toMatchObject({ code: 'forbidden', message: expect.stringMatching(/not permitted/) });
+    }
+    const c = await Client.open(g.url, { headers: bearer(TOKEN) });
+    expect(await c.request({ type: 'connect', target: 'counter', project: outside })).toMatchObject({ type: 'error', payload: { code: 'forbidden' } });
+    const viaUpgrade = await Client.open(`${g.url}`, { headers: bearer(TOKEN), path: `/v1/interfaces/ws?project=${encodeURIComponent(outside)}` });
+    expect(await viaUpgrade.request({ type: 'connect', target: 'counter' })).toMatchObject({ type: 'error', payload: { code: 'forbidden' } });
+  });
+
+  it('an interpreter outside the allowlist is refused with 403 (header, query, WebSocket)', async () => {
+    for (const [headers, query] of [
+      [{ 'x-service-python': '/usr/bin/env' }, ''],
+      [{}, '?python=python2'],
+    ] as const) {
+      const res = await call(headers, query);
+      expect(res.status).toBe(403);
+      expect(res.body.detail).toMatchObject({ code: 'forbidden', message: expect.stringMatching(/Interpreter .* is not permitted.*--python-allowlist/) });
+    }
+    const c = await Client.open(g.url, { headers: { ...bearer(TOKEN), 'x-service-python': '/usr/bin/env' } });
+    expect(await c.request({ type: 'connect', target: 'counter' })).toMatchObject({ type: 'error', payload: { code: 'forbidden' } });
+  });
+
+  it('an allowlisted interpreter that cannot start answers 503 worker_unavailable naming it', async () => {
+    const res = await call({ 'x-service-python': BROKEN_PYTHON });
+    expect(res.status).toBe(503);
+    expect(res.body.detail).toMatchObject({ code: 'worker_unavailable', message: expect.stringContaining(BROKEN_PYTHON) });
+  });
+
+  it('each (project, interpreter) gets its own worker; /v1/projects lists projects, roots, interpreters and workers', async () => {
+    expect((await call()).body).toEqual({ payload: 1 });
+    expect((await call({ 'x-service-python': OTHER_PYTHON })).body).toEqual({ payload: 1 });
+    // The query picks the same worker as the header: the counter there has counted once already.
+    expect((await call({}, `?python=${encodeURIComponent(OTHER_PYTHON)}`)).body).toEqual({ payload: 2 });
+    expect((await call({ 'x-service-project': second })).body).toEqual({ payload: 1 });
+    const c = await Client.open(g.url, { headers: { ...bearer(TOKEN), 'x-service-python': OTHER_PYTHON, 'x-service-project': second } });
+    await c.connect('counter');
+
+    const res = await api(g, 'GET', '/v1/projects', undefined, bearer(TOKEN));
+    expect(res.status).toBe(200);
+    const project = g.gateway.projects.defaultDir;
+    expect(res.body).toMatchObject({ default: project, roots: [root], python: 'python3', python_allowlist: [OTHER_PYTHON, BROKEN_PYTHON] });
+    expect(res.body.open).toEqual([project, second]);
+    const pairs = res.body.workers.map((w: { directory: string; python: string }) => `${w.directory} ${w.python}`).sort();
+    expect(pairs).toEqual([`${project} ${OTHER_PYTHON}`, `${project} python3`, `${second} ${OTHER_PYTHON}`, `${second} python3`].sort());
+    const pids = new Set(res.body.workers.map((w: { pid: number }) => w.pid));
+    expect(pids.size).toBe(4);
+    expect((await api(g, 'GET', '/v1/projects')).status).toBe(401);
   });
 });

@@ -21,6 +21,7 @@ import { executionRoutes } from './routes/executions.js';
 import { metaRoutes } from './routes/meta.js';
 import { projectRoutes } from './routes/project.js';
 import { authRoutes } from './routes/auth.js';
+import { projectsRoutes } from './routes/projects.js';
 import { isStaticPath, mountStatic } from './static.js';
 
 export function createApp(gateway: Gateway, auth: Authenticator, log: (line: string) => void): Koa {
@@ -37,6 +38,7 @@ export function createApp(gateway: Gateway, auth: Authenticator, log: (line: str
       ...executionRoutes(gateway),
       ...dataRoutes(gateway),
       ...projectRoutes(gateway),
+      ...projectsRoutes(gateway),
       ...authRoutes(auth),
     ] as never,
   );

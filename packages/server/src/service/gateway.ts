@@ -5,11 +5,12 @@
  */
 import { realpath } from 'node:fs/promises';
 import { userInfo } from 'node:os';
+import path from 'node:path';
 import type { Principal } from '../auth/credentials.js';
 import { VERSION } from '../config/constants.js';
 import type { GatewayOptions } from '../config/options.js';
 import { PorticoError } from '../errors.js';
-import { KernelPool } from '../kernel/pool.js';
+import { KernelPool, type WorkerInfo } from '../kernel/pool.js';
 import type { RequestContext } from './context.js';
 import { DataService } from './data.js';
 import { ExecutionService } from './executions.js';
@@ -27,6 +28,29 @@ export interface BindInput {
   user?: string | null | undefined;
   /** Who the request was admitted as; a verified subject (OIDC, a session token minted for a user) wins over `user`. */
   principal?: Principal | undefined;
+}
+
+/** GET /v1/projects: what this gateway can serve and what runs now. */
+export interface ProjectsInfo {
+  default: string;
+  /** Projects with live state (an opened index), the default first. */
+  open: string[];
+  /** The --project-roots a request may bind projects under. */
+  roots: string[];
+  /** The default interpreter and the further ones a request may pick (--python-allowlist). */
+  python: string;
+  python_allowlist: string[];
+  /** Running workers, one per (project, interpreter). */
+  workers: WorkerInfo[];
+}
+
+/**
+ * An interpreter as the allowlist and the pool compare it: a path is made absolute (so
+ * `./venv/bin/python` and its absolute spelling are one worker), a bare name (`python3`) stays
+ * as it is, to be looked up on PATH when the worker starts.
+ */
+export function normalizeInterpreter(python: string): string {
+  return python.includes('/') || python.includes(path.sep) ? path.resolve(python) : python;
 }
 
 export interface HealthInfo {
@@ -51,6 +75,8 @@ export class Gateway {
   readonly pool: KernelPool;
   private readonly startedAt = performance.now();
   private readonly defaultUser = safeUserName();
+  private readonly python: string;
+  private readonly pythonAllowlist: string[];
 
   private constructor(
     readonly options: GatewayOptions,
@@ -58,6 +84,8 @@ export class Gateway {
     roots: string[],
   ) {
     this.projects = new ProjectRegistry(project, roots);
+    this.python = normalizeInterpreter(options.python);
+    this.pythonAllowlist = [...new Set(options.pythonAllowlist.map(normalizeInterpreter))];
     this.pool = new KernelPool({
       onPush: (dir, uuid, push) => this.projects.peek(dir)?.push(uuid, push),
       keepAlive: (dir) => this.projects.peek(dir)?.hasAttachments ?? false,
@@ -88,12 +116,24 @@ export class Gateway {
    * X-Service-User, else the gateway's OS user.
    */
   async bind(input: BindInput = {}): Promise<RequestContext> {
-    const python = input.python || this.options.python;
-    if (python !== this.options.python && !this.options.pythonAllowlist.includes(python)) {
-      throw new PorticoError('forbidden', `Interpreter '${python}' is not permitted; start the gateway with --python-allowlist to allow it`);
+    const python = input.python ? normalizeInterpreter(input.python) : this.python;
+    if (python !== this.python && !this.pythonAllowlist.includes(python)) {
+      throw new PorticoError('forbidden', `Interpreter '${input.python}' is not permitted; start the gateway with --python-allowlist to allow it`);
     }
     const project = await this.projects.bind(input.project);
     return { project, python, user: input.principal?.subject || input.user || this.defaultUser };
+  }
+
+  /** The default project, those with live state, the roots, the interpreters and the running workers. */
+  listProjects(): ProjectsInfo {
+    return {
+      default: this.projects.defaultDir,
+      open: this.projects.openDirs,
+      roots: this.projects.projectRoots,
+      python: this.python,
+      python_allowlist: [...this.pythonAllowlist],
+      workers: this.pool.list(),
+    };
   }
 
   async health(): Promise<HealthInfo> {

@@ -1,0 +1,21 @@
+/** GET /v1/projects: the projects and interpreters one gateway serves. */
+import { z } from './zod.js';
+
+export const WorkerInfo = z
+  .object({
+    directory: z.string().describe('The project directory the worker serves.'),
+    python: z.string().describe('Its interpreter.'),
+    pid: z.number().int().nullable(),
+  })
+  .openapi('WorkerInfo');
+
+export const ProjectsResponse = z
+  .object({
+    default: z.string().describe('The launch project (requests without X-Service-Project).'),
+    open: z.array(z.string()).describe('Projects with live state (an opened index), the default first.'),
+    roots: z.array(z.string()).describe('--project-roots: a request may bind any project under these.'),
+    python: z.string().describe('The default interpreter (--python).'),
+    python_allowlist: z.array(z.string()).describe('Further interpreters a request may pick with X-Service-Python or ?python= (--python-allowlist).'),
+    workers: z.array(WorkerInfo).describe('Running workers, one per (project, interpreter); stopped ones are not listed.'),
+  })
+  .openapi('ProjectsResponse');
