@@ -40,6 +40,11 @@ export const ERROR_CODES = {
   worker_unavailable: { status: 503, meaning: 'The Python worker could not be started.' },
   oidc_unavailable: { status: 503, meaning: "The OpenID provider's discovery document or keys cannot be fetched; OIDC tokens cannot be checked now." },
   timeout: { status: 504, meaning: 'The call exceeded its time limit and was cancelled.' },
+  source_token_required: { status: 403, meaning: 'A source write (PUT or DELETE /v1/source/{path}, POST /v1/source/move) needs the right X-Service-Source-Token besides Authorization.' },
+  not_source_file: {
+    status: 415,
+    meaning: 'The source API edits only UTF-8 text files with a source extension (.py, .js, .mjs, .css, .json, .md, .txt); this path or content is not one.',
+  },
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -59,4 +59,10 @@ export const LIMITS = {
   oidcJwksMaxAgeMs: 10 * 60 * 1000,
   /** After a fetch, an unknown key id (rotation) triggers no new fetch for this long (ms); also how long a failed discovery is remembered. */
   oidcJwksCooldownMs: 5 * 1000,
+  /** Largest source file the source API reads or writes, in bytes (larger: payload_too_large). */
+  sourceFileMax: 4 * 1024 * 1024,
+  /** Most files GET /v1/source lists (then `truncated`). */
+  sourceListMax: 10_000,
+  /** How long a source edit waits for each worker to drop the stale modules before answering anyway (ms). */
+  sourceInvalidateTimeoutMs: 10 * 1000,
 } as const;
