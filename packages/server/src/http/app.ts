@@ -20,6 +20,7 @@ import { dataRoutes } from './routes/data.js';
 import { executionRoutes } from './routes/executions.js';
 import { metaRoutes } from './routes/meta.js';
 import { projectRoutes } from './routes/project.js';
+import { sourceRoutes } from './routes/source.js';
 import { authRoutes } from './routes/auth.js';
 import { projectsRoutes } from './routes/projects.js';
 import { isStaticPath, mountStatic } from './static.js';
@@ -38,6 +39,7 @@ export function createApp(gateway: Gateway, auth: Authenticator, log: (line: str
       ...executionRoutes(gateway),
       ...dataRoutes(gateway),
       ...projectRoutes(gateway),
+      ...sourceRoutes(gateway),
       ...projectsRoutes(gateway),
       ...authRoutes(auth),
     ] as never,
