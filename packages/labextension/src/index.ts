@@ -1,7 +1,11 @@
 /**
- * @portico/labextension — JupyterLab 4 front end for Portico widgets.
- *
- * The MIME renderer and the prebuilt federated bundle arrive with issue 7; until then this
- * package exports the MIME type it will render so that the workspace builds end to end.
+ * @portico/labextension: JupyterLab 4 front end for Portico. JupyterLab loads the prebuilt
+ * entry points (`plugins/index.ts` as the extension, `mime/index.ts` as the MIME extension);
+ * this module exports the pieces other code may reuse.
  */
-export const PORTICO_WIDGET_MIME = 'application/vnd.portico.widget+json';
+export { PACKAGE_NAME, PACKAGE_VERSION, PORTICO_WIDGET_MIME } from './version.js';
+export { GatewayClient, GatewayError, type GatewayConnection } from './gateway/client.js';
+export { followExecution, type FollowHandlers, type FollowState } from './gateway/follow.js';
+export type { ExecutionInfo, FindRequest, InterfaceInfo, OutputChunk, SearchResponse } from './gateway/types.js';
+export { parseBundle, type WidgetBundle } from './mime/bundle.js';
+export { DEFAULT_SETTINGS, tokenFor, type GatewaySettings } from './settings.js';

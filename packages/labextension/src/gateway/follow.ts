@@ -1,0 +1,138 @@
+/**
+ * Follows one run live over the gateway's /v1/executions/ws: its ExecutionInfo on attach and on
+ * every status change, and the output appended to its output.log, in order. A dropped socket is
+ * reopened (from the byte after the last output received) until the run has ended; aborting the
+ * signal closes it.
+ */
+import { GatewayError, type GatewayConnection } from './client.js';
+import { ENDED_STATUSES, type ExecutionInfo } from './types.js';
+
+export type FollowState = 'connecting' | 'open' | 'reconnecting' | 'closed';
+
+export interface FollowHandlers {
+  /** The run's info: once attached, then whenever its status changes. */
+  info?(info: ExecutionInfo): void;
+  /** Output text appended to the log; `offset` is the byte it starts at, `size` the log size now. */
+  output?(chunk: { output: string; offset: number; size: number }): void;
+  /** What the run passed to emit(). */
+  event?(payload: unknown): void;
+  /** The socket's state; `closed` carries the reason when it ended on an error. */
+  state?(state: FollowState, error?: GatewayError): void;
+}
+
+/** Reconnect delays: doubling from the first, capped; after the last attempt the follow ends. */
+export const FOLLOW_LIMITS = {
+  reconnectFirstMs: 1_000,
+  reconnectMaxMs: 15_000,
+  reconnectAttempts: 8,
+} as const;
+
+/** Refusals after which reconnecting cannot help. */
+const FATAL_CODES = new Set(['unauthorized', 'forbidden', 'not_found', 'invalid_argument']);
+
+type SocketFactory = (url: string, protocols?: string[]) => WebSocket;
+
+/** The `ws(s)://…/v1/executions/ws` URL of a gateway, with `?project=`. */
+export function executionSocketUrl(connection: GatewayConnection): string {
+  const url = new URL(connection.url, globalThis.location?.href);
+  url.protocol = url.protocol === 'https:' || url.protocol === 'wss:' ? 'wss:' : 'ws:';
+  url.pathname = url.pathname.replace(/\/+$/, '') + '/v1/executions/ws';
+  url.search = '';
+  url.hash = '';
+  if (connection.project) url.searchParams.set('project', connection.project);
+  return url.href;
+}
+
+const utf8 = new TextEncoder();
+
+/**
+ * Starts following `execution`; returns at once. Handlers are called until `signal` aborts or
+ * the follow ends (`state('closed')`).
+ */
+export function followExecution(
+  connection: GatewayConnection,
+  execution: string,
+  handlers: FollowHandlers,
+  signal: AbortSignal,
+  createSocket: SocketFactory = (url, protocols) => new WebSocket(url, protocols),
+): void {
+  let nextOffset: number | undefined; // undefined: let the gateway start at the last 64 KiB
+  let ended = false; // the run has ended: no more reconnects
+  let done = false; // the follow has ended and said so
+  let attempt = 0;
+  let socket: WebSocket | undefined;
+  let retryTimer: ReturnType<typeof setTimeout> | undefined;
+
+  const finish = (error?: GatewayError) => {
+    if (signal.aborted || done) return;
+    done = true;
+    handlers.state?.('closed', error);
+    socket?.close(1000);
+  };
+
+  const open = () => {
+    if (signal.aborted) return;
+    handlers.state?.(attempt === 0 ? 'connecting' : 'reconnecting');
+    // The token rides as the subprotocol pair `bearer, <token>`: a browser socket cannot send headers.
+    socket = createSocket(executionSocketUrl(connection), connection.token ? ['bearer', connection.token] : undefined);
+    socket.onopen = () => {
+      socket?.send(JSON.stringify({ type: 'connect', id: 'follow', target: execution, offset: nextOffset }));
+    };
+    socket.onmessage = (message) => {
+      let frame: { type?: string; id?: unknown; payload?: any };
+      try {
+        frame = JSON.parse(String(message.data));
+      } catch {
+        return;
+      }
+      switch (frame.type) {
+        case 'connected':
+          attempt = 0;
+          handlers.state?.('open');
+        // falls through: `connected` carries the ExecutionInfo too
+        case 'status': {
+          const info = frame.payload as ExecutionInfo;
+          if (ENDED_STATUSES.includes(info.status)) ended = true;
+          handlers.info?.(info);
+          break;
+        }
+        case 'output': {
+          const { output, offset, size } = frame.payload as { output: string; offset: number; size: number };
+          nextOffset = Math.min(size, offset + utf8.encode(output).length);
+          handlers.output?.({ output, offset, size });
+          break;
+        }
+        case 'event':
+          handlers.event?.(frame.payload);
+          break;
+        case 'error': {
+          const { code, message: text } = (frame.payload ?? {}) as { code?: string; message?: string };
+          const error = new GatewayError(code ?? 'error', text ?? 'error');
+          if (frame.id === 'follow' || FATAL_CODES.has(error.code)) finish(error);
+          break;
+        }
+      }
+    };
+    socket.onclose = () => {
+      if (signal.aborted || done) return;
+      if (ended) return finish();
+      attempt += 1;
+      if (attempt > FOLLOW_LIMITS.reconnectAttempts) {
+        return finish(new GatewayError('unreachable', `Lost the live output of ${execution} after ${FOLLOW_LIMITS.reconnectAttempts} reconnects`));
+      }
+      const delay = Math.min(FOLLOW_LIMITS.reconnectMaxMs, FOLLOW_LIMITS.reconnectFirstMs * 2 ** (attempt - 1));
+      handlers.state?.('reconnecting');
+      retryTimer = setTimeout(open, delay);
+    };
+  };
+
+  signal.addEventListener(
+    'abort',
+    () => {
+      clearTimeout(retryTimer);
+      socket?.close(1000);
+    },
+    { once: true },
+  );
+  open();
+}

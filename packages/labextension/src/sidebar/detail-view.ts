@@ -1,0 +1,215 @@
+/**
+ * The open interface: its InterfaceInfo, label editing, archive / restore, its live widget, and
+ * its runs with a live output tail and cancel.
+ */
+import type { WidgetHandle } from '@portico/widget-runtime';
+import { ENDED_STATUSES, type ExecutionInfo, type InterfaceInfo } from '../gateway/types.js';
+import { mountLiveWidget } from '../live-widget.js';
+import { h, shortDate, shortId } from './dom.js';
+import type { SidebarModel } from './model.js';
+
+const json = (value: unknown) => JSON.stringify(value, null, 2);
+const isEmpty = (value: Record<string, unknown>) => Object.keys(value).length === 0;
+
+export class DetailView {
+  readonly node: HTMLElement;
+  private readonly title = h('h3', { className: 'jp-Portico-title', testid: 'portico-detail-title' });
+  private readonly error = h('div', { className: 'jp-Portico-status jp-mod-error', testid: 'portico-detail-error', attrs: { role: 'alert' } });
+  private readonly info = h('div', { className: 'jp-Portico-info', testid: 'portico-info' });
+  private readonly labelInput = h('input', { testid: 'portico-label-input', attrs: { placeholder: 'label', 'aria-label': 'Label', maxlength: '1024' } });
+  private readonly archive = h('button', { className: 'jp-Button jp-mod-styled', testid: 'portico-archive', attrs: { type: 'button' } });
+  private readonly widgetHost = h('div', { className: 'jp-Portico-widget', testid: 'portico-detail-widget' });
+  private readonly runs = h('ul', { className: 'jp-Portico-runs', testid: 'portico-executions' });
+  private readonly runsStatus = h('div', { className: 'jp-Portico-status', testid: 'portico-executions-status' });
+  private readonly output = h('div', { className: 'jp-Portico-output', testid: 'portico-execution-panel' });
+  private widget: { uuid: string; handle: Promise<WidgetHandle | undefined> } | undefined;
+  private shownUuid: string | undefined;
+
+  constructor(private readonly model: SidebarModel) {
+    const labelForm = h(
+      'form',
+      {
+        className: 'jp-Portico-row',
+        testid: 'portico-label-form',
+        on: {
+          submit: (event) => {
+            event.preventDefault();
+            void this.model.rename(this.labelInput.value);
+          },
+        },
+      },
+      this.labelInput,
+      h('button', { className: 'jp-Button jp-mod-styled jp-mod-accept', testid: 'portico-label-save', text: 'Rename', attrs: { type: 'submit' } }),
+    );
+    this.archive.addEventListener('click', () => void this.model.setArchived(!this.model.selected?.archived));
+    this.node = h(
+      'div',
+      { className: 'jp-Portico-detail', testid: 'portico-detail' },
+      h(
+        'div',
+        { className: 'jp-Portico-row' },
+        h('button', {
+          className: 'jp-Button jp-mod-minimal',
+          testid: 'portico-detail-back',
+          text: '← Results',
+          attrs: { type: 'button' },
+          on: { click: () => this.model.close() },
+        }),
+        this.archive,
+      ),
+      this.title,
+      this.error,
+      labelForm,
+      this.info,
+      h('h4', { text: 'Widget' }),
+      this.widgetHost,
+      h(
+        'div',
+        { className: 'jp-Portico-row' },
+        h('h4', { text: 'Runs' }),
+        h('button', {
+          className: 'jp-Button jp-mod-minimal',
+          testid: 'portico-executions-refresh',
+          text: 'Refresh',
+          attrs: { type: 'button' },
+          on: { click: () => void this.model.refreshExecutions() },
+        }),
+      ),
+      this.runsStatus,
+      this.runs,
+      this.output,
+    );
+  }
+
+  /** Redraws the InterfaceInfo part; remounts the widget when another interface was opened. */
+  renderSelection(): void {
+    const { selected, detailError } = this.model;
+    this.error.textContent = detailError ?? '';
+    this.error.hidden = !detailError;
+    if (!selected) {
+      this.title.textContent = detailError ? '' : 'Loading…';
+      this.info.replaceChildren();
+      this.unmountWidget();
+      return;
+    }
+    this.title.textContent = selected.label ?? selected.module;
+    if (this.shownUuid !== selected.uuid || document.activeElement !== this.labelInput) this.labelInput.value = selected.label ?? '';
+    this.archive.textContent = selected.archived ? 'Restore' : 'Archive';
+    this.archive.dataset.archived = String(selected.archived);
+    this.info.replaceChildren(this.infoTable(selected));
+    if (this.shownUuid !== selected.uuid) {
+      this.mountWidget(selected.uuid, selected.module);
+      this.shownUuid = selected.uuid;
+    }
+  }
+
+  renderExecutions(): void {
+    const { executions, executionsError } = this.model;
+    this.runsStatus.className = executionsError ? 'jp-Portico-status jp-mod-error' : 'jp-Portico-status';
+    this.runsStatus.textContent = executionsError ?? (executions.length ? '' : 'No runs.');
+    this.runs.replaceChildren(...executions.map((run) => this.runItem(run)));
+  }
+
+  renderOutput(): void {
+    const run = this.model.followed;
+    if (!run) {
+      this.output.replaceChildren();
+      return;
+    }
+    const state = run.error ? `${run.state}: ${run.error}` : run.state;
+    const status = run.info ? `${run.info.status}${run.info.cancelled ? ' (cancel requested)' : ''}` : '';
+    const pre = h('pre', { className: 'jp-Portico-log', testid: 'portico-execution-output' }, run.truncated ? '…\n' : '', run.output);
+    this.output.replaceChildren(
+      h(
+        'div',
+        { className: 'jp-Portico-row' },
+        h('strong', { text: `Output of ${shortId(run.uuid)}` }),
+        h('span', { className: 'jp-Portico-badge', testid: 'portico-execution-state', dataset: { state: run.state }, text: [status, state].filter(Boolean).join(' · ') }),
+        h('button', { className: 'jp-Button jp-mod-minimal', text: 'Close', attrs: { type: 'button' }, on: { click: () => this.model.stopFollowing() } }),
+      ),
+      pre,
+    );
+    pre.scrollTop = pre.scrollHeight;
+  }
+
+  /** Called when the view goes away (back to results, or the panel is disposed). */
+  dispose(): void {
+    this.unmountWidget();
+    this.shownUuid = undefined;
+  }
+
+  private infoTable(info: InterfaceInfo): HTMLElement {
+    const row = (field: string, value: Node | string) => h('tr', { dataset: { field } }, h('th', { text: field }), h('td', {}, value));
+    const block = (value: unknown) => h('pre', { className: 'jp-Portico-json', text: json(value) });
+    return h(
+      'table',
+      {},
+      h(
+        'tbody',
+        {},
+        row('uuid', h('code', { text: info.uuid })),
+        row('module', info.module),
+        row('kind', info.kind),
+        row('label', info.label ?? '–'),
+        row('created_by', info.created_by),
+        row('created_at', h('span', { text: shortDate(info.created_at), attrs: { title: info.created_at } })),
+        row('archived', String(info.archived)),
+        row('config', block(info.config)),
+        info.version.length ? row('version', block(info.version)) : null,
+        isEmpty(info.predicate) ? null : row('predicate', block(info.predicate)),
+        isEmpty(info.meta) ? null : row('meta', block(info.meta)),
+      ),
+    );
+  }
+
+  private runItem(run: ExecutionInfo): HTMLElement {
+    const active = !ENDED_STATUSES.includes(run.status);
+    return h(
+      'li',
+      { className: 'jp-Portico-run', testid: 'portico-execution', dataset: { uuid: run.uuid, status: run.status } },
+      h('span', { className: `jp-Portico-badge jp-mod-${run.status}`, text: run.status }),
+      h('span', { text: ` ${shortDate(run.created_at)} · ${shortId(run.uuid)}`, attrs: { title: run.uuid } }),
+      run.error ? h('div', { className: 'jp-Portico-run-error', text: `${run.error.exception}: ${run.error.message}` }) : null,
+      h(
+        'div',
+        { className: 'jp-Portico-row' },
+        h('button', {
+          className: 'jp-Button jp-mod-minimal',
+          testid: 'portico-execution-follow',
+          text: 'Output',
+          attrs: { type: 'button' },
+          on: { click: () => this.model.follow(run.uuid) },
+        }),
+        active
+          ? h('button', {
+              className: 'jp-Button jp-mod-minimal jp-mod-warn',
+              testid: 'portico-execution-cancel',
+              text: run.cancelled ? 'Cancelling…' : 'Cancel',
+              attrs: { type: 'button' },
+              on: { click: () => void this.model.cancel(run.uuid) },
+            })
+          : null,
+      ),
+    );
+  }
+
+  private mountWidget(uuid: string, module: string): void {
+    this.unmountWidget();
+    if (this.model.hasWidget(module) === false) {
+      this.widgetHost.replaceChildren(h('div', { className: 'jp-Portico-status', text: `The module ${module} has no widget.` }));
+      return;
+    }
+    const host = h('div', { className: 'jp-PorticoWidget-host', dataset: { uuid } });
+    this.widgetHost.replaceChildren(host);
+    const { gatewayUrl, project } = this.model.settings;
+    this.widget = { uuid, handle: mountLiveWidget(host, { url: gatewayUrl, uuid, project }) };
+  }
+
+  private unmountWidget(): void {
+    const widget = this.widget;
+    this.widget = undefined;
+    this.shownUuid = undefined;
+    void widget?.handle.then((handle) => handle?.unmount());
+    this.widgetHost.replaceChildren();
+  }
+}
