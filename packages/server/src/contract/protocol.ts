@@ -52,6 +52,7 @@ export const HEADERS = [
   { name: 'X-Service-Project', type: 'string', required: false, description: 'Target project (query ?project=); must be the launch project or lie under a --project-roots entry.' },
   { name: 'X-Service-User', type: 'string', required: false, description: 'Attributes created interfaces (created_by); default: the gateway OS user; ignored when a verified identity admitted the request.' },
   { name: 'X-Service-Python', type: 'string', required: false, description: 'Interpreter serving the request (query ?python=); the default or one on --python-allowlist.' },
+  { name: 'X-Service-Source-Token', type: 'string', required: false, description: 'Writes to /v1/source (PUT, DELETE, move) need it beside Authorization; only with --enable-source-api.' },
   { name: 'Authorization', type: 'string', required: false, description: 'Bearer <token>: the api token, a session token (POST /v1/auth/token) or an OIDC access token; required when the gateway has an api token or an OIDC issuer. WebSocket upgrades may send it as Sec-WebSocket-Protocol: bearer, <token>; a socket opened with a session or OIDC token is closed with code 4401 when the token expires.' },
 ];
 
