@@ -188,14 +188,20 @@ describe('upload and read round trips', () => {
 });
 
 describe('an upload that never reaches chunk_end', () => {
+  /** Starts an upload, waits until bytes of it are on disk, then drops the socket. */
   async function cutOff(file: string, mode: 'write' | 'append'): Promise<string> {
     const { client, dir } = await connected('blobs', [{ name: 'cut' }]);
-    const id = client.send({ type: 'chunk_start', path: file, mode });
+    const before = await stat(path.join(dir, file)).then((s) => s.size, () => 0);
+    client.send({ type: 'chunk_start', path: file, mode });
     await sendBytes(client, randomBytes(5 * MiB));
-    // Make sure the gateway has taken bytes of it before the socket goes away.
-    await client.request({ type: 'ping' });
+    const written = async () => {
+      const names = await readdir(dir);
+      if (mode === 'write') return names.some((n) => n.endsWith('.upload'));
+      return (await stat(path.join(dir, file)).then((s) => s.size, () => 0)) > before;
+    };
+    await settle(written);
+    expect(await written()).toBe(true);
     client.ws.terminate();
-    void id;
     return dir;
   }
 

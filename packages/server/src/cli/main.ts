@@ -33,7 +33,7 @@ async function serve(argv: string[]): Promise<number> {
       `  API      ${running.url}/v1`,
       `  Docs     ${running.url}/docs`,
       `  Socket   ${ws}/v1/interfaces/ws`,
-      options.apiToken ? '  Auth     Authorization: Bearer <api token>' : '  Auth     none (loopback only)',
+      `  Auth     ${authLine(options)}`,
       '',
     ].join('\n'),
   );
@@ -78,4 +78,9 @@ export async function main(argv: string[]): Promise<number> {
     }
     throw err;
   }
+}
+
+function authLine(options: { apiToken?: string | undefined; oidcIssuer?: string | undefined }): string {
+  const ways = [options.apiToken && 'Authorization: Bearer <api token> (or a session token)', options.oidcIssuer && `OIDC access tokens of ${options.oidcIssuer}`].filter(Boolean);
+  return ways.length ? ways.join('; ') : 'none (loopback only)';
 }

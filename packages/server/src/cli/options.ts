@@ -96,9 +96,13 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     throw new UsageError('--enable-source-api needs --source-token: source writes run code on the next import, so they get their own secret.');
   }
   if (options.apiToken === '') delete options.apiToken;
-  if (!isLoopback(options.host) && !options.apiToken && !options.insecure) {
+  if (options.oidcIssuer && !options.oidcAudience) {
+    throw new UsageError('--oidc-issuer needs --oidc-audience: a token minted for another service must not be accepted here.');
+  }
+  // An api token or an OIDC issuer each mean that every request is authenticated.
+  if (!isLoopback(options.host) && !options.apiToken && !options.oidcIssuer && !options.insecure) {
     throw new UsageError(
-      `Refusing to serve ${options.host} without --api-token: anyone who can reach it could run the project's code. Pass --api-token, or --insecure if you mean it.`,
+      `Refusing to serve ${options.host} without --api-token or --oidc-issuer: anyone who can reach it could run the project's code. Pass one, or --insecure if you mean it.`,
     );
   }
   return options;

@@ -103,7 +103,7 @@ export interface UploadEvents {
   highWater: number;
   /** The queue is below half the high-water mark (or the upload failed): read again if paused. Called often; must be idempotent. */
   onDrain: () => void;
-  /** The upload failed (bad path, size bound, disk error) before or while bytes arrived; called once. */
+  /** The upload failed (bad path, size bound, disk error) before or while bytes arrived; called once, after the rollback. */
   onFail: (error: PorticoError) => void;
 }
 
@@ -274,9 +274,10 @@ export class Upload {
     this.pending = [];
     this.pendingBytes = 0;
     this.events.onDrain();
-    if (report) this.events.onFail(error);
+    // Reported once the target is back as it was, so a client that sees the error sees no partial file.
     // `opened` is unset while the constructor itself fails (bad path): nothing to undo then.
-    void this.opened?.then(() => this.idle()).then(() => this.rollback());
+    const undone = this.opened ? this.opened.then(() => this.idle()).then(() => this.rollback()) : Promise.resolve();
+    if (report) void undone.then(() => this.events.onFail(error));
   }
 
   private async rollback(): Promise<void> {
