@@ -125,4 +125,13 @@ describe('followExecution', () => {
     expect(sockets).toHaveLength(FOLLOW_LIMITS.reconnectAttempts + 1);
     expect(states.at(-1)).toBe('closed unreachable');
   });
+
+  it('a token a subprotocol cannot carry ends the follow instead of throwing', () => {
+    const states: string[] = [];
+    const throwing = () => {
+      throw new SyntaxError("The subprotocol 'a=' is invalid");
+    };
+    followExecution({ url: 'http://gw', token: 'a=' }, 'e1', { state: (state, error) => states.push(error ? `${state} ${error.code}` : state) }, new AbortController().signal, throwing);
+    expect(states).toEqual(['connecting', 'closed invalid_argument']);
+  });
 });

@@ -74,7 +74,12 @@ export function followExecution(
     if (signal.aborted) return;
     handlers.state?.(attempt === 0 ? 'connecting' : 'reconnecting');
     // The token rides as the subprotocol pair `bearer, <token>`: a browser socket cannot send headers.
-    socket = createSocket(executionSocketUrl(connection), connection.token ? ['bearer', connection.token] : undefined);
+    try {
+      socket = createSocket(executionSocketUrl(connection), connection.token ? ['bearer', connection.token] : undefined);
+    } catch (err) {
+      // A token with characters a subprotocol cannot carry (`=` padding, spaces) throws SyntaxError here.
+      return finish(new GatewayError('invalid_argument', `Cannot open the output socket: ${(err as Error).message}`));
+    }
     socket.onopen = () => {
       socket?.send(JSON.stringify({ type: 'connect', id: 'follow', target: execution, offset: nextOffset }));
     };
