@@ -11,6 +11,7 @@ import { PorticoError } from '../errors.js';
 import { interfaceDir } from '../store/files.js';
 import type { RequestContext } from './context.js';
 import type { InterfaceService } from './interfaces.js';
+import { isWithin } from './relative-path.js';
 
 export interface DataStatus {
   uuid: string;
@@ -89,7 +90,7 @@ export class DataService {
     if (!info) throw notFound();
     // Symlinks are followed only when they stay inside the folder.
     const [realRoot, real] = await Promise.all([realpath(root), realpath(file).catch(() => undefined)]);
-    if (!real || (real !== realRoot && !real.startsWith(realRoot + path.sep))) {
+    if (!real || !isWithin(real, realRoot)) {
       throw new PorticoError('forbidden', `Path '${relative}' leads outside the interface folder`);
     }
     const target = await stat(real);

@@ -10,6 +10,7 @@ import { LowdbStore } from '../store/lowdb-store.js';
 import { RunStore } from '../store/runs.js';
 import type { Store } from '../store/store.js';
 import type { Push } from '../kernel/worker.js';
+import { isWithin } from './relative-path.js';
 
 /** Receives what an interface pushes to the clients attached to it. */
 export type Listener = (push: Push) => void;
@@ -60,9 +61,6 @@ export class Project {
   }
 }
 
-function isWithin(child: string, parent: string): boolean {
-  return child === parent || child.startsWith(parent.endsWith(path.sep) ? parent : parent + path.sep);
-}
 
 export class ProjectRegistry {
   private readonly open = new Map<string, Promise<Project>>();

@@ -17,6 +17,7 @@ import path from 'node:path';
 import { PorticoError, toPorticoError } from '../errors.js';
 import { RECORD_FILE, interfaceDir, syncPath } from '../store/files.js';
 import type { RequestContext } from './context.js';
+import { isWithin, plainSegments } from './relative-path.js';
 
 export type UploadMode = 'write' | 'append';
 
@@ -43,19 +44,11 @@ const active = new Set<string>();
  * separators; absolute paths, drive letters, empty, `.` and `..` segments and NUL are refused.
  */
 export function normalizeUploadPath(relative: string): string[] {
-  const unified = relative.replaceAll('\\', '/');
-  const segments = unified.split('/');
-  if (!relative || unified.startsWith('/') || /^[A-Za-z]:/.test(unified) || segments.some((s) => s === '' || s === '.' || s === '..' || s.includes('\0'))) {
-    throw new PorticoError('forbidden', `Path '${relative}' must be a plain relative path inside the interface folder (no '..', no absolute path, no empty segment)`);
-  }
+  const segments = plainSegments(relative, 'interface folder');
   if (segments.length === 1 && segments[0] === RECORD_FILE) {
     throw new PorticoError('forbidden', `'${RECORD_FILE}' is the interface's record file and cannot be uploaded to`);
   }
   return segments;
-}
-
-function inside(root: string, candidate: string): boolean {
-  return candidate === root || candidate.startsWith(root + path.sep);
 }
 
 /**
@@ -78,7 +71,7 @@ async function confinedTarget(root: string, segments: string[], relative: string
       continue;
     }
     const real = info.isSymbolicLink() ? await realpath(next).catch(() => undefined) : next;
-    if (!real || !inside(realRoot, real)) throw escape();
+    if (!real || !isWithin(real, realRoot)) throw escape();
     const kind = info.isSymbolicLink() ? await lstat(real) : info;
     if (!kind.isDirectory()) throw new PorticoError('conflict', `'${segments.slice(0, segments.indexOf(segment) + 1).join('/')}' is a file, not a folder`);
     dir = real;
@@ -88,7 +81,7 @@ async function confinedTarget(root: string, segments: string[], relative: string
   if (!info) return file;
   if (info.isSymbolicLink()) {
     const real = await realpath(file).catch(() => undefined);
-    if (!real || !inside(realRoot, real)) throw escape();
+    if (!real || !isWithin(real, realRoot)) throw escape();
     if (!(await lstat(real)).isFile()) throw new PorticoError('conflict', `'${relative}' is not a regular file`);
     return real;
   }
@@ -113,7 +106,7 @@ interface Target {
   file: string;
   /** The final name. */
   final: string;
-  /** For `append`: the size before this upload, or null when it created the file. */
+  /** The size an abort truncates `file` back to; null when this upload created `file` (a write's temp file, a new append target), which an abort removes. */
   baseSize: number | null;
 }
 
@@ -285,10 +278,8 @@ export class Upload {
     if (!target) return;
     this.target = undefined;
     try {
-      if (target.file !== target.final) {
-        await target.handle.close().catch(() => undefined);
-        await unlink(target.file).catch(() => undefined);
-      } else if (target.baseSize === null) {
+      if (target.baseSize === null) {
+        // The temp file of a write, or the file an append created: remove it.
         await target.handle.close().catch(() => undefined);
         await unlink(target.file).catch(() => undefined);
       } else {

@@ -11,6 +11,7 @@ import type { Stats } from 'node:fs';
 import { access, lstat, mkdir, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { PorticoError } from '../errors.js';
+import { plainSegments } from '../service/relative-path.js';
 
 /**
  * The files the source API edits: interface modules, widget front ends (ES modules and
@@ -47,12 +48,8 @@ export async function isEnvironment(dir: string): Promise<boolean> {
  * as separators; the normalized path is `segments.join('/')`.
  */
 export function sourceSegments(relative: string): string[] {
-  const unified = relative.replaceAll('\\', '/');
-  const segments = unified.split('/');
+  const segments = plainSegments(relative, 'project');
   const shown = JSON.stringify(relative);
-  if (relative.includes('\0') || unified.startsWith('/') || /^[A-Za-z]:/.test(unified) || segments.some((s) => s === '' || s === '.' || s === '..')) {
-    throw new PorticoError('forbidden', `Path ${shown} must be a plain relative path inside the project (no '..', no absolute path, no empty or '.' segment)`);
-  }
   const name = segments.at(-1)!;
   const blocked = segments.slice(0, -1).find((dir) => !walkableDirName(dir)) ?? (name.startsWith('.') ? name : undefined);
   if (blocked !== undefined) {
