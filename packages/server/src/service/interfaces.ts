@@ -6,7 +6,7 @@
 import { LIMITS } from '../config/constants.js';
 import { PorticoError, toPorticoError } from '../errors.js';
 import type { KernelPool } from '../kernel/pool.js';
-import type { CallOutcome, ItemSink } from '../kernel/worker.js';
+import { Worker, type CallOutcome, type ItemSink } from '../kernel/worker.js';
 
 export type { CallOutcome };
 import type { FindRequest, SearchResponse } from '../contract/search.js';
@@ -155,16 +155,9 @@ export class InterfaceService {
    * cancels it.
    */
   async call(ctx: RequestContext, record: InterfaceInfo, input: CallInput, options: CallOptions = {}): Promise<CallOutcome> {
-    let worker = this.pool.peek(ctx.project.dir, ctx.python);
-    if (!worker) {
-      try {
-        worker = await this.pool.get(ctx.project.dir, ctx.python);
-      } catch (err) {
-        const outcome: CallOutcome = { ok: false, error: toPorticoError(err) };
-        options.onSettled?.(outcome);
-        return outcome;
-      }
-    }
+    // The running worker is taken without an await: calls are the hot path.
+    const worker = this.pool.peek(ctx.project.dir, ctx.python) ?? (await this.startWorker(ctx, options.onSettled));
+    if (!(worker instanceof Worker)) return worker;
     return worker.call(
       {
         uuid: record.uuid,
@@ -194,18 +187,23 @@ export class InterfaceService {
     params: Record<string, unknown>,
     options: { signal?: AbortSignal; onChunk: (chunk: Buffer) => void | Promise<void>; onSettled?: (outcome: CallOutcome) => void },
   ): Promise<CallOutcome> {
-    let worker;
-    try {
-      worker = await this.pool.get(ctx.project.dir, ctx.python);
-    } catch (err) {
-      const outcome: CallOutcome = { ok: false, error: toPorticoError(err) };
-      options.onSettled?.(outcome);
-      return outcome;
-    }
+    const worker = this.pool.peek(ctx.project.dir, ctx.python) ?? (await this.startWorker(ctx, options.onSettled));
+    if (!(worker instanceof Worker)) return worker;
     return worker.read(
       { uuid: record.uuid, module: record.module, config: record.config, params, block: LIMITS.readBlockBytes },
       { signal: options.signal, onItem: options.onChunk, onSettled: options.onSettled },
     );
+  }
+
+  /** Starts the worker for `ctx`; when it cannot start, the failure is the outcome (also given to `onSettled`). */
+  private async startWorker(ctx: RequestContext, onSettled?: (outcome: CallOutcome) => void): Promise<Worker | CallOutcome> {
+    try {
+      return await this.pool.get(ctx.project.dir, ctx.python);
+    } catch (err) {
+      const outcome: CallOutcome = { ok: false, error: toPorticoError(err) };
+      onSettled?.(outcome);
+      return outcome;
+    }
   }
 
   /** A plain (non-streaming) call: its result, or its error thrown. */
