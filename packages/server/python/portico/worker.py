@@ -979,49 +979,19 @@ class Worker:
             raise _Refusal("read_unsupported", f"{instance.label} defines no read(params) hook")
         bound = instance.obj.read
         kind = _method_kind(bound)
-        if kind == _SYNC:
-            return functools.partial(self._run_read, call, bound, params, block)
-        if kind == _ASYNC:
-            self._submit_coroutine(call, self._await_read(call, bound, params, block))
-        elif kind == _GEN:
+        if kind == _GEN:
             self.pool.submit(self._drive_read, call, _read.IterSource(bound(params), block))  # creating it runs no user code
-        else:
+            return None
+        if kind != _SYNC and kind != _ASYNC:
             self._submit_coroutine(call, self._drive_read_async(call, _read.AsyncIterSource(bound(params), block)))
-        return None
+            return None
+        # A plain or async read runs like any hook; what it returns is then streamed.
+        return self._start_hook(call, instance, (params,), functools.partial(self._deliver_read, block=block))
 
-    def _run_read(self, call: _Call, fn: Callable[[Any], Any], params: Any, block: int) -> None:
-        if call.done:  # cancelled while queued
-            return
-        try:
-            result = self._run_interruptible(call, fn, (params,), {})
-        except BaseException as exc:
-            self._fail_read(call, exc)
-            return
-        self._deliver_read(call, result, block, on_loop=False)
-
-    async def _await_read(self, call: _Call, fn: Callable[[Any], Any], params: Any, block: int) -> None:
-        try:
-            awaitable = fn(params)
-        except BaseException as exc:
-            self._fail_read(call, exc)
-            return
-        await self._await_read_result(call, awaitable, block)
-
-    async def _await_read_result(self, call: _Call, awaitable: Any, block: int) -> None:
-        try:
-            result = await awaitable
-        except asyncio.CancelledError:
-            self._fail_foreign_cancel(call)
-            return
-        except BaseException as exc:
-            self._fail_read(call, exc)
-            return
-        self._deliver_read(call, result, block, on_loop=True)
-
-    def _deliver_read(self, call: _Call, result: Any, block: int, on_loop: bool) -> None:
+    def _deliver_read(self, call: _Call, result: Any, block: int) -> None:
         """Stream what the ``read`` hook returned, or refuse a value a read cannot send."""
         if inspect.iscoroutine(result):
-            self._submit_coroutine(call, self._await_read_result(call, result, block))
+            self._submit_coroutine(call, self._await_hook(call, result, functools.partial(self._deliver_read, block=block)))
             return
         try:
             source = _read.source_for(result, block)
@@ -1030,7 +1000,7 @@ class Worker:
             return
         if isinstance(source, _read.AsyncSource):
             self._submit_coroutine(call, self._drive_read_async(call, source))
-        elif on_loop:  # reading a file or advancing a sync iterator would block every coroutine
+        elif _on_event_loop():  # reading a file or advancing a sync iterator would block every coroutine
             self.pool.submit(self._drive_read, call, source)
         else:
             self._drive_read(call, source)
@@ -1208,7 +1178,9 @@ class Worker:
         finish(call, result)
 
     def _fail_hook(self, call: _Call, exc: BaseException) -> None:
-        if isinstance(exc, ReadOnly):
+        if call.method == "read":
+            self._fail_read(call, exc)
+        elif isinstance(exc, ReadOnly):
             self._fail(call, _Refusal("read_only", str(exc) or "the widget is read-only", exception=type(exc).__name__))
         elif call.method == "widget_update" and isinstance(exc, (ValueError, TypeError)):
             self._fail(call, _Refusal("invalid_argument", f"widget_update() refused the changes: {_described(exc)}", exception=type(exc).__name__))
@@ -1579,6 +1551,15 @@ def _prepare(project: str) -> None:
         sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]  # prints reach the log promptly
     except (AttributeError, ValueError):
         pass
+
+
+def _on_event_loop() -> bool:
+    """Whether the calling thread runs the worker's event loop (where nothing may block)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 #: Linux F_SETPIPE_SZ (not exported by the fcntl module before Python 3.10 on every platform).
