@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Client, cleanup, gateway, tempProject, type Frame } from './helpers.js';
+import { api, Client, cleanup, gateway, tempProject, type Frame } from './helpers.js';
 
 const MiB = 1024 * 1024;
 
@@ -26,6 +26,8 @@ class Blobs(Interface):
     def read(self, params):
         path = self.local_directory(params["name"])
         how = params.get("as", "file")
+        if how == "counted":
+            return self.counted(params)
         if params.get("missing"):
             raise NotFound("no such blob: " + params["name"])
         if how == "bytes":
@@ -41,6 +43,17 @@ class Blobs(Interface):
                         yield piece
             return pieces()
         return open(path, "rb")
+
+    def counted(self, params):
+        """read() of params["mib"] generated MiB, counting what the generator has produced."""
+        self.produced = 0
+        block = bytes(range(256)) * 4096
+        for _ in range(params["mib"]):
+            self.produced += 1
+            yield block
+
+    def produced_so_far(self):
+        return getattr(self, "produced", 0)
 
     def size(self, name):
         return os.path.getsize(self.local_directory(name))
@@ -136,6 +149,31 @@ describe('upload and read round trips', () => {
     expect(got.sha).toBe(sha(data));
     expect(got.frames).toBe(256);
     expect(got.largest).toBe(MiB);
+    client.close();
+  }, 180_000);
+
+  it('a read follows a slow client: the generator waits while the client is not reading, then everything arrives', async () => {
+    const { client } = await connected('blobs', [{ name: 'slow-reader' }]);
+    const uuid = client.frames.find((f) => f.type === 'connected')!.payload.uuid;
+    const produced = async () => (await api({ url }, 'POST', '/v1/interfaces/call', { target: uuid, method: 'produced_so_far' })).body.payload as number;
+    client.ws.pause(); // the client stops reading its socket
+    const id = client.send({ type: 'chunk_start', mode: 'read', params: { name: 'x', as: 'counted', mib: 256 } });
+    // Give the worker time to run ahead if nothing held it back, then look.
+    let stalled = 0;
+    for (let i = 0; i < 20; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      stalled = await produced();
+    }
+    // Bounded by the socket buffers and the bridge window, far below the 256 MiB asked for.
+    expect(stalled).toBeGreaterThan(0);
+    expect(stalled).toBeLessThan(64);
+    let length = 0;
+    client.onBinary = (data) => (length += data.length);
+    client.ws.resume();
+    const done = await client.waitFor((f) => f.id === id, 120_000);
+    expect(done).toMatchObject({ type: 'chunk_done', payload: { bytes_sent: 256 * MiB } });
+    expect(length).toBe(256 * MiB);
+    expect(await produced()).toBe(256);
     client.close();
   }, 180_000);
 

@@ -1,0 +1,34 @@
+import { describe, expect, it } from 'vitest';
+import { LIMITS } from '../config/constants.js';
+import { parseServeArgs, UsageError } from './options.js';
+
+describe('portico serve options', () => {
+  it('--upload-max takes bytes or K/M/G/T sizes, from the flag or PORTICO_UPLOAD_MAX, with a documented default', () => {
+    expect(parseServeArgs([], {}).uploadMax).toBe(LIMITS.uploadMaxDefault);
+    expect(parseServeArgs(['--upload-max', '1048576'], {}).uploadMax).toBe(1048576);
+    expect(parseServeArgs(['--upload-max', '512M'], {}).uploadMax).toBe(512 * 1024 ** 2);
+    expect(parseServeArgs(['--upload-max', '2g'], {}).uploadMax).toBe(2 * 1024 ** 3);
+    expect(parseServeArgs(['--upload-max', '1TiB'], {}).uploadMax).toBe(1024 ** 4);
+    expect(parseServeArgs([], { PORTICO_UPLOAD_MAX: '64K' }).uploadMax).toBe(64 * 1024);
+    expect(parseServeArgs(['--upload-max', '8K'], { PORTICO_UPLOAD_MAX: '64K' }).uploadMax).toBe(8 * 1024);
+    for (const bad of ['0', '-1', '1.5G', 'lots', '', '10X']) {
+      expect(() => parseServeArgs([`--upload-max=${bad}`], {}), bad).toThrow(UsageError);
+    }
+  });
+
+  it('refuses source editing without its own token, and OIDC without an audience', () => {
+    expect(() => parseServeArgs(['--enable-source-api'], {})).toThrow(/--source-token/);
+    const source = parseServeArgs(['--enable-source-api', '--source-token', 's'], {});
+    expect(source).toMatchObject({ enableSourceApi: true, sourceToken: 's' });
+    expect(parseServeArgs([], { PORTICO_ENABLE_SOURCE_API: 'true', PORTICO_SOURCE_TOKEN: 't' })).toMatchObject({ enableSourceApi: true, sourceToken: 't' });
+    expect(() => parseServeArgs(['--oidc-issuer', 'https://id.example'], {})).toThrow(/--oidc-audience/);
+    expect(parseServeArgs(['--oidc-issuer', 'https://id.example', '--oidc-audience', 'portico'], {})).toMatchObject({ oidcUserClaim: 'sub' });
+  });
+
+  it('a non-loopback host needs an api token or an OIDC issuer (or --insecure)', () => {
+    expect(() => parseServeArgs(['--host', '0.0.0.0'], {})).toThrow(/--api-token or --oidc-issuer/);
+    expect(parseServeArgs(['--host', '0.0.0.0', '--api-token', 't'], {}).host).toBe('0.0.0.0');
+    expect(parseServeArgs(['--host', '0.0.0.0', '--oidc-issuer', 'https://id.example', '--oidc-audience', 'a'], {}).host).toBe('0.0.0.0');
+    expect(parseServeArgs(['--host', '0.0.0.0', '--insecure'], {}).insecure).toBe(true);
+  });
+});
