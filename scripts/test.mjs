@@ -1,43 +1,63 @@
 #!/usr/bin/env node
 // `npm test`: provisions what the suites need when it is missing, builds, runs the Python unit
-// tests and every vitest suite, and ends with the plain line `N passed, N failed`.
+// tests and every vitest suite, and ends with the plain line `N passed, N failed`, counted from what
+// each runner itself reported (scripts/tally.mjs says how) and red whenever anything went wrong.
+//
+//   npm test                         everything, as CI runs it
+//   npm test -- test/rest.test.ts    provisioned and built, then only that vitest suite (any vitest
+//                                    arguments pass through: -t, --bail, …); the Python tests are left
+//                                    out unless PORTICO_TEST_STEPS names them
+//
+// PORTICO_TEST_STEPS (comma list of provision, build, python, vitest) picks the steps;
+// PORTICO_TEST_REPORTS names the folder for vitest.json and vitest-tally.json (default: the repo).
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { countUnittest, countVitest } from './tally.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const run = (cmd, args, opts = {}) => spawnSync(cmd, args, { cwd: root, stdio: 'inherit', ...opts });
+const step = (title) => process.stdout.write(`\n== ${title}\n`);
 
-function step(title) {
-  process.stdout.write(`\n== ${title}\n`);
-}
+const vitestArgs = process.argv.slice(2);
+const steps = new Set(
+  (process.env.PORTICO_TEST_STEPS ?? (vitestArgs.length ? 'provision,build,vitest' : 'provision,build,python,vitest')).split(',').map((s) => s.trim()),
+);
+const reports = path.resolve(process.env.PORTICO_TEST_REPORTS ?? root);
 
 let passed = 0;
 let failed = 0;
+const problems = [];
+const notes = [];
+const summaries = [];
 
 // Chromium and the test venv for the browser and notebook suites (fast when already there). A part
 // that cannot be provisioned counts as one failure; the suites still run and show what it breaks.
-step('provision');
 let provisioned = { env: {}, errors: [] };
-try {
-  provisioned = (await import('./provision.mjs')).provision();
-} catch (err) {
-  provisioned.errors.push(`provisioning crashed: ${err?.stack ?? err}`);
-}
-for (const reason of provisioned.errors) {
-  console.log(`provision failed: ${reason}`);
-  failed += 1;
-}
-
-step('build');
-if (run('npm', ['run', 'build', '--silent']).status !== 0) {
-  console.log('build failed');
-  failed += 1;
+if (steps.has('provision')) {
+  step('provision');
+  try {
+    provisioned = (await import('./provision.mjs')).provision();
+  } catch (err) {
+    provisioned.errors.push(`provisioning crashed: ${err?.stack ?? err}`);
+  }
+  for (const reason of provisioned.errors) {
+    problems.push(`provision failed: ${reason}`);
+    failed += 1;
+  }
 }
 
-step('python unit tests');
-{
+if (steps.has('build')) {
+  step('build');
+  if (run('npm', ['run', 'build', '--silent']).status !== 0) {
+    problems.push('build failed');
+    failed += 1;
+  }
+}
+
+if (steps.has('python')) {
+  step('python unit tests');
   const python = process.env.PORTICO_PYTHON || 'python3';
   const res = run(python, ['-m', 'unittest', 'discover', '-s', 'tests'], {
     cwd: path.join(root, 'packages/server/python'),
@@ -45,32 +65,50 @@ step('python unit tests');
     encoding: 'utf8',
   });
   process.stderr.write(res.stderr ?? '');
-  const ran = Number(/Ran (\d+) tests?/.exec(res.stderr ?? '')?.[1] ?? 0);
-  const bad = /FAILED \(([^)]*)\)/.exec(res.stderr ?? '')?.[1] ?? '';
-  const failures = [...bad.matchAll(/(?:failures|errors)=(\d+)/g)].reduce((n, m) => n + Number(m[1]), 0);
-  if (res.status !== 0 && failures === 0) failed += 1; // the runner itself broke
-  failed += failures;
-  passed += ran - failures;
+  const counted = countUnittest(res.stderr ?? '', res.status ?? 1);
+  passed += counted.passed;
+  failed += counted.failed;
+  problems.push(...counted.problems);
+  summaries.push(counted.summary);
+} else if (!process.env.PORTICO_TEST_STEPS) {
+  notes.push('python unit tests: not run (vitest arguments given; PORTICO_TEST_STEPS=python,vitest runs both)');
 }
 
-step('vitest');
-{
-  const report = path.join(root, 'vitest.json');
+if (steps.has('vitest')) {
+  step('vitest');
+  const report = path.join(reports, 'vitest.json');
+  const tallyFile = path.join(reports, 'vitest-tally.json');
   rmSync(report, { force: true });
-  run(process.execPath, [path.join(root, 'node_modules/vitest/vitest.mjs'), 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${report}`], {
-    env: { ...process.env, ...provisioned.env },
-  });
-  if (existsSync(report)) {
-    const r = JSON.parse(readFileSync(report, 'utf8'));
-    passed += r.numPassedTests;
-    // A suite that failed to load counts no tests: count it as one failure so it cannot hide.
-    const unloaded = (r.testResults ?? []).filter((s) => s.status === 'failed' && (s.assertionResults ?? []).length === 0).length;
-    failed += r.numFailedTests + unloaded;
-  } else {
-    console.log('vitest produced no report');
-    failed += 1;
-  }
+  rmSync(tallyFile, { force: true });
+  const res = run(
+    process.execPath,
+    [
+      path.join(root, 'node_modules/vitest/vitest.mjs'),
+      'run',
+      '--reporter=default',
+      '--reporter=json',
+      `--outputFile.json=${report}`,
+      `--reporter=${path.join(root, 'scripts/vitest-tally.mjs')}`,
+      ...vitestArgs,
+    ],
+    { env: { ...process.env, ...provisioned.env, PORTICO_TALLY_FILE: tallyFile } },
+  );
+  const tally = existsSync(tallyFile) ? JSON.parse(readFileSync(tallyFile, 'utf8')) : null;
+  const nameFilter = vitestArgs.some((a) => a === '-t' || a.startsWith('--testNamePattern'));
+  const counted = countVitest(tally, { exitStatus: res.status ?? 1, nameFilter });
+  passed += counted.passed;
+  failed += counted.failed;
+  problems.push(...counted.problems);
+  notes.push(...counted.skips.map((s) => `skipped by a named condition: ${s}`));
+  summaries.push(counted.summary);
 }
 
+step('summary');
+for (const line of summaries) console.log(line);
+for (const line of notes) console.log(line);
+if (problems.length) {
+  console.log(`\nwhat went wrong (${problems.length}):`);
+  for (const line of problems) console.log(`- ${line}`);
+}
 console.log(`\n${passed} passed, ${failed} failed`);
-process.exitCode = failed > 0 ? 1 : 0;
+process.exitCode = failed > 0 || problems.length > 0 ? 1 : 0;

@@ -1,0 +1,39 @@
+// A vitest reporter for `npm test`: writes what went wrong, per test module, to the JSON file named
+// by PORTICO_TALLY_FILE, so that scripts/test.mjs counts from vitest's own results rather than a
+// guess. It records every failed test, every error vitest attached to a module or a suite (collection,
+// beforeAll/afterAll, teardown), every skipped test with the note it was skipped with (`ctx.skip(note)`),
+// every unhandled error, and why the run ended.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+
+const message = (err) => String(err?.stack ?? err?.message ?? err).split('\n').slice(0, 6).join('\n');
+
+function describeModule(module) {
+  const tests = [...module.children.allTests()];
+  const suites = [module, ...module.children.allSuites()];
+  const result = (state) => tests.filter((t) => t.result().state === state);
+  return {
+    file: path.relative(process.cwd(), module.moduleId),
+    state: module.state(),
+    passed: result('passed').length,
+    failed: result('failed').map((t) => ({ name: t.fullName, error: message(t.result().errors?.[0]) })),
+    skipped: result('skipped').map((t) => ({ name: t.fullName, mode: t.options.mode, note: t.result().note ?? null })),
+    // Tests vitest never finished (a worker that died, a run that was interrupted).
+    pending: result('pending').map((t) => t.fullName),
+    errors: suites.flatMap((s) => s.errors().map((e) => ({ where: s.type === 'module' ? 'module' : s.fullName, error: message(e) }))),
+  };
+}
+
+export default class TallyReporter {
+  onTestRunEnd(testModules, unhandledErrors, reason) {
+    const file = process.env.PORTICO_TALLY_FILE;
+    if (!file) return;
+    const tally = {
+      reason,
+      modules: testModules.map(describeModule),
+      unhandled: unhandledErrors.map(message),
+    };
+    mkdirSync(path.dirname(file), { recursive: true });
+    writeFileSync(file, JSON.stringify(tally, null, 2));
+  }
+}
