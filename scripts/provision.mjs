@@ -2,9 +2,10 @@
 // `npm run provision` (and the first step of `npm test`): makes sure what the browser and notebook
 // tests need is on the machine, installing only what is missing:
 //   - Debian Chromium at /usr/bin/chromium (apt-get; sudo only when not root),
-//   - a test-only Python venv at <repo>/.venv with scripts/test-requirements.txt and a `python3`
-//     kernelspec inside it. pip runs only when the stamp in .venv does not match the sha256 of the
-//     requirements file and the Python version.
+//   - a test-only Python venv at <repo>/.cache/test-venv with scripts/test-requirements.txt and a
+//     `python3` kernelspec inside it. pip runs only when the stamp in it does not match the sha256 of
+//     the requirements file and the Python version. It is not the project's `.venv`: what a user
+//     installs there (JupyterLab, `npx portico-lab install`) never reaches the tests.
 // Exports (for vitest): PORTICO_TEST_PYTHON (the venv's python), PORTICO_CHROMIUM.
 // Idempotent; well under 2 s when everything is there.
 import { spawnSync } from 'node:child_process';
@@ -15,7 +16,7 @@ import { fileURLToPath } from 'node:url';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const CHROMIUM = '/usr/bin/chromium';
-export const VENV = path.join(ROOT, '.venv');
+export const VENV = path.join(ROOT, '.cache', 'test-venv');
 export const VENV_PYTHON = path.join(VENV, 'bin', 'python');
 const REQUIREMENTS = path.join(ROOT, 'scripts', 'test-requirements.txt');
 const STAMP = path.join(VENV, '.portico-provision.json');

@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { launchBrowser, type LaunchedBrowser } from '../browser.js';
 import { api, cleanup, gateway, ROOT } from '../helpers.js';
-import { runInVenv, VENV_BIN } from '../notebook.js';
+import { isolatedJupyter, runInVenv, VENV_BIN } from '../notebook.js';
 import type { RunningServer } from '../../packages/server/src/index.js';
 
 const TIMEOUT = 240_000;
@@ -87,21 +87,17 @@ beforeAll(async () => {
   const port = await freePort();
   labUrl = `http://127.0.0.1:${port}`;
   running = await gateway({ allowOrigins: [labUrl] });
-  const data = path.join(work, 'data');
-  const settings = path.join(work, 'settings/@portico/labextension');
+  const jupyter = isolatedJupyter(path.join(work, 'jupyter'));
+  const data = jupyter.JUPYTER_DATA_DIR;
+  const settings = path.join(jupyter.JUPYTERLAB_SETTINGS_DIR, '@portico/labextension');
   const notebooks = path.join(work, 'notebooks');
   await mkdir(settings, { recursive: true });
   await mkdir(notebooks, { recursive: true });
-  await mkdir(data, { recursive: true });
   await cp(path.join(ROOT, 'notebooks/widgets.ipynb'), path.join(notebooks, 'widgets.ipynb'));
   // The gateway the extension talks to, through JupyterLab's settings registry.
   await writeFile(path.join(settings, 'settings.jupyterlab-settings'), JSON.stringify({ gatewayUrl: running.url }));
   const env = {
-    JUPYTER_DATA_DIR: data,
-    JUPYTER_CONFIG_DIR: path.join(work, 'config'),
-    JUPYTERLAB_SETTINGS_DIR: path.join(work, 'settings'),
-    JUPYTERLAB_WORKSPACES_DIR: path.join(work, 'workspaces'),
-    JUPYTER_RUNTIME_DIR: path.join(work, 'runtime'),
+    ...jupyter,
     PORTICO_URL: running.url,
     // How a kernel finds portico without pip (the notebook's own sys.path line points at the repo).
     PYTHONPATH: path.join(ROOT, 'packages/server/python'),
@@ -112,6 +108,9 @@ beforeAll(async () => {
   const plain = (listed.stdout + listed.stderr).replace(/\x1b\[[0-9;]*m/g, '');
   expect(plain).toContain(`${data}/labextensions`);
   expect(plain).toMatch(/@portico\/labextension v\S+ enabled\s+OK/);
+  // Exactly one copy is visible, ours: one installed by a user elsewhere (the project's .venv,
+  // ~/.local/share/jupyter, a system prefix) would shadow it or be shadowed unpredictably.
+  expect(plain.match(/@portico\/labextension v/g), plain).toHaveLength(1);
   await startLab(env, notebooks, port);
 }, TIMEOUT);
 
