@@ -95,6 +95,22 @@ describe('Session: handshake', () => {
     expect(statuses).toEqual(['open']);
   });
 
+  it('a change pushed while widget_get is answered is newer than the snapshot, and wins', async () => {
+    // The worker took the snapshot (count 15) before a concurrent call added 2 and pushed 17.
+    const { session, socket } = setup();
+    const opened = session.open();
+    socket().open();
+    socket().receive({ type: 'connected', id: socket().last('connect').id, payload: { uuid: 'u', module: 'counter', config: {}, label: null } });
+    socket().receive({ type: 'widget_change', payload: { changes: { count: 17 } } });
+    socket().receive({ type: 'widget_state', id: socket().last('widget_get').id, payload: { state: { count: 15, step: 1 } } });
+    await opened;
+    expect(session.model.get('count')).toBe(17);
+    expect(session.model.get('step')).toBe(1);
+    // later pushes apply as usual
+    socket().receive({ type: 'widget_change', payload: { changes: { count: 18 } } });
+    expect(session.model.get('count')).toBe(18);
+  });
+
   it('without a token, no subprotocol is offered', () => {
     const { session, socket } = setup();
     void session.open();

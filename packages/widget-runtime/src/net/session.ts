@@ -134,6 +134,12 @@ export class Session {
   #nextId = 1;
   #connectId: FrameId | undefined;
   #getId: FrameId | undefined;
+  /**
+   * Changes pushed while our `widget_get` is answered: the worker may take its snapshot before a
+   * concurrent call changes the state and pushes it, so the snapshot can arrive after (and be
+   * older than) the push. Those keys keep the pushed value.
+   */
+  #pushedDuringGet: JsonObject | undefined;
   #ready = false;
   #everReady = false;
   #closed = false;
@@ -329,6 +335,7 @@ export class Session {
         if (frame.id === this.#getId) this.#onState(frame.payload.state);
         return;
       case 'widget_change':
+        if (this.#pushedDuringGet) Object.assign(this.#pushedDuringGet, frame.payload.changes);
         this.#model?.applyChanges(frame.payload.changes, frame.id);
         return;
       case 'widget_msg':
@@ -363,13 +370,15 @@ export class Session {
       widgetManager: this.#deps.widgetManager!,
       offlineQueueMessages: this.#limits.offlineQueueMessages,
     });
+    this.#pushedDuringGet = {};
     this.#getId = this.#sendNow({ type: 'widget_get' });
   }
 
   #onState(state: JsonObject | undefined): void {
     clearTimeout(this.#handshakeTimer);
     const model = this.#model;
-    if (state) model?.resync(state);
+    if (state) model?.resync({ ...state, ...this.#pushedDuringGet });
+    this.#pushedDuringGet = undefined;
     this.#ready = true;
     this.#attempt = 0;
     const first = !this.#everReady;
@@ -473,7 +482,7 @@ export class Session {
     clearTimeout(this.#handshakeTimer);
     clearInterval(this.#pingTimer);
     this.#ready = false;
-    this.#connectId = this.#getId = undefined;
+    this.#connectId = this.#getId = this.#pushedDuringGet = undefined;
     this.#model?.disconnected();
     if (!socket) return;
     socket.onopen = socket.onmessage = socket.onclose = socket.onerror = null;
