@@ -13,22 +13,27 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { launchBrowser, type LaunchedBrowser } from '../browser.js';
-import { api, cleanup, gateway, ROOT } from '../helpers.js';
+import { api, cleanup, gateway, ROOT, tempProject } from '../helpers.js';
+import { parseServeArgs } from '../../packages/server/src/cli/options.js';
 import { isolatedJupyter, runInVenv, VENV_BIN } from '../notebook.js';
 import type { RunningServer } from '../../packages/server/src/index.js';
 
 const TIMEOUT = 240_000;
 const PORTICO_LAB = path.join(ROOT, 'node_modules/.bin/portico-lab');
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
+const JUPYTER_PORTS = [8888, 8889, 8890];
+
+/** The first of `ports` nobody listens on (jupyter lab's own choice when 8888 is taken). */
+async function firstFreePort(ports: number[]): Promise<number> {
+  for (const port of ports) {
+    const free = await new Promise<boolean>((resolve) => {
+      const server = net.createServer();
+      server.once('error', () => resolve(false));
+      server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
     });
-  });
+    if (free) return port;
+  }
+  throw new Error(`JupyterLab's usual ports ${ports.join(', ')} are all in use on this machine`);
 }
 
 /** Every path under `dir` with its size (directories as 'dir'), sorted: a snapshot to compare. */
@@ -84,9 +89,12 @@ async function command(page: Page, id: string, args: Record<string, unknown> = {
 
 beforeAll(async () => {
   work = await mkdtemp(path.join(tmpdir(), 'portico-lab-'));
-  const port = await freePort();
+  // JupyterLab where a user's runs (8888, or the next free of 8889, 8890), and the gateway exactly as
+  // `npm start` / `portico serve` configure it: no --allow-origin, yet the widget goes live.
+  const port = await firstFreePort(JUPYTER_PORTS);
   labUrl = `http://127.0.0.1:${port}`;
-  running = await gateway({ allowOrigins: [labUrl] });
+  running = await gateway({ ...parseServeArgs(['--port', '0'], {}), project: await tempProject() });
+  expect(running.gateway.options.allowOrigins).toContain(labUrl);
   const jupyter = isolatedJupyter(path.join(work, 'jupyter'));
   const data = jupyter.JUPYTER_DATA_DIR;
   const settings = path.join(jupyter.JUPYTERLAB_SETTINGS_DIR, '@portico/labextension');
@@ -137,6 +145,12 @@ describe('JupyterLab with the Portico extension', { timeout: TIMEOUT }, () => {
       null,
       { timeout: 120_000 },
     );
+    // Opened and its kernel connected, the notebook is not modified (its metadata is what that kernel reports).
+    const opened = await page.evaluate(() => {
+      const model = (window as any).jupyterapp.shell.currentWidget.context.model;
+      return { dirty: model.dirty, metadata: model.toJSON().metadata };
+    });
+    expect(opened.dirty, JSON.stringify(opened.metadata)).toBe(false);
     await command(page, 'notebook:run-all-cells');
 
     const counter = page.locator('[data-testid=portico-widget] button.counter-button').first();

@@ -260,4 +260,48 @@ describe('widgets in the browser', { timeout: E2E_TIMEOUT }, () => {
       await stranger.close();
     }
   });
+  it('an embed on an origin that is not allowed shows what was refused and the flag that allows it, not a blank page', async () => {
+    // The page is the whole embedding a web developer writes, on an origin the gateway does not allow.
+    const stranger = await staticSite({ '/embed.html': embed(running.url, 'target="counter"') });
+    try {
+      b ??= await launchBrowser();
+      const { page } = await b.newPage();
+      await page.goto(`${stranger.origin}/embed.html`);
+      const notice = page.locator('portico-widget .portico-widget-error[role=alert]');
+      await notice.waitFor({ timeout: 30_000 });
+      const text = await notice.textContent();
+      expect(text).toContain(`does not accept pages from ${stranger.origin}`);
+      expect(text).toContain(`--allow-origin ${stranger.origin}`);
+      expect(text).toContain('(origin_refused)');
+      expect(await page.locator('portico-widget').getAttribute('data-portico-status')).toBe('closed');
+      // the same words come from the gateway to anyone who asks, and REST refusals carry them too
+      const asked = await (await fetch(`${running.url}/v1/origin`, { headers: { origin: stranger.origin } })).json();
+      expect(asked).toEqual({ origin: stranger.origin, allowed: false, message: expect.stringContaining(`--allow-origin ${stranger.origin}`) });
+      const refused = await fetch(`${running.url}/v1/project`, { headers: { origin: stranger.origin } });
+      expect((await refused.json()).detail.message).toBe(asked.message);
+      expect(await (await fetch(`${running.url}/v1/origin`, { headers: { origin: site.origin } })).json()).toEqual({ origin: site.origin, allowed: true, message: null });
+      await page.close();
+    } finally {
+      await stranger.close();
+    }
+  });
+
+  it('an embed whose gateway is not running says so', async () => {
+    const gone = await staticSite({});
+    const deadUrl = `http://127.0.0.1:${new URL(gone.origin).port}`;
+    await gone.close(); // a port nobody listens on any more
+    sitePages['/dead.html'] = `<!doctype html><html><body>
+<script type="module">
+  import { mount } from '${running.url}/static/portico-widget.js';
+  mount(document.querySelector('#w'), { url: '${deadUrl}', target: 'counter' }).catch(() => {});
+</script><div id="w"></div></body></html>`;
+    b ??= await launchBrowser();
+    const { page } = await b.newPage();
+    await page.goto(`${site.origin}/dead.html`);
+    const notice = page.locator('#w .portico-widget-error[role=alert]');
+    await notice.waitFor({ timeout: 30_000 });
+    expect(await notice.textContent()).toContain(`Cannot reach the Portico gateway at ${deadUrl}`);
+    expect(await notice.textContent()).toContain('(unreachable)');
+    await page.close();
+  });
 });

@@ -19,6 +19,8 @@ export const RUNTIME_ERROR_CODES = {
   aborted: 'The AbortSignal given to upload() or read() fired.',
   stream_unsupported: 'The method is a generator (it answers with stream frames); call() takes single results only.',
   invalid_frame: 'The gateway sent a frame the runtime cannot use.',
+  origin_refused: "The gateway does not accept this page's origin; the message names the option that allows it.",
+  unreachable: 'The gateway did not answer at all (not running, or a wrong URL).',
 } as const;
 
 export type RuntimeErrorCode = keyof typeof RUNTIME_ERROR_CODES;

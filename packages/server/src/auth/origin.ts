@@ -1,7 +1,7 @@
 /**
  * Browser origin policy. A request without Origin (curl, Python, Node) is not a browser's and
  * passes; a browser's passes when it comes from the gateway's own origin or an allowlisted one.
- * The allowlist is empty by default.
+ * The allowlist is empty by default (`portico serve` on loopback adds local JupyterLab's origins).
  */
 export function originAllowed(origin: string | undefined, host: string | undefined, allowlist: readonly string[]): boolean {
   if (!origin) return true;
@@ -11,4 +11,12 @@ export function originAllowed(origin: string | undefined, host: string | undefin
   } catch {
     return false;
   }
+}
+
+/**
+ * What a refused page is told, everywhere it can be told (the 403 of REST and upgrades,
+ * `GET /v1/origin`, and so the widget runtime's notice): what was refused and how to allow it.
+ */
+export function originRefusal(origin: string | undefined): string {
+  return `This gateway does not accept pages from ${origin ?? 'this origin'}. Allow it with: portico serve --allow-origin ${origin ?? '<origin>'} (or PORTICO_ALLOW_ORIGINS).`;
 }

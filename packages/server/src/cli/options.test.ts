@@ -31,4 +31,20 @@ describe('portico serve options', () => {
     expect(parseServeArgs(['--host', '0.0.0.0', '--oidc-issuer', 'https://id.example', '--oidc-audience', 'a'], {}).host).toBe('0.0.0.0');
     expect(parseServeArgs(['--host', '0.0.0.0', '--insecure'], {}).insecure).toBe(true);
   });
+
+  it('on loopback, local JupyterLab origins are allowed with no flag; --allow-origin adds more; elsewhere none unless given', () => {
+    const local = parseServeArgs([], {}).allowOrigins;
+    expect(local).toEqual(expect.arrayContaining(['http://localhost:8888', 'http://127.0.0.1:8888', 'http://localhost:8890', 'http://127.0.0.1:8889']));
+    expect(local).not.toContain('http://localhost:8891');
+    expect(parseServeArgs(['--allow-origin', 'https://example.org', '--allow-origin', 'http://a.test:8080'], {}).allowOrigins).toEqual(
+      expect.arrayContaining([...local, 'https://example.org', 'http://a.test:8080']),
+    );
+    expect(parseServeArgs(['--allow-origins', 'https://a.test,https://b.test'], {}).allowOrigins).toEqual(expect.arrayContaining(['https://a.test', 'https://b.test']));
+    expect(parseServeArgs([], { PORTICO_ALLOW_ORIGINS: 'https://env.test' }).allowOrigins).toContain('https://env.test');
+    expect(parseServeArgs(['--host', '0.0.0.0', '--api-token', 't'], {}).allowOrigins).toEqual([]);
+    expect(parseServeArgs(['--host', '0.0.0.0', '--api-token', 't', '--allow-origin', 'https://lab.example'], {}).allowOrigins).toEqual(['https://lab.example']);
+    for (const bad of ['localhost:8888', 'http://a.test/path', 'not a url']) {
+      expect(() => parseServeArgs(['--allow-origin', bad], {}), bad).toThrow(UsageError);
+    }
+  });
 });

@@ -4,7 +4,7 @@
  */
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { DEFAULT_HOST, DEFAULT_PORT, LIMITS } from '../config/constants.js';
+import { DEFAULT_HOST, DEFAULT_PORT, LIMITS, LOCAL_JUPYTER_ORIGINS } from '../config/constants.js';
 import { defaultOptions, isLoopback, type GatewayOptions } from '../config/options.js';
 
 /** One row per option: the flag, its environment variable and what it does (README table). */
@@ -15,8 +15,13 @@ export const SERVE_OPTIONS = [
   { flag: '--project-roots', env: 'PORTICO_PROJECT_ROOTS', default: '', help: 'Comma-separated directories under which requests may bind other projects.' },
   { flag: '--python', env: 'PORTICO_PYTHON', default: 'python3', help: 'Interpreter that runs the project workers.' },
   { flag: '--python-allowlist', env: 'PORTICO_PYTHON_ALLOWLIST', default: '', help: 'Comma-separated further interpreters a request may pick with X-Service-Python.' },
-  { flag: '--allow-origins', env: 'PORTICO_ALLOW_ORIGINS', default: '', help: 'Comma-separated browser origins allowed besides the gateway’s own.' },
-  { flag: '--upload-max', env: 'PORTICO_UPLOAD_MAX', default: String(LIMITS.uploadMaxDefault), help: 'Largest WebSocket upload in bytes (suffixes K, M, G, T allowed); larger ones answer payload_too_large.' },
+  {
+    flag: '--allow-origin',
+    env: 'PORTICO_ALLOW_ORIGINS',
+    default: 'on loopback: local JupyterLab',
+    help: `A browser origin allowed besides the gateway’s own; repeat it, or give a comma-separated list (--allow-origins is the same). On a loopback address ${LOCAL_JUPYTER_ORIGINS.join(', ')} are allowed too; elsewhere none by default.`,
+  },
+  { flag: '--upload-max', env: 'PORTICO_UPLOAD_MAX', default: `${LIMITS.uploadMaxDefault / 1024 ** 3}G`, help: 'Largest WebSocket upload in bytes (suffixes K, M, G, T allowed); larger ones answer payload_too_large.' },
   { flag: '--oidc-issuer', env: 'PORTICO_OIDC_ISSUER', default: '', help: 'Accept JWT access tokens from this OpenID Connect issuer (keys from its discovery document).' },
   { flag: '--oidc-audience', env: 'PORTICO_OIDC_AUDIENCE', default: '', help: 'The audience (aud) OIDC access tokens must carry.' },
   { flag: '--oidc-user-claim', env: 'PORTICO_OIDC_USER_CLAIM', default: 'sub', help: 'The verified claim that names the user of an OIDC request.' },
@@ -47,6 +52,25 @@ function parseBytes(flag: string, text: string): number {
   return bytes;
 }
 
+/** The configured origins (flags win over the environment), plus local JupyterLab's on loopback. */
+function allowedOrigins(single: string[] | undefined, lists: string[] | undefined, fromEnv: string | undefined, host: string): string[] {
+  const given = single || lists ? [...(single ?? []), ...(lists ?? [])] : [fromEnv ?? ''];
+  const origins = given.flatMap(list);
+  for (const origin of origins) {
+    if (origin === '*') continue;
+    let parsed: URL | undefined;
+    try {
+      parsed = new URL(origin);
+    } catch {
+      // refused below
+    }
+    if (!parsed || parsed.origin !== origin) {
+      throw new UsageError(`--allow-origin takes origins like http://localhost:8888 (scheme, host and port, no path), got '${origin}'`);
+    }
+  }
+  return [...new Set([...(isLoopback(host) ? LOCAL_JUPYTER_ORIGINS : []), ...origins])];
+}
+
 export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): GatewayOptions {
   const { values, positionals } = parseArgs({
     args: argv,
@@ -59,6 +83,7 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
       'project-roots': { type: 'string', multiple: true },
       python: { type: 'string' },
       'python-allowlist': { type: 'string', multiple: true },
+      'allow-origin': { type: 'string', multiple: true },
       'allow-origins': { type: 'string', multiple: true },
       'upload-max': { type: 'string' },
       'oidc-issuer': { type: 'string' },
@@ -83,7 +108,7 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     projectRoots: (values['project-roots'] ?? [env.PORTICO_PROJECT_ROOTS ?? '']).flatMap(list).map((p) => path.resolve(p)),
     python: values.python ?? env.PORTICO_PYTHON ?? 'python3',
     pythonAllowlist: (values['python-allowlist'] ?? [env.PORTICO_PYTHON_ALLOWLIST ?? '']).flatMap(list),
-    allowOrigins: (values['allow-origins'] ?? [env.PORTICO_ALLOW_ORIGINS ?? '']).flatMap(list),
+    allowOrigins: allowedOrigins(values['allow-origin'], values['allow-origins'], env.PORTICO_ALLOW_ORIGINS, values.host ?? env.PORTICO_HOST ?? DEFAULT_HOST),
     uploadMax: parseBytes('--upload-max', values['upload-max'] ?? env.PORTICO_UPLOAD_MAX ?? String(LIMITS.uploadMaxDefault)),
     oidcIssuer: values['oidc-issuer'] ?? (env.PORTICO_OIDC_ISSUER || undefined),
     oidcAudience: values['oidc-audience'] ?? (env.PORTICO_OIDC_AUDIENCE || undefined),

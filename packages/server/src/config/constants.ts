@@ -12,6 +12,13 @@ export const PROTOCOL_VERSION = '1.0';
 export const DEFAULT_HOST = '127.0.0.1';
 export const DEFAULT_PORT = 8000;
 
+/**
+ * Browser origins `portico serve` allows by default on a loopback address: a local JupyterLab
+ * (`jupyter lab` takes 8888, then 8889, 8890 when those are busy), so its live widgets work with
+ * no flag. A non-loopback bind allows none unless configured.
+ */
+export const LOCAL_JUPYTER_ORIGINS: readonly string[] = ['localhost', '127.0.0.1'].flatMap((host) => [8888, 8889, 8890].map((port) => `http://${host}:${port}`));
+
 export const LIMITS = {
   /** Largest JSON request body accepted over REST, in bytes. */
   maxBodyBytes: 16 * 1024 * 1024,

@@ -45,6 +45,14 @@ export const HealthResponse = z
   })
   .openapi('HealthResponse');
 
+export const OriginResponse = z
+  .object({
+    origin: z.string().nullable().describe('The Origin the request came with (null: not from a browser page).'),
+    allowed: z.boolean().describe('Whether pages of that origin may use the REST API and the sockets.'),
+    message: z.string().nullable().describe('When refused: what was refused and the option that allows it.'),
+  })
+  .openapi('OriginResponse');
+
 export type CreateInterfaceRequest = z.infer<typeof CreateInterfaceRequest>;
 export type InterfaceCallRequest = z.infer<typeof InterfaceCallRequest>;
 

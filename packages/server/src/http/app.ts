@@ -8,7 +8,7 @@ import { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import Router from '@koa/router';
 import Koa from 'koa';
 import { bearerFromHeader, type Authenticator } from '../auth/credentials.js';
-import { originAllowed } from '../auth/origin.js';
+import { originAllowed, originRefusal } from '../auth/origin.js';
 import { PorticoError } from '../errors.js';
 import type { Gateway } from '../service/gateway.js';
 import { corsMiddleware } from './cors.js';
@@ -18,12 +18,12 @@ import { mountRoutes } from './route.js';
 import { interfaceRoutes } from './routes/interfaces.js';
 import { dataRoutes } from './routes/data.js';
 import { executionRoutes } from './routes/executions.js';
-import { metaRoutes } from './routes/meta.js';
+import { metaRoutes, ORIGIN_PATH } from './routes/meta.js';
 import { projectRoutes } from './routes/project.js';
 import { sourceRoutes } from './routes/source.js';
 import { authRoutes } from './routes/auth.js';
 import { projectsRoutes } from './routes/projects.js';
-import { isStaticPath, mountStatic } from './static.js';
+import { isAnyOriginPath, isStaticPath, mountStatic } from './static.js';
 
 export function createApp(gateway: Gateway, auth: Authenticator, log: (line: string) => void): Koa {
   const app = new Koa();
@@ -50,8 +50,10 @@ export function createApp(gateway: Gateway, auth: Authenticator, log: (line: str
 
   app.use(errorMiddleware(log));
   app.use(async function checkOrigin(ctx, next) {
-    if (!originAllowed(ctx.get('origin') || undefined, ctx.get('host') || undefined, gateway.options.allowOrigins)) {
-      throw new PorticoError('forbidden', `Origin '${ctx.get('origin')}' is not allowed`);
+    // /v1/origin and the runtime bundle answer every page: a refused page loads the runtime, which asks /v1/origin why.
+    const anyOrigin = ctx.path === ORIGIN_PATH || isAnyOriginPath(ctx.path);
+    if (!anyOrigin && !originAllowed(ctx.get('origin') || undefined, ctx.get('host') || undefined, gateway.options.allowOrigins)) {
+      throw new PorticoError('forbidden', originRefusal(ctx.get('origin')));
     }
     await next();
   });

@@ -1,8 +1,9 @@
 /**
  * What a browser loads without credentials: the landing page at `/` (a shell that asks the API
- * for the project, with the token from its own URL fragment when the gateway has one) and the
- * widget runtime bundle at /static/portico-widget.js, which a page on any origin can load with
- * one script tag. Neither holds anything secret.
+ * for the project, with the token from its own URL fragment when the gateway has one), its icon,
+ * and the widget runtime bundle at /static/portico-widget.js, which a page on any origin can load
+ * with one script tag (served with `Access-Control-Allow-Origin: *`, even to an origin the API
+ * refuses, so that such a page can say why instead of staying blank). None holds anything secret.
  */
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -11,18 +12,27 @@ import type Router from '@koa/router';
 
 const STATIC_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../static');
 
-const FILES: Record<string, { file: () => string; type: string }> = {
+const FILES: Record<string, { file: () => string; type: string; anyOrigin?: true }> = {
   '/': { file: () => path.join(STATIC_DIR, 'index.html'), type: 'text/html; charset=utf-8' },
   '/static/landing.js': { file: () => path.join(STATIC_DIR, 'landing.js'), type: 'text/javascript; charset=utf-8' },
   '/static/landing.css': { file: () => path.join(STATIC_DIR, 'landing.css'), type: 'text/css; charset=utf-8' },
+  '/static/favicon.svg': { file: () => path.join(STATIC_DIR, 'favicon.svg'), type: 'image/svg+xml' },
+  // Browsers ask for it whatever the page links; the same icon instead of a 404.
+  '/favicon.ico': { file: () => path.join(STATIC_DIR, 'favicon.svg'), type: 'image/svg+xml' },
   '/static/portico-widget.js': {
     file: () => fileURLToPath(import.meta.resolve('@portico/widget-runtime/portico-widget.js')),
     type: 'text/javascript; charset=utf-8',
+    anyOrigin: true,
   },
 };
 
 export function isStaticPath(p: string): boolean {
   return Object.hasOwn(FILES, p);
+}
+
+/** Static files any page may load, whatever the origin allowlist says. */
+export function isAnyOriginPath(p: string): boolean {
+  return isStaticPath(p) && FILES[p]!.anyOrigin === true;
 }
 
 export function mountStatic(router: Router): void {
@@ -31,6 +41,7 @@ export function mountStatic(router: Router): void {
       ctx.type = type;
       // Never cached: a rebuilt bundle or an edited page shows on the next load.
       ctx.set('Cache-Control', 'no-store');
+      if (FILES[route]!.anyOrigin) ctx.set('Access-Control-Allow-Origin', '*');
       ctx.body = await readFile(file());
     });
   }

@@ -8,7 +8,7 @@ import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
 import { BEARER_SUBPROTOCOL, bearerFromHeader, bearerFromSubprotocol, type Authenticator } from '../auth/credentials.js';
-import { originAllowed } from '../auth/origin.js';
+import { originAllowed, originRefusal } from '../auth/origin.js';
 import { LIMITS } from '../config/constants.js';
 import { PorticoError, toPorticoError } from '../errors.js';
 import type { Gateway } from '../service/gateway.js';
@@ -66,7 +66,7 @@ export function attachWebSockets(server: Server, gateway: Gateway, auth: Authent
       const Endpoint = url.pathname === WS_PATHS.interfaces ? Session : url.pathname === WS_PATHS.executions ? ExecutionSession : undefined;
       if (!Endpoint) throw new PorticoError('not_found', `No WebSocket endpoint at ${url.pathname}`);
       if (!originAllowed(header(req, 'origin'), header(req, 'host'), gateway.options.allowOrigins)) {
-        throw new PorticoError('forbidden', `Origin '${header(req, 'origin')}' is not allowed`);
+        throw new PorticoError('forbidden', originRefusal(header(req, 'origin')));
       }
       const token = bearerFromHeader(header(req, 'authorization')) ?? bearerFromSubprotocol(header(req, 'sec-websocket-protocol'));
       const principal = await auth.authenticate(token);

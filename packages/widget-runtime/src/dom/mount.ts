@@ -11,6 +11,7 @@ import type { InterfaceCalls } from '../net/transfers.js';
 import type { InterfaceInfo } from '../protocol.js';
 import { WidgetRegistry } from '../widget/registry.js';
 import { acquireHosted, type HostDeps, type HostedWidget, type HostView } from './hosted.js';
+import { explainFailure } from '../net/diagnose.js';
 import { clearNotice, showNotice } from './notice.js';
 
 export type MountOptions = ConnectOptions;
@@ -64,7 +65,7 @@ export async function mountWith(el: HTMLElement, options: MountOptions, deps: Ho
     hostView = await hosted.addView(el);
   } catch (caught) {
     await hosted?.release();
-    const error = toRuntimeError(caught, 'connection_failed');
+    const error = await explainFailure(options.url, toRuntimeError(caught, 'connection_failed'), deps.fetch);
     el.setAttribute('data-portico-status', 'closed');
     showNotice(el, error);
     console.error(`[portico-widget] ${error.code}: ${error.message}`, error.cause ?? '');

@@ -1,6 +1,7 @@
-/** /v1/health and /v1/protocol. */
+/** /v1/health, /v1/protocol and /v1/origin. */
+import { originAllowed, originRefusal } from '../../auth/origin.js';
 import { protocolDoc } from '../../contract/protocol.js';
-import { HealthResponse } from '../../contract/rest.js';
+import { HealthResponse, OriginResponse } from '../../contract/rest.js';
 import { z } from '../../contract/zod.js';
 import type { Gateway } from '../../service/gateway.js';
 import { route } from '../route.js';
@@ -20,6 +21,8 @@ const ProtocolDoc = z
     limits: z.record(z.string(), z.number()),
   })
   .openapi('ProtocolDoc');
+
+export const ORIGIN_PATH = '/v1/origin';
 
 export function metaRoutes(gateway: Gateway) {
   const doc = protocolDoc();
@@ -43,6 +46,23 @@ export function metaRoutes(gateway: Gateway) {
       response: ProtocolDoc,
       errors: [401],
       handler: async () => doc,
+    }),
+    route({
+      method: 'get',
+      path: ORIGIN_PATH,
+      tag: 'meta',
+      summary: 'May this page use the gateway?',
+      description:
+        "Public, and readable from any origin (Access-Control-Allow-Origin: *, no credentials): whether the calling page's Origin is allowed, and if not, how to allow it. " +
+        'A browser hides why a refused request failed; the widget runtime asks here to show an actionable message instead of a blank widget.',
+      response: OriginResponse,
+      handler: async (ctx) => {
+        const origin = ctx.get('origin') || null;
+        ctx.set('Access-Control-Allow-Origin', '*');
+        ctx.set('Cache-Control', 'no-store');
+        const allowed = originAllowed(origin ?? undefined, ctx.get('host') || undefined, gateway.options.allowOrigins);
+        return { origin, allowed, message: allowed ? null : originRefusal(origin ?? undefined) };
+      },
     }),
   ];
 }
