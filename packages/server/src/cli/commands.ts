@@ -25,6 +25,21 @@ export function parseVersionWord(word: string): unknown {
   return word;
 }
 
+/** `portico get` options (its --help). */
+export const GET_OPTIONS = [
+  { flag: '--project P', help: 'The project directory.', default: '.', env: 'PORTICO_PROJECT' },
+  { flag: '--url URL', help: 'Go through the gateway at URL (needed while one serves the project).' },
+  { flag: '--token T', help: 'The api or session token for --url.', env: 'PORTICO_API_TOKEN' },
+  { flag: '--user U', help: 'created_by of a new record.', default: 'the OS user' },
+  { flag: '--python PY', help: 'Interpreter that resolves the config (without --url).', default: 'python3', env: 'PORTICO_PYTHON' },
+];
+
+/** `portico fetch` options (its --help). */
+export const FETCH_OPTIONS = [
+  { flag: '--project P', help: 'The project directory.', default: '.' },
+  { flag: '--refresh', help: 'Fetch again even when a copy is there.', default: 'off' },
+];
+
 function print(value: unknown): void {
   process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
 }
@@ -57,7 +72,11 @@ export async function get(argv: string[]): Promise<number> {
         ...(values.user ? { 'x-service-user': values.user } : {}),
       },
       body: JSON.stringify({ target: module, version }),
-    });
+    }).catch((err: Error) => err);
+    if (res instanceof Error) {
+      process.stderr.write(`portico get: cannot reach a gateway at ${values.url} (${(res.cause as Error | undefined)?.message ?? res.message}): is \`portico serve\` running there?\n`);
+      return 1;
+    }
     const body = (await res.json()) as { detail?: unknown };
     if (!res.ok) {
       process.stderr.write(`portico get: ${res.status} ${JSON.stringify(body.detail)}\n`);

@@ -1,23 +1,71 @@
 /** The `portico` command line: serve, get, reindex, fetch. */
 import { existsSync, statSync } from 'node:fs';
+import path from 'node:path';
+import type { GatewayOptions } from '../config/options.js';
 import { VERSION } from '../config/constants.js';
 import { startServer } from '../server.js';
-import { fetchRemotes, get, reindex } from './commands.js';
+import { FETCH_OPTIONS, fetchRemotes, get, GET_OPTIONS, reindex } from './commands.js';
 import { parseServeArgs, SERVE_OPTIONS, UsageError } from './options.js';
 
 const USAGE = `Usage:
   portico serve [PROJECT] [options]        serve the interface classes of PROJECT (default: .)
-  portico get MODULE [VERSION…] [--project P] [--user U] [--url URL --token T]
-                                           create (or find) an interface and print its InterfaceInfo
+  portico get MODULE [VERSION…] [options]  create (or find) an interface and print its InterfaceInfo
   portico reindex [PROJECT]                rebuild the index from the interface directories
-  portico fetch [MODULE] [--project P] [--refresh]
-                                           fetch the remote modules declared in portico.json
+  portico fetch [MODULE] [options]         fetch the remote modules declared in portico.json
+  portico COMMAND --help                   the options of one command
+
+VERSION items: '~name', '~name(args)', 'a.b=value' or a JSON object.
+`;
+
+/** One line per option: flag, what it does, its default and environment variable. */
+function optionLines(options: ReadonlyArray<{ flag: string; help: string; default?: string; env?: string }>): string {
+  return options
+    .map((o) => {
+      const extra = [o.default ? `default: ${o.default}` : '', o.env ?? ''].filter(Boolean).join('; ');
+      return `  ${o.flag.padEnd(22)} ${o.help}${extra ? ` [${extra}]` : ''}`;
+    })
+    .join('\n');
+}
+
+const COMMAND_HELP: Record<string, string> = {
+  serve: `Usage: portico serve [PROJECT] [options]
+
+Serves the interface classes of PROJECT (default: the current directory, or PORTICO_PROJECT) over
+REST and WebSocket, with the landing page at / and the API docs at /docs.
+
+Options (flags win over environment variables):
+${optionLines(SERVE_OPTIONS)}
+  ${'--help'.padEnd(22)} this help
+`,
+  get: `Usage: portico get MODULE [VERSION…] [options]
+
+Creates (or finds) the interface MODULE with the VERSION items and prints its InterfaceInfo. Without
+--url it opens the project's index itself; while a gateway serves the project, use --url.
 
 VERSION items: '~name', '~name(args)', 'a.b=value' or a JSON object.
 
-serve options:
-${SERVE_OPTIONS.map((o) => `  ${o.flag.padEnd(20)} ${o.help} [${o.env}]`).join('\n')}
-`;
+Options:
+${optionLines(GET_OPTIONS)}
+  ${'--help'.padEnd(22)} this help
+`,
+  reindex: `Usage: portico reindex [PROJECT]
+
+Rebuilds the index of PROJECT (default: the current directory) from its interface directories,
+keeping created_by, label and archived. Stop the gateway serving it first.
+
+Options:
+  ${'--help'.padEnd(22)} this help
+`,
+  fetch: `Usage: portico fetch [MODULE] [options]
+
+Fetches the remote modules declared in the project's portico.json (all, or MODULE) into
+.portico/remotes. Works beside a running gateway.
+
+Options:
+${optionLines(FETCH_OPTIONS)}
+  ${'--help'.padEnd(22)} this help
+`,
+};
 
 async function serve(argv: string[]): Promise<number> {
   const options = parseServeArgs(argv);
@@ -25,18 +73,7 @@ async function serve(argv: string[]): Promise<number> {
     throw new UsageError(`Project directory '${options.project}' does not exist`);
   }
   const running = await startServer(options);
-  const ws = running.url.replace(/^http/, 'ws');
-  process.stdout.write(
-    [
-      `Portico ${VERSION} serving ${running.gateway.projects.defaultDir}`,
-      `  Open     ${running.url}/   (modules with live widgets)`,
-      `  API      ${running.url}/v1`,
-      `  Docs     ${running.url}/docs`,
-      `  Socket   ${ws}/v1/interfaces/ws`,
-      `  Auth     ${authLine(options)}`,
-      '',
-    ].join('\n'),
-  );
+  process.stdout.write(banner(running.url, running.gateway.projects.defaultDir, options));
   await new Promise<void>((resolve) => {
     const stop = () => resolve();
     process.once('SIGINT', stop);
@@ -48,6 +85,10 @@ async function serve(argv: string[]): Promise<number> {
 
 export async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
+  if (command && COMMAND_HELP[command] && (rest.includes('--help') || rest.includes('-h'))) {
+    process.stdout.write(COMMAND_HELP[command]);
+    return 0;
+  }
   try {
     switch (command) {
       case 'serve':
@@ -73,11 +114,27 @@ export async function main(argv: string[]): Promise<number> {
     }
   } catch (err) {
     if (err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
-      process.stderr.write(`portico: ${(err as Error).message}\n\n${USAGE}`);
+      process.stderr.write(`portico: ${(err as Error).message}\n\n${(command && COMMAND_HELP[command]) || USAGE}`);
       return 2;
     }
     throw err;
   }
+}
+
+/** What `portico serve` prints once it listens: where to go, what it serves, who may use it, how to stop. */
+function banner(url: string, project: string, options: GatewayOptions): string {
+  const origins = options.allowOrigins.length ? options.allowOrigins.join(', ') : 'none besides its own';
+  return [
+    `Portico ${VERSION} serving ${project}`,
+    `  Open     ${url}/   (modules with live widgets)`,
+    `  Docs     ${url}/docs   (API ${url}/v1, socket ${url.replace(/^http/, 'ws')}/v1/interfaces/ws)`,
+    `  Store    embedded index in ${path.join(project, '.portico')}`,
+    `  Auth     ${authLine(options)}`,
+    `  Origins  ${origins}`,
+    `           add a page's origin with --allow-origin URL`,
+    `  Stop     Ctrl+C`,
+    '',
+  ].join('\n');
 }
 
 function authLine(options: { apiToken?: string | undefined; oidcIssuer?: string | undefined }): string {
