@@ -106,12 +106,11 @@ describe('opt-in and tokens', () => {
     }
     expect(await readFile(path.join(dir, 'counter.py'), 'utf8')).toBe(before);
     await expect(stat(path.join(dir, 'new.py'))).rejects.toThrow();
-    // The docs say so too: the routes exist and answer only 404.
+    // The docs of this gateway show only what it serves: no source routes, no source tag.
     const doc = (await api(off, 'GET', '/openapi.json')).body;
-    expect(Object.keys(doc.paths['/v1/source/{path}'])).toEqual(['get', 'put', 'delete']);
-    expect(doc.paths['/v1/source/{path}'].put.description).toContain('Disabled on this gateway');
-    expect(doc.paths['/v1/source/{path}'].put.responses).toHaveProperty('404');
-    expect(doc.paths['/v1/source/{path}'].put).not.toHaveProperty('requestBody');
+    expect(Object.keys(doc.paths).filter((p) => p.startsWith('/v1/source'))).toEqual([]);
+    expect(doc.tags.map((t: { name: string }) => t.name)).not.toContain('source');
+    expect(Object.keys(doc.paths)).toContain('/v1/interfaces');
     await expect(stat(path.join(dir, 'moved.py'))).rejects.toThrow();
   });
 

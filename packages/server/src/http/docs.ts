@@ -28,11 +28,12 @@ const DOCS_PAGE = `<!doctype html>
 
 /** Paths served without a credential (spec: Authentication 1). */
 export function isPublicPath(p: string): boolean {
-  return p === '/openapi.json' || p === '/docs' || p.startsWith('/docs/');
+  return p === '/openapi.json' || p === '/docs' || p.startsWith('/docs/') || p === '/v1/origin';
 }
 
 export function openApiDocument(registry: OpenAPIRegistry): object {
   registry.registerComponent('securitySchemes', 'bearer', { type: 'http', scheme: 'bearer' });
+  const usedTags = new Set(registry.definitions.flatMap((d) => (d.type === 'route' ? (d.route.tags ?? []) : [])));
   return new OpenApiGeneratorV31(registry.definitions).generateDocument({
     openapi: '3.1.0',
     info: {
@@ -42,7 +43,8 @@ export function openApiDocument(registry: OpenAPIRegistry): object {
       license: { name: 'MIT' },
     },
     security: [{ bearer: [] }],
-    tags: ['interfaces', 'executions', 'project', 'projects', 'source', 'meta', 'auth'].map((name) => ({ name })),
+    // Only tags with a documented route (source editing switched off leaves 'source' out).
+    tags: ['interfaces', 'executions', 'project', 'projects', 'source', 'meta', 'auth'].filter((name) => usedTags.has(name)).map((name) => ({ name })),
   });
 }
 

@@ -33,6 +33,8 @@ export interface RouteSpec<B extends z.ZodType | undefined, Q extends AnyObject 
   responseType?: string;
   /** Statuses besides 200/422 this route answers, for the docs. */
   errors?: number[];
+  /** Answered but left out of /openapi.json and /docs (a feature this gateway has switched off). */
+  undocumented?: true;
   handler: (
     ctx: Koa.Context,
     input: {
@@ -83,6 +85,7 @@ export function mountRoutes(router: Router, registry: OpenAPIRegistry, routes: A
       }
     });
 
+    if (spec.undocumented) continue;
     const responses: Record<number, { description: string; content?: Record<string, { schema: z.ZodType }> }> = {};
     responses[spec.response === null ? 204 : 200] =
       spec.response === null ? { description: 'No content' } : { description: 'Success', content: { [spec.responseType ?? 'application/json']: { schema: spec.response } } };

@@ -129,12 +129,13 @@ function disabledRoutes(source: SourceService) {
     source.ensureEnabled();
     throw new Error('unreachable: the source API is disabled');
   };
-  const disabled = 'Disabled on this gateway (start it with --enable-source-api): answers 404 not_found.';
+  // Answered with a 404 that says how to enable them, and left out of the docs of this gateway.
+  const disabled = { description: 'Disabled on this gateway (start it with --enable-source-api): answers 404 not_found.', undocumented: true } as const;
   return [
-    route({ method: 'get', path: '/v1/source', tag: TAG, summary: 'List source files', description: disabled, response: null, errors: [404], handler: refuse }),
-    route({ method: 'post', path: '/v1/source/move', tag: TAG, summary: 'Move a source file', description: disabled, response: null, errors: [404], handler: refuse }),
+    route({ method: 'get', path: '/v1/source', tag: TAG, summary: 'List source files', ...disabled, response: null, errors: [404], handler: refuse }),
+    route({ method: 'post', path: '/v1/source/move', tag: TAG, summary: 'Move a source file', ...disabled, response: null, errors: [404], handler: refuse }),
     ...(['get', 'put', 'delete'] as const).map((method) =>
-      route({ method, path: '/v1/source/{path}', koaPath: '/v1/source/*path', tag: TAG, summary: 'Source file', description: disabled, response: null, errors: [404], handler: refuse }),
+      route({ method, path: '/v1/source/{path}', koaPath: '/v1/source/*path', tag: TAG, summary: 'Source file', ...disabled, response: null, errors: [404], handler: refuse }),
     ),
   ];
 }
