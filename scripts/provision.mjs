@@ -22,6 +22,9 @@ const REQUIREMENTS = path.join(ROOT, 'scripts', 'test-requirements.txt');
 const STAMP = path.join(VENV, '.portico-provision.json');
 const KERNEL_JSON = path.join(VENV, 'share', 'jupyter', 'kernels', 'python3', 'kernel.json');
 const BASE_PYTHON = 'python3';
+// ipykernel's own default name, the one a user's kernel has: the notebooks record it, so JupyterLab
+// opens them unmodified when this kernel connects.
+const KERNEL_DISPLAY_NAME = 'Python 3 (ipykernel)';
 
 const log = (line) => console.log(`provision: ${line}`);
 
@@ -74,7 +77,7 @@ export function ensureVenv() {
   const version = capture(BASE_PYTHON, ['-c', 'import sys; print(sys.version.replace("\\n", " "))'])?.trim();
   if (!version) throw new ProvisionError(`venv: ${BASE_PYTHON} not found or not runnable; install Python 3.11+`);
   const requirements = readFileSync(REQUIREMENTS);
-  const want = { requirements_sha256: createHash('sha256').update(requirements).digest('hex'), python: version };
+  const want = { requirements_sha256: createHash('sha256').update(requirements).digest('hex'), python: version, kernel: KERNEL_DISPLAY_NAME };
 
   let stamp = null;
   try {
@@ -83,7 +86,7 @@ export function ensureVenv() {
     // no stamp (new or half-made venv): install below
   }
   const usable = existsSync(VENV_PYTHON) && existsSync(path.join(VENV, 'pyvenv.cfg'));
-  if (usable && stamp?.requirements_sha256 === want.requirements_sha256 && stamp?.python === want.python && existsSync(KERNEL_JSON)) {
+  if (usable && stamp?.requirements_sha256 === want.requirements_sha256 && stamp?.python === want.python && stamp?.kernel === want.kernel && existsSync(KERNEL_JSON)) {
     log(`venv: ${path.relative(ROOT, VENV)} up to date (Python ${version.split(' ')[0]}, requirements ${want.requirements_sha256.slice(0, 12)})`);
     return;
   }
@@ -101,7 +104,7 @@ export function ensureVenv() {
   writeFileSync(path.join(VENV, 'package.json'), '{"type":"commonjs"}\n');
   rmSync(STAMP, { force: true });
   sh(VENV_PYTHON, ['-m', 'pip', 'install', '--disable-pip-version-check', '--no-input', '-r', REQUIREMENTS], { what: 'venv' });
-  sh(VENV_PYTHON, ['-m', 'ipykernel', 'install', '--sys-prefix', '--name', 'python3', '--display-name', 'Python 3 (Portico tests)'], { what: 'venv' });
+  sh(VENV_PYTHON, ['-m', 'ipykernel', 'install', '--sys-prefix', '--name', 'python3', '--display-name', KERNEL_DISPLAY_NAME], { what: 'venv' });
   if (!existsSync(KERNEL_JSON)) throw new ProvisionError(`venv: ipykernel install left no kernelspec at ${KERNEL_JSON}`);
   writeFileSync(STAMP, JSON.stringify(want, null, 2) + '\n');
   log(`venv: ready (${path.relative(ROOT, VENV_PYTHON)})`);
