@@ -243,7 +243,7 @@ describe('durability', () => {
     const g = await gateway({ project });
     const res = await run(process.execPath, [BIN, 'get', 'counter', '--project', project]).catch((err) => err);
     expect(res.code).toBe(1);
-    expect(res.stderr).toMatch(/in use by process/);
+    expect(res.stderr).toContain(`in use by the gateway at ${g.url}`);
     const { stdout } = await run(process.execPath, [BIN, 'get', 'counter', '~big', 'start=4', '--url', g.url, '--user', 'cli-user']);
     const printed = JSON.parse(stdout);
     expect(printed).toMatchObject({ module: 'counter', config: { start: 4, step: 10 }, created_by: 'cli-user' });

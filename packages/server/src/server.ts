@@ -1,14 +1,23 @@
 /**
  * Assembles the gateway: the service layer, the Koa app and the WebSocket upgrade handler on
- * one http.Server. `startServer({port: 0})` is what tests and the CLI use.
+ * one http.Server. `startServer({port: 0})` is what tests and the CLI use, and `close()` is the
+ * graceful shutdown: stop accepting, let what is in flight finish within a bounded drain, close
+ * sockets with 1001 "going away", then flush the index and stop the workers.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Authenticator } from './auth/credentials.js';
 import { defaultOptions, type GatewayOptions } from './config/options.js';
+import { PorticoError } from './errors.js';
 import { createApp } from './http/app.js';
 import { Gateway } from './service/gateway.js';
 import { attachWebSockets } from './ws/upgrade.js';
+import { Session } from './ws/session.js';
+
+/** Close code of every socket a shutdown closes (RFC 6455: the endpoint is going away). */
+export const CLOSE_GOING_AWAY = 1001;
+const DRAIN_POLL_MS = 20;
+const CLOSE_HANDSHAKE_MS = 1000;
 
 export interface RunningServer {
   gateway: Gateway;
@@ -16,7 +25,12 @@ export interface RunningServer {
   /** e.g. http://127.0.0.1:8000 */
   url: string;
   port: number;
-  close(): Promise<void>;
+  /**
+   * Stops the gateway. Requests, calls and transfers in flight get up to `drainMs` (default the
+   * gateway's `drainMs` option, LIMITS.shutdownDrainMs; 0 cuts them at once) to finish; what is
+   * still running then is cancelled.
+   */
+  close(options?: { drainMs?: number }): Promise<void>;
 }
 
 export async function startServer(overrides: Partial<GatewayOptions> = {}): Promise<RunningServer> {
@@ -27,8 +41,21 @@ export async function startServer(overrides: Partial<GatewayOptions> = {}): Prom
   const gateway = await Gateway.create({ ...options, log });
   const app = createApp(gateway, auth, log);
   app.silent = true;
-  const server = createServer(app.callback());
-  const wss = attachWebSockets(server, gateway, auth, log);
+  const handle = app.callback();
+  let stopping = false;
+  let requestsInFlight = 0;
+  const server = createServer(function serveRequest(req, res) {
+    if (stopping) {
+      // A request on a kept-alive connection after the shutdown began: say so, and close.
+      const body = JSON.stringify({ detail: new PorticoError('shutting_down', 'The gateway is shutting down').toDetail() });
+      res.writeHead(503, { 'content-type': 'application/json', connection: 'close', 'retry-after': '1' }).end(body);
+      return;
+    }
+    requestsInFlight += 1;
+    res.once('close', () => (requestsInFlight -= 1));
+    void handle(req, res);
+  });
+  const sockets = attachWebSockets(server, gateway, auth, log);
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -39,19 +66,34 @@ export async function startServer(overrides: Partial<GatewayOptions> = {}): Prom
   });
   const { port } = server.address() as AddressInfo;
   const host = options.host.includes(':') ? `[${options.host}]` : options.host;
+  const url = `http://${host}:${port}`;
+  gateway.projects.holder.url = url;
+
+  /** Nothing left that a drain should wait for (followers of executions only watch). */
+  const drained = () => requestsInFlight === 0 && [...sockets.sessions].every((s) => !(s instanceof Session) || s.idle);
 
   let closing: Promise<void> | undefined;
   return {
     gateway,
     server,
     port,
-    url: `http://${host}:${port}`,
-    close() {
+    url,
+    close({ drainMs = options.drainMs } = {}) {
       closing ??= (async () => {
-        for (const client of wss.clients) client.terminate();
-        wss.close();
+        stopping = sockets.stopping = true;
+        gateway.projects.holder.stopping = true; // a gateway starting now waits for the index
+        const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+        server.closeIdleConnections();
+        const deadline = Date.now() + drainMs;
+        while (!drained() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, DRAIN_POLL_MS));
+        for (const session of sockets.sessions) session.end(CLOSE_GOING_AWAY, 'going away');
+        sockets.wss.close();
         server.closeAllConnections();
-        await new Promise<void>((resolve) => server.close(() => resolve()));
+        // The closing handshakes get a moment; a client that never answers is not waited for.
+        const handshakes = Date.now() + CLOSE_HANDSHAKE_MS;
+        while (sockets.wss.clients.size > 0 && Date.now() < handshakes) await new Promise((resolve) => setTimeout(resolve, DRAIN_POLL_MS));
+        for (const client of sockets.wss.clients) client.terminate();
+        await closed;
         await gateway.close();
       })();
       return closing;

@@ -74,11 +74,18 @@ async function serve(argv: string[]): Promise<number> {
   }
   const running = await startServer(options);
   process.stdout.write(banner(running.url, running.gateway.projects.defaultDir, options));
-  await new Promise<void>((resolve) => {
-    const stop = () => resolve();
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
+  // The first signal drains and stops (exit 0); a second one stops at once.
+  const signal = await new Promise<NodeJS.Signals>((resolve) => {
+    process.once('SIGINT', () => resolve('SIGINT'));
+    process.once('SIGTERM', () => resolve('SIGTERM'));
   });
+  const now = (again: NodeJS.Signals) => {
+    process.stderr.write(`portico: ${again} again, stopping now\n`);
+    process.exit(again === 'SIGINT' ? 130 : 143);
+  };
+  process.once('SIGINT', () => now('SIGINT'));
+  process.once('SIGTERM', () => now('SIGTERM'));
+  process.stderr.write(`portico: ${signal}, stopping (in-flight work gets up to ${options.drainMs / 1000} s; send it again to stop now)\n`);
   await running.close();
   return 0;
 }

@@ -27,6 +27,12 @@ export const SERVE_OPTIONS = [
   { flag: '--oidc-user-claim', env: 'PORTICO_OIDC_USER_CLAIM', default: 'sub', help: 'The verified claim that names the user of an OIDC request.' },
   { flag: '--enable-source-api', env: 'PORTICO_ENABLE_SOURCE_API', default: 'false', help: 'Serve /v1/source to read and edit the project’s source files.' },
   { flag: '--source-token', env: 'PORTICO_SOURCE_TOKEN', default: '', help: 'The X-Service-Source-Token that source writes need (required with --enable-source-api).' },
+  {
+    flag: '--drain-timeout',
+    env: 'PORTICO_DRAIN_TIMEOUT',
+    default: `${LIMITS.shutdownDrainMs / 1000}`,
+    help: 'Seconds a shutdown (SIGTERM, Ctrl+C) lets requests, calls and uploads in flight finish before cutting them; a second signal stops at once.',
+  },
   { flag: '--insecure', env: 'PORTICO_INSECURE', default: 'false', help: 'Allow a non-loopback address without a token.' },
 ] as const;
 
@@ -41,6 +47,12 @@ function list(value: string | undefined): string[] {
 
 function truthy(value: string | undefined): boolean {
   return ['1', 'true', 'yes', 'on'].includes((value ?? '').toLowerCase());
+}
+
+function seconds(flag: string, text: string): number {
+  const value = Number(text);
+  if (!/^\d+(\.\d+)?$/.test(text.trim()) || !Number.isFinite(value) || value > 3600) throw new UsageError(`${flag} must be a number of seconds from 0 to 3600, got '${text}'`);
+  return value;
 }
 
 /** '1048576', '512M', '8G' → bytes (binary multiples). */
@@ -92,6 +104,7 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
       'enable-source-api': { type: 'boolean' },
       'source-token': { type: 'string' },
       insecure: { type: 'boolean' },
+      'drain-timeout': { type: 'string' },
     },
   });
   if (positionals.length > 1) throw new UsageError(`serve takes one PROJECT directory, got ${positionals.length}`);
@@ -116,6 +129,7 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     enableSourceApi: values['enable-source-api'] ?? truthy(env.PORTICO_ENABLE_SOURCE_API),
     sourceToken: values['source-token'] ?? (env.PORTICO_SOURCE_TOKEN || undefined),
     insecure: values.insecure ?? truthy(env.PORTICO_INSECURE),
+    drainMs: seconds('--drain-timeout', values['drain-timeout'] ?? env.PORTICO_DRAIN_TIMEOUT ?? String(LIMITS.shutdownDrainMs / 1000)) * 1000,
   });
   if (options.enableSourceApi && !options.sourceToken) {
     throw new UsageError('--enable-source-api needs --source-token: source writes run code on the next import, so they get their own secret.');

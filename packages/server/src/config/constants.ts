@@ -34,6 +34,14 @@ export const LIMITS = {
   workerStartTimeoutMs: 30 * 1000,
   /** An idle worker (no calls, no attached instances) stops after this long (ms). */
   workerIdleMs: 10 * 60 * 1000,
+  /** How long a process that cannot take an index lock waits for the holder to say who it is (ms). */
+  indexLockProbeMs: 1000,
+  /** How long a starting gateway waits for a stopping one to release the index (ms). */
+  indexLockWaitMs: 30 * 1000,
+  /** How often it asks again meanwhile (ms). */
+  indexLockRetryMs: 25,
+  /** Default bound on a shutdown's drain: in-flight requests and calls may finish this long before they are cut (ms). */
+  shutdownDrainMs: 5 * 1000,
   /** Grace period between asking a worker to stop and killing it (ms). */
   workerStopGraceMs: 2 * 1000,
   /** Largest frame the worker may send the gateway, in bytes. */

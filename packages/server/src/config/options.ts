@@ -31,6 +31,8 @@ export interface GatewayOptions {
   sourceToken?: string | undefined;
   /** Allows binding a non-loopback address without a token. */
   insecure: boolean;
+  /** How long a shutdown lets requests, calls and transfers in flight finish before cutting them (ms). */
+  drainMs: number;
   /** Where gateway log lines go (default: stderr). */
   log?: ((line: string) => void) | undefined;
 }
@@ -48,6 +50,7 @@ export function defaultOptions(overrides: Partial<GatewayOptions> = {}): Gateway
     oidcUserClaim: 'sub',
     enableSourceApi: false,
     insecure: false,
+    drainMs: LIMITS.shutdownDrainMs,
     ...overrides,
   };
 }

@@ -6,6 +6,7 @@
 import { realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { PorticoError } from '../errors.js';
+import type { LockHolder } from '../store/files.js';
 import { LowdbStore } from '../store/lowdb-store.js';
 import { RunStore } from '../store/runs.js';
 import type { Store } from '../store/store.js';
@@ -66,6 +67,8 @@ export class ProjectRegistry {
   private readonly open = new Map<string, Promise<Project>>();
   private readonly ready = new Map<string, Project>();
   private readonly roots: string[];
+  /** What the index lock tells a process it refuses: where this gateway serves, and whether it is stopping. */
+  readonly holder: LockHolder = {};
 
   constructor(
     readonly defaultDir: string,
@@ -92,7 +95,7 @@ export class ProjectRegistry {
     const dir = requested ? await this.check(requested) : this.defaultDir;
     let project = this.open.get(dir);
     if (!project) {
-      project = LowdbStore.open(dir).then((store) => {
+      project = LowdbStore.open(dir, this.holder).then((store) => {
         const opened = new Project(dir, store);
         this.ready.set(dir, opened);
         return opened;

@@ -3,9 +3,12 @@
  * directory), the per-interface record file that `reindex` rebuilds from, and the lock that keeps
  * one process at a time writing a project's index.
  */
-import { randomBytes } from 'node:crypto';
-import { mkdir, open, readFile, rename, rm, unlink, writeFile } from 'node:fs/promises';
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdir, open, readFile, realpath, rename, rm, unlink } from 'node:fs/promises';
+import { connect, createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { LIMITS } from '../config/constants.js';
 import { PorticoError } from '../errors.js';
 import type { InterfaceRecord } from './store.js';
 
@@ -82,38 +85,103 @@ export async function readRecordFile(dir: string): Promise<InterfaceRecord | und
 }
 
 /**
- * Takes the project's index lock for this process: refuses when another live process holds it,
- * takes it over from a dead one (a crashed gateway must not lock its project forever).
+ * The single-writer guard of a project's index, released by the kernel the moment its holder dies
+ * (killed, crashed, a zombie its parent has not reaped yet), never inferred from a pid: the holder
+ * listens on a unix socket named after the index directory. On Linux that is an abstract socket
+ * (no file: binding it is atomic, and it vanishes with the process); elsewhere a socket file in the
+ * temp folder whose stale copy is recognized by a refused connect. Whoever cannot bind asks the
+ * holder, which answers with its pid and URL, so the refusal can say how to reach it.
  */
-export async function acquireLock(file: string): Promise<() => Promise<void>> {
-  for (let attempt = 0; attempt < 3; attempt++) {
-    try {
-      await writeFile(file, `${process.pid}\n`, { flag: 'wx' });
-      return async () => {
-        await unlink(file).catch(() => undefined);
-      };
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      const pid = Number((await readFile(file, 'utf8').catch(() => '')).trim());
-      if (pid === process.pid || (pid > 0 && isAlive(pid))) {
-        throw new PorticoError(
-          'conflict',
-          pid === process.pid
-            ? `The index at ${path.dirname(file)} is already open in this process`
-            : `The index at ${path.dirname(file)} is in use by process ${pid} (a running gateway?); use its REST API instead`,
-        );
-      }
-      await unlink(file).catch(() => undefined); // stale: its owner died
-    }
-  }
-  throw new PorticoError('conflict', `Could not lock the index at ${path.dirname(file)}`);
+const heldLocks = new Set<string>();
+
+/** What the holder of a lock tells a process it refuses: where the index is served, and whether it is stopping. */
+export interface LockHolder {
+  url?: string | undefined;
+  /** Set once a shutdown began: a process that asks then waits for the lock instead of giving up. */
+  stopping?: boolean;
 }
 
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
+interface HolderAnswer {
+  pid: number;
+  url: string | null;
+  stopping?: boolean;
+}
+
+function lockAddress(dir: string): string {
+  const id = createHash('sha256').update(dir).digest('hex').slice(0, 32);
+  return process.platform === 'linux' ? `\0portico-index-${id}` : path.join(tmpdir(), `portico-index-${id}.sock`);
+}
+
+/** The holder's answer (pid and URL), or undefined when nothing listens there any more. */
+function askHolder(address: string): Promise<HolderAnswer | undefined> {
+  return new Promise((resolve) => {
+    let text = '';
+    const socket = connect(address);
+    const done = (value: HolderAnswer | undefined) => {
+      socket.destroy();
+      resolve(value);
+    };
+    socket.setTimeout(LIMITS.indexLockProbeMs, () => done({ pid: 0, url: null })); // alive but silent: still held
+    socket.on('data', (d) => (text += d));
+    socket.on('end', () => {
+      try {
+        done(JSON.parse(text));
+      } catch {
+        done({ pid: 0, url: null });
+      }
+    });
+    socket.on('error', () => done(undefined));
+  });
+}
+
+function listen(server: Server, address: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(address, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+}
+
+/**
+ * Takes the index lock of `dir` for this process; refuses at once while another live process
+ * serves from it, naming how to reach that one (a holder that is shutting down is waited for,
+ * up to LIMITS.indexLockWaitMs). Resolves to the release function.
+ */
+export async function acquireLock(dir: string, holder: LockHolder = {}): Promise<() => Promise<void>> {
+  const address = lockAddress(await realpath(dir));
+  if (heldLocks.has(address)) throw new PorticoError('conflict', `The index at ${dir} is already open in this process`);
+  // A holder that is stopping (flushing its index) is waited for: a restart right after SIGTERM
+  // then succeeds as soon as the old gateway is done, within a bound.
+  const waitUntil = Date.now() + LIMITS.indexLockWaitMs;
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const server = createServer((socket) => socket.end(`${JSON.stringify({ pid: process.pid, url: holder.url ?? null, stopping: holder.stopping === true })}\n`));
+    try {
+      await listen(server, address);
+      server.unref(); // the lock never keeps a process alive
+      heldLocks.add(address);
+      return async () => {
+        heldLocks.delete(address);
+        await new Promise<void>((resolve) => server.close(() => resolve()));
+      };
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
+      const answer = await askHolder(address);
+      if (answer?.stopping && Date.now() < waitUntil) {
+        await new Promise((resolve) => setTimeout(resolve, LIMITS.indexLockRetryMs));
+        attempt -= 1;
+        continue;
+      }
+      const holder = answer;
+      if (holder) {
+        const who = holder.url ? `the gateway at ${holder.url}` : 'another process (portico get or reindex?)';
+        const reach = holder.url ? `use it (portico get --url ${holder.url}, or its REST API)` : 'wait for it to finish';
+        throw new PorticoError('conflict', `The index at ${dir} is in use by ${who}${holder.pid ? `, process ${holder.pid}` : ''}: ${reach}, or stop it first`);
+      }
+      // Nothing answers: the holder just died (an abstract name is free again) or left a stale socket file.
+      if (!address.startsWith('\0')) await unlink(address).catch(() => undefined);
+    }
   }
+  throw new PorticoError('conflict', `Could not lock the index at ${dir}`);
 }

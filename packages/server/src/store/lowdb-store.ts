@@ -10,8 +10,10 @@
  *
  *   index/seg-00.json … seg-63.json   lowdb: { seq, interfaces: { uuid: record } }
  *   index/journal-<n>.jsonl            mutations after the segments' seq watermarks
- *   index/lock                          the pid of the one process writing this index
  *   interfaces/<uuid>/interface.json   each record beside its data, for `portico reindex`
+ *
+ * One process at a time writes an index: the lock (files.ts, acquireLock) is a unix socket the
+ * kernel frees when its holder dies, so a restart right after a crash never waits on a stale pid.
  */
 import { mkdir, readdir, rm, unlink } from 'node:fs/promises';
 import path from 'node:path';
@@ -19,7 +21,7 @@ import { Low } from 'lowdb';
 import { JSONFile } from 'lowdb/node';
 import type { FindRequest, SearchResponse } from '../contract/search.js';
 import { search } from './query.js';
-import { acquireLock, INTERFACES_DIR, readRecordFile, removeInterfaceDir, STORE_DIR, syncPath, writeRecordFile } from './files.js';
+import { acquireLock, INTERFACES_DIR, type LockHolder, readRecordFile, removeInterfaceDir, STORE_DIR, syncPath, writeRecordFile } from './files.js';
 import { Journal, readJournal, type JournalEntry } from './journal.js';
 import type { InterfaceRecord, RecordPatch, Store } from './store.js';
 
@@ -98,10 +100,10 @@ export class LowdbStore implements Store {
   }
 
   /** Opens (or creates) a project's index: takes its lock, loads segments, replays journals. */
-  static async open(project: string): Promise<LowdbStore> {
+  static async open(project: string, holder?: LockHolder): Promise<LowdbStore> {
     const dir = path.join(project, STORE_DIR, INDEX_DIR);
     await mkdir(dir, { recursive: true });
-    const unlock = await acquireLock(path.join(dir, 'lock'));
+    const unlock = await acquireLock(dir, holder);
     try {
       const store = new LowdbStore(project, dir, await openSegments(dir), unlock);
       await store.load();
@@ -119,7 +121,7 @@ export class LowdbStore implements Store {
   static async reindex(project: string): Promise<number> {
     const dir = path.join(project, STORE_DIR, INDEX_DIR);
     await mkdir(dir, { recursive: true });
-    const unlock = await acquireLock(path.join(dir, 'lock'));
+    const unlock = await acquireLock(dir);
     try {
       const root = path.join(project, STORE_DIR, INTERFACES_DIR);
       const names = await readdir(root).catch(() => [] as string[]);

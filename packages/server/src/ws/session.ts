@@ -63,6 +63,11 @@ export class Session extends SocketSession<ClientFrame> {
   }
 
   /** Widget frames; the gateway answers the sender, and widget_set reaches every other client too. */
+  /** An upload or read spans frames: the socket is busy until it ends. */
+  override get idle(): boolean {
+    return super.idle && this.transfer === undefined;
+  }
+
   private async widget(frame: Frame<'widget_get' | 'widget_set' | 'widget_msg'>): Promise<void> {
     const { ctx, record, listener } = await this.connected(frame.type);
     const { widgets } = this.gateway;

@@ -11,6 +11,8 @@ import { decodeFrame, type FrameId } from './decode.js';
 
 export abstract class SocketSession<F extends { type: string; id?: FrameId }> {
   protected closed = false;
+  /** Frames being handled now (a call runs until its result or last stream item is sent). */
+  private handling = 0;
 
   constructor(
     protected readonly socket: WebSocket,
@@ -35,6 +37,11 @@ export abstract class SocketSession<F extends { type: string; id?: FrameId }> {
   end(code: number, reason: string): void {
     if (!this.closed) this.teardown();
     this.socket.close(code, reason);
+  }
+
+  /** Nothing is in flight: a shutdown may close this socket without cutting anything off. */
+  get idle(): boolean {
+    return this.handling === 0;
   }
 
   /** Releases what the session holds; runs once, when the socket closes or a close frame comes. */
@@ -67,9 +74,12 @@ export abstract class SocketSession<F extends { type: string; id?: FrameId }> {
       this.socket.close(1000, 'closed by client');
       return;
     }
-    this.handle(frame).catch((err) => {
-      if (!(err instanceof PorticoError)) this.log(`frame '${frame.type}' failed: ${(err as Error)?.stack ?? err}`);
-      this.sendError(decoded.id, toPorticoError(err));
-    });
+    this.handling += 1;
+    this.handle(frame)
+      .catch((err) => {
+        if (!(err instanceof PorticoError)) this.log(`frame '${frame.type}' failed: ${(err as Error)?.stack ?? err}`);
+        this.sendError(decoded.id, toPorticoError(err));
+      })
+      .finally(() => (this.handling -= 1));
   }
 }

@@ -51,7 +51,16 @@ function header(req: IncomingMessage, name: string): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }
 
-export function attachWebSockets(server: Server, gateway: Gateway, auth: Authenticator, log: (line: string) => void): WebSocketServer {
+export interface AttachedSockets {
+  wss: WebSocketServer;
+  /** The live sessions (a shutdown drains and closes them). */
+  sessions: Set<Session | ExecutionSession>;
+  /** Set when the gateway stops: new upgrades are refused with 503 shutting_down. */
+  stopping: boolean;
+}
+
+export function attachWebSockets(server: Server, gateway: Gateway, auth: Authenticator, log: (line: string) => void): AttachedSockets {
+  const attached: AttachedSockets = { wss: undefined as unknown as WebSocketServer, sessions: new Set(), stopping: false };
   const wss = new WebSocketServer({
     noServer: true,
     maxPayload: LIMITS.maxMessageBytes,
@@ -59,9 +68,11 @@ export function attachWebSockets(server: Server, gateway: Gateway, auth: Authent
     handleProtocols: (offered) => (offered.has(BEARER_SUBPROTOCOL) ? BEARER_SUBPROTOCOL : false),
   });
 
+  attached.wss = wss;
   server.on('upgrade', async function handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer) {
     socket.on('error', () => socket.destroy());
     try {
+      if (attached.stopping) throw new PorticoError('shutting_down', 'The gateway is shutting down');
       const url = new URL(req.url ?? '/', 'http://gateway');
       const Endpoint = url.pathname === WS_PATHS.interfaces ? Session : url.pathname === WS_PATHS.executions ? ExecutionSession : undefined;
       if (!Endpoint) throw new PorticoError('not_found', `No WebSocket endpoint at ${url.pathname}`);
@@ -80,6 +91,8 @@ export function attachWebSockets(server: Server, gateway: Gateway, auth: Authent
       };
       wss.handleUpgrade(req, socket, head, (ws) => {
         const session = new Endpoint(ws, gateway, binding, log);
+        attached.sessions.add(session);
+        ws.once('close', () => attached.sessions.delete(session));
         if (principal.expiresAt !== undefined) {
           const cancel = at(principal.expiresAt, () => session.end(CLOSE_TOKEN_EXPIRED, 'token expired'));
           ws.once('close', cancel);
@@ -89,5 +102,5 @@ export function attachWebSockets(server: Server, gateway: Gateway, auth: Authent
       refuse(socket, toPorticoError(err));
     }
   });
-  return wss;
+  return attached;
 }
