@@ -63,6 +63,8 @@ export function createApp(gateway: Gateway, auth: Authenticator, log: (line: str
     await next();
   });
   app.use(router.routes());
-  app.use(router.allowedMethods());
+  // A method no route knows (TRACE, …) is a 405 like any other method a path lacks, never a 501.
+  const notAllowed = () => new PorticoError('method_not_allowed', 'This method is not allowed here');
+  app.use(router.allowedMethods({ throw: true, notImplemented: notAllowed, methodNotAllowed: notAllowed }));
   return app;
 }

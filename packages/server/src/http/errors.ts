@@ -1,7 +1,8 @@
 /**
  * The one mapping of errors to HTTP: a PorticoError becomes its status with
- * `{"detail": {code, message, issues?, exception?}}`; a validation failure becomes 422 with an
- * HTTPValidationError body; anything else is a generic 500 whose details go to the log only.
+ * `{"detail": {code, message, issues?, exception?}}`; a validation failure (of the schema, or a
+ * `validation_error` from the service) becomes 422 with an HTTPValidationError body; anything else
+ * is a generic 500 whose details go to the log only.
  */
 import type Koa from 'koa';
 import { PorticoError, toPorticoError } from '../errors.js';
@@ -31,6 +32,14 @@ export function errorMiddleware(log: (line: string) => void): Koa.Middleware {
       }
       if (!(err instanceof PorticoError)) log(`${ctx.method} ${ctx.path} failed: ${(err as Error)?.stack ?? String(err)}`);
       const error = toPorticoError(err);
+      if (error.code === 'validation_error') {
+        // A request the service found invalid (a malformed cursor, a bad filter path): every 422
+        // has one shape, the HTTPValidationError the schema validation answers with.
+        ctx.status = 422;
+        const issues = error.issues?.length ? error.issues : [{ path: null, message: error.message }];
+        ctx.body = { detail: issues.map((i) => ({ type: 'value_error', loc: ['body', ...(i.path ? i.path.split('.') : [])], msg: i.message })) };
+        return;
+      }
       ctx.status = error.status;
       ctx.body = { detail: error.toDetail() };
       if (error.code === 'unauthorized') ctx.set('WWW-Authenticate', 'Bearer');

@@ -29,8 +29,8 @@ export interface RouteSpec<B extends z.ZodType | undefined, Q extends AnyObject 
   params?: P;
   /** The 200 body; null for 204 No Content. */
   response: z.ZodType | null;
-  /** The 200 body's media type for the docs (default application/json). */
-  responseType?: string;
+  /** The 200 body's media types for the docs (default application/json). */
+  responseType?: string | string[];
   /** Statuses besides 200/422 this route answers, for the docs. */
   errors?: number[];
   /** Answered but left out of /openapi.json and /docs (a feature this gateway has switched off). */
@@ -88,13 +88,17 @@ export function mountRoutes(router: Router, registry: OpenAPIRegistry, routes: A
     if (spec.undocumented) continue;
     const responses: Record<number, { description: string; content?: Record<string, { schema: z.ZodType }> }> = {};
     responses[spec.response === null ? 204 : 200] =
-      spec.response === null ? { description: 'No content' } : { description: 'Success', content: { [spec.responseType ?? 'application/json']: { schema: spec.response } } };
+      spec.response === null
+        ? { description: 'No content' }
+        : { description: 'Success', content: Object.fromEntries([spec.responseType ?? 'application/json'].flat().map((type) => [type, { schema: spec.response! }])) };
     for (const status of spec.errors ?? []) {
       responses[status] = { description: STATUS_TEXT[status] ?? 'Error', content: { 'application/json': { schema: ErrorResponse } } };
     }
     if (spec.body || spec.query || spec.params) {
       responses[422] = { description: 'Validation error', content: { 'application/json': { schema: HTTPValidationError } } };
     }
+    // Node answers these itself, before any route, for a request line or headers over its limit.
+    responses[431] = { description: 'Request line or header fields too large (over 16 KiB), answered without a body' };
     registry.registerPath({
       method: spec.method,
       path: spec.path,

@@ -43,7 +43,7 @@ export function projectRoutes(gateway: Gateway) {
         "The module's widget front end: `esm` (an anywidget ES module, text/javascript) or `css`. From the class's `_esm`/`_css` (inline source or a file beside the module) or the sibling `<module>.widget.js` / `.widget.css`. Strong ETag; If-None-Match answers 304. Clients revalidate (no-cache), so an edit shows at once.",
       params: WidgetAssetParams,
       response: z.string().describe('The asset source.'),
-      responseType: 'text/javascript',
+      responseType: ['text/javascript', 'text/css'],
       errors: [401, 403, 404],
       handler: async (ctx, { params }) => {
         const asset = await gateway.widgets.asset(await bindRequest(ctx, gateway), params.module, params.asset);
