@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // `npm start`: the gateway on the demo project, with the embedded store. Builds first only when a
 // source is newer than what was built (a second start goes straight to the gateway), quietly:
-// the build's output shows only when it fails, or with --verbose. Other arguments go to
-// `portico serve` (`npm start -- --allow-origin https://example.org`).
+// the build's output shows only when it fails, or with --verbose (which also logs every request).
+// Other arguments go to `portico serve` (`npm start -- --allow-origin https://example.org`).
 import { spawn, spawnSync } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
@@ -55,7 +55,9 @@ if (stale) {
   }
 }
 
-const gateway = spawn(process.execPath, [path.join(root, 'packages/server/bin/portico.js'), 'serve', path.join(root, 'examples/demo'), ...serveArgs], { stdio: 'inherit' });
+// Quiet unless asked: warnings and errors only, one access line per request with --verbose.
+const logLevel = serveArgs.some((a) => a.startsWith('--log-level')) ? [] : ['--log-level', verbose ? 'info' : 'warn'];
+const gateway = spawn(process.execPath, [path.join(root, 'packages/server/bin/portico.js'), 'serve', path.join(root, 'examples/demo'), ...logLevel, ...serveArgs], { stdio: 'inherit' });
 // Ctrl+C reaches the gateway through the terminal's process group; a signal sent to this script alone is passed on.
 for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => gateway.kill(signal));
 gateway.on('exit', (code, signal) => process.exit(code ?? (signal ? 128 : 1)));

@@ -35,7 +35,8 @@ export async function tempProject(files: Record<string, string> = {}, { demo = t
 export async function gateway(options: Partial<GatewayOptions> = {}): Promise<RunningServer> {
   const project = options.project ?? (await tempProject());
   const logs: string[] = [];
-  const running = await startServer({ port: 0, host: '127.0.0.1', log: (line) => logs.push(line), ...options, project });
+  // Access lines stay out of the test output unless a test asks for them (logLevel / logger).
+  const running = await startServer({ port: 0, host: '127.0.0.1', log: (line) => logs.push(line), logLevel: 'silent', ...options, project });
   cleanups.push(() => running.close());
   return running;
 }

@@ -93,7 +93,7 @@ beforeAll(async () => {
   // `npm start` / `portico serve` configure it: no --allow-origin, yet the widget goes live.
   const port = await firstFreePort(JUPYTER_PORTS);
   labUrl = `http://127.0.0.1:${port}`;
-  running = await gateway({ ...parseServeArgs(['--port', '0'], {}), project: await tempProject() });
+  running = await gateway({ ...parseServeArgs(['--port', '0'], {}), project: await tempProject(), logLevel: 'silent' });
   expect(running.gateway.options.allowOrigins).toContain(labUrl);
   const jupyter = isolatedJupyter(path.join(work, 'jupyter'));
   const data = jupyter.JUPYTER_DATA_DIR;

@@ -227,7 +227,7 @@ describe('widgets in the browser', { timeout: E2E_TIMEOUT }, () => {
 
     await running.close();
     await expect.poll(() => page.locator('portico-widget').getAttribute('data-portico-status'), { timeout: 30_000 }).not.toBe('open');
-    running = await startServer({ project, host: '127.0.0.1', port, log: () => undefined, allowOrigins: [site.origin] });
+    running = await startServer({ project, host: '127.0.0.1', port, log: () => undefined, logLevel: 'silent', allowOrigins: [site.origin] });
     // The fresh worker holds a fresh instance: the page resyncs to the server's state, then follows it.
     await expect.poll(() => page.locator('portico-widget').getAttribute('data-portico-status'), { timeout: 60_000 }).toBe('open');
     await expect.poll(() => button.textContent(), { timeout: 30_000 }).toBe('count is 7');

@@ -10,6 +10,7 @@ import { Authenticator } from './auth/credentials.js';
 import { defaultOptions, type GatewayOptions } from './config/options.js';
 import { PorticoError } from './errors.js';
 import { createApp } from './http/app.js';
+import { createLogger } from './ops/logger.js';
 import { Gateway } from './service/gateway.js';
 import { attachWebSockets } from './ws/upgrade.js';
 import { Session } from './ws/session.js';
@@ -35,10 +36,11 @@ export interface RunningServer {
 
 export async function startServer(overrides: Partial<GatewayOptions> = {}): Promise<RunningServer> {
   const options = defaultOptions(overrides);
-  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const logger = options.logger ?? createLogger(options.logLevel);
+  const log = options.log ?? ((line: string) => logger.info(line));
   // Before the gateway: a bad auth configuration must fail before any index is opened.
   const auth = new Authenticator({ ...options, log });
-  const gateway = await Gateway.create({ ...options, log });
+  const gateway = await Gateway.create({ ...options, log, logger });
   const app = createApp(gateway, auth, log);
   app.silent = true;
   const handle = app.callback();

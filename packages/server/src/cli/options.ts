@@ -6,6 +6,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { DEFAULT_HOST, DEFAULT_PORT, LIMITS, LOCAL_JUPYTER_ORIGINS } from '../config/constants.js';
 import { defaultOptions, isLoopback, type GatewayOptions } from '../config/options.js';
+import { LOG_LEVELS, type LogLevel } from '../ops/logger.js';
 
 /** One row per option: the flag, its environment variable and what it does (README table). */
 export const SERVE_OPTIONS = [
@@ -33,6 +34,7 @@ export const SERVE_OPTIONS = [
     default: `${LIMITS.shutdownDrainMs / 1000}`,
     help: 'Seconds a shutdown (SIGTERM, Ctrl+C) lets requests, calls and uploads in flight finish before cutting them; a second signal stops at once.',
   },
+  { flag: '--log-level', env: 'PORTICO_LOG_LEVEL', default: 'info', help: `Least severe log line written to stderr (${LOG_LEVELS.join(', ')}); JSON lines unless stderr is a terminal.` },
   { flag: '--insecure', env: 'PORTICO_INSECURE', default: 'false', help: 'Allow a non-loopback address without a token.' },
 ] as const;
 
@@ -47,6 +49,11 @@ function list(value: string | undefined): string[] {
 
 function truthy(value: string | undefined): boolean {
   return ['1', 'true', 'yes', 'on'].includes((value ?? '').toLowerCase());
+}
+
+function logLevel(text: string): LogLevel {
+  if (!(LOG_LEVELS as readonly string[]).includes(text)) throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}, got '${text}'`);
+  return text as LogLevel;
 }
 
 function seconds(flag: string, text: string): number {
@@ -105,6 +112,7 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
       'source-token': { type: 'string' },
       insecure: { type: 'boolean' },
       'drain-timeout': { type: 'string' },
+      'log-level': { type: 'string' },
     },
   });
   if (positionals.length > 1) throw new UsageError(`serve takes one PROJECT directory, got ${positionals.length}`);
@@ -129,6 +137,7 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     enableSourceApi: values['enable-source-api'] ?? truthy(env.PORTICO_ENABLE_SOURCE_API),
     sourceToken: values['source-token'] ?? (env.PORTICO_SOURCE_TOKEN || undefined),
     insecure: values.insecure ?? truthy(env.PORTICO_INSECURE),
+    logLevel: logLevel(values['log-level'] ?? env.PORTICO_LOG_LEVEL ?? 'info'),
     drainMs: seconds('--drain-timeout', values['drain-timeout'] ?? env.PORTICO_DRAIN_TIMEOUT ?? String(LIMITS.shutdownDrainMs / 1000)) * 1000,
   });
   if (options.enableSourceApi && !options.sourceToken) {

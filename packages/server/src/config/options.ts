@@ -1,4 +1,5 @@
 /** The gateway's one typed options object, with its defaults. */
+import type { Logger, LogLevel } from '../ops/logger.js';
 import { DEFAULT_HOST, DEFAULT_PORT, LIMITS } from './constants.js';
 
 export interface GatewayOptions {
@@ -33,7 +34,11 @@ export interface GatewayOptions {
   insecure: boolean;
   /** How long a shutdown lets requests, calls and transfers in flight finish before cutting them (ms). */
   drainMs: number;
-  /** Where gateway log lines go (default: stderr). */
+  /** The least severe structured log line written (default info; `silent` writes none). */
+  logLevel: LogLevel;
+  /** The structured logger (default: one at logLevel on stderr, JSON unless stderr is a terminal). */
+  logger?: Logger | undefined;
+  /** Where plain gateway log lines go (default: the logger, at info). */
   log?: ((line: string) => void) | undefined;
 }
 
@@ -51,6 +56,7 @@ export function defaultOptions(overrides: Partial<GatewayOptions> = {}): Gateway
     enableSourceApi: false,
     insecure: false,
     drainMs: LIMITS.shutdownDrainMs,
+    logLevel: 'info',
     ...overrides,
   };
 }

@@ -11,6 +11,7 @@ import { bearerFromHeader, type Authenticator } from '../auth/credentials.js';
 import { originAllowed, originRefusal } from '../auth/origin.js';
 import { PorticoError } from '../errors.js';
 import type { Gateway } from '../service/gateway.js';
+import { accessLog } from './access-log.js';
 import { corsMiddleware } from './cors.js';
 import { isPublicPath, mountDocs, openApiDocument } from './docs.js';
 import { errorMiddleware } from './errors.js';
@@ -48,6 +49,7 @@ export function createApp(gateway: Gateway, auth: Authenticator, log: (line: str
 
   mountStatic(router);
 
+  app.use(accessLog(gateway.logger, gateway.metrics));
   app.use(errorMiddleware(log));
   app.use(async function checkOrigin(ctx, next) {
     // /v1/origin and the runtime bundle answer every page: a refused page loads the runtime, which asks /v1/origin why.

@@ -11,6 +11,8 @@ export interface PoolOptions {
   keepAlive?: (project: string, python: string) => boolean;
   log?: (line: string) => void;
   idleMs?: number;
+  /** Told when a worker starts for a (project, interpreter) that had one before. */
+  onRestart?: () => void;
 }
 
 export interface WorkerInfo {
@@ -30,6 +32,9 @@ export class KernelPool {
   private readonly sweeper: NodeJS.Timeout;
   private closed = false;
 
+  /** Slots that ever had a worker (a new worker for one is a restart). */
+  private readonly started = new Set<string>();
+
   constructor(private readonly options: PoolOptions) {
     const idleMs = options.idleMs ?? LIMITS.workerIdleMs;
     this.sweeper = setInterval(() => this.stopIdle(idleMs), Math.max(1000, Math.min(idleMs / 4, 30_000)));
@@ -45,6 +50,8 @@ export class KernelPool {
       slot.lastUsed = Date.now();
       return slot.ready;
     }
+    if (this.started.has(key)) this.options.onRestart?.();
+    this.started.add(key);
     const worker = new Worker({
       project,
       python,

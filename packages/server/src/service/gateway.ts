@@ -7,10 +7,12 @@ import { realpath } from 'node:fs/promises';
 import { userInfo } from 'node:os';
 import path from 'node:path';
 import type { Principal } from '../auth/credentials.js';
-import { VERSION } from '../config/constants.js';
+import { LIMITS, VERSION } from '../config/constants.js';
 import type { GatewayOptions } from '../config/options.js';
 import { PorticoError } from '../errors.js';
 import { KernelPool, type WorkerInfo } from '../kernel/pool.js';
+import { createLogger, type Logger } from '../ops/logger.js';
+import { Metrics } from '../ops/metrics.js';
 import type { RequestContext } from './context.js';
 import { DataService } from './data.js';
 import { ExecutionService } from './executions.js';
@@ -73,6 +75,11 @@ export class Gateway {
   readonly remotes = new RemoteModules();
   readonly projects: ProjectRegistry;
   readonly pool: KernelPool;
+  /** Structured logs (access lines come from the transports). */
+  readonly logger: Logger;
+  /** Plain log lines (worker output, failures), at info level unless options.log takes them. */
+  readonly log: (line: string) => void;
+  readonly metrics: Metrics;
   private readonly startedAt = performance.now();
   private readonly defaultUser = safeUserName();
   private readonly python: string;
@@ -83,17 +90,21 @@ export class Gateway {
     project: string,
     roots: string[],
   ) {
-    this.projects = new ProjectRegistry(project, roots);
+    this.logger = options.logger ?? createLogger(options.logLevel);
+    this.log = options.log ?? ((line) => this.logger.info(line));
+    this.metrics = new Metrics({ workers: () => this.pool.list().length, executions: () => this.executionCounts() });
+    this.projects = new ProjectRegistry(project, roots, this.metrics);
     this.python = normalizeInterpreter(options.python);
     this.pythonAllowlist = [...new Set(options.pythonAllowlist.map(normalizeInterpreter))];
     this.pool = new KernelPool({
       onPush: (dir, uuid, push) => this.projects.peek(dir)?.push(uuid, push),
       keepAlive: (dir) => this.projects.peek(dir)?.hasAttachments ?? false,
-      ...(options.log ? { log: options.log } : {}),
+      log: this.log,
+      onRestart: () => this.metrics.workerRestarts.inc(),
     });
-    this.interfaces = new InterfaceService(this.pool, this.remotes);
+    this.interfaces = new InterfaceService(this.pool, this.remotes, this.metrics);
     this.project = new ProjectService(this.pool, this.remotes);
-    this.executions = new ExecutionService(this.interfaces, options.log ?? ((line) => process.stderr.write(`${line}\n`)));
+    this.executions = new ExecutionService(this.interfaces, this.log);
     this.data = new DataService(this.interfaces);
     this.widgets = new WidgetService(this.pool, this.remotes);
     this.lineage = new LineageService(this.interfaces, this.executions);
@@ -122,6 +133,16 @@ export class Gateway {
     }
     const project = await this.projects.bind(input.project);
     return { project, python, user: input.principal?.subject || input.user || this.defaultUser };
+  }
+
+  /** Executions of the open projects by status (the metrics' executions gauge). */
+  private async executionCounts(): Promise<Record<string, number>> {
+    const counts: Record<string, number> = {};
+    for (const dir of this.projects.openDirs) {
+      const runs = await this.executions.list(await this.bind({ project: dir }), { limit: LIMITS.listMax });
+      for (const run of runs) counts[run.status] = (counts[run.status] ?? 0) + 1;
+    }
+    return counts;
   }
 
   /** The default project, those with live state, the roots, the interpreters and the running workers. */

@@ -5,6 +5,7 @@
  */
 import { LIMITS } from '../config/constants.js';
 import { PorticoError, toPorticoError } from '../errors.js';
+import type { Metrics } from '../ops/metrics.js';
 import type { KernelPool } from '../kernel/pool.js';
 import { Worker, type CallOutcome, type ItemSink } from '../kernel/worker.js';
 
@@ -59,6 +60,7 @@ export class InterfaceService {
   constructor(
     private readonly pool: KernelPool,
     private readonly remotes: RemoteModules,
+    private readonly metrics?: Metrics,
   ) {}
 
   /** Resolves a version against a module's Config; materializes nothing. */
@@ -155,6 +157,13 @@ export class InterfaceService {
    * cancels it.
    */
   async call(ctx: RequestContext, record: InterfaceInfo, input: CallInput, options: CallOptions = {}): Promise<CallOutcome> {
+    const started = performance.now();
+    const outcome = await this.run(ctx, record, input, options);
+    this.metrics?.call(input.method, outcome.ok ? 'ok' : outcome.error.code, (performance.now() - started) / 1000);
+    return outcome;
+  }
+
+  private async run(ctx: RequestContext, record: InterfaceInfo, input: CallInput, options: CallOptions): Promise<CallOutcome> {
     // The running worker is taken without an await: calls are the hot path.
     const worker = this.pool.peek(ctx.project.dir, ctx.python) ?? (await this.startWorker(ctx, options.onSettled));
     if (!(worker instanceof Worker)) return worker;

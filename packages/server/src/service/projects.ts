@@ -7,7 +7,9 @@ import { realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { PorticoError } from '../errors.js';
 import type { LockHolder } from '../store/files.js';
+import { instrumentStore } from '../store/instrumented.js';
 import { LowdbStore } from '../store/lowdb-store.js';
+import type { Metrics } from '../ops/metrics.js';
 import { RunStore } from '../store/runs.js';
 import type { Store } from '../store/store.js';
 import type { Push } from '../kernel/worker.js';
@@ -73,6 +75,7 @@ export class ProjectRegistry {
   constructor(
     readonly defaultDir: string,
     roots: string[],
+    private readonly metrics?: Metrics,
   ) {
     this.roots = roots.map((root) => path.resolve(root));
   }
@@ -96,7 +99,7 @@ export class ProjectRegistry {
     let project = this.open.get(dir);
     if (!project) {
       project = LowdbStore.open(dir, this.holder).then((store) => {
-        const opened = new Project(dir, store);
+        const opened = new Project(dir, this.metrics ? instrumentStore(store, this.metrics) : store);
         this.ready.set(dir, opened);
         return opened;
       });

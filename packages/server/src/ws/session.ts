@@ -160,6 +160,7 @@ export class Session extends SocketSession<ClientFrame> {
         if (transfer.upload.error && transfer.upload.error !== err) return;
         throw err;
       }
+      this.gateway.metrics.uploadBytes.inc(done.bytes_written);
       this.send({ type: 'chunk_done', id: transfer.id, payload: done });
     } finally {
       if (this.transfer === transfer) this.transfer = undefined;
@@ -181,6 +182,7 @@ export class Session extends SocketSession<ClientFrame> {
           return this.sendPaced(chunk);
         },
       });
+      this.gateway.metrics.readBytes.inc(sent);
       if (!outcome.ok) throw outcome.error;
       this.send({ type: 'chunk_done', id: frame.id, payload: { bytes_sent: sent } });
     } finally {

@@ -13,6 +13,8 @@ export abstract class SocketSession<F extends { type: string; id?: FrameId }> {
   protected closed = false;
   /** Frames being handled now (a call runs until its result or last stream item is sent). */
   private handling = 0;
+  /** Frames handled since the socket opened (for its access line). */
+  frames = 0;
 
   constructor(
     protected readonly socket: WebSocket,
@@ -75,11 +77,20 @@ export abstract class SocketSession<F extends { type: string; id?: FrameId }> {
       return;
     }
     this.handling += 1;
+    this.frames += 1;
+    const started = performance.now();
+    let code: string | undefined;
     this.handle(frame)
       .catch((err) => {
         if (!(err instanceof PorticoError)) this.log(`frame '${frame.type}' failed: ${(err as Error)?.stack ?? err}`);
-        this.sendError(decoded.id, toPorticoError(err));
+        const error = toPorticoError(err);
+        code = error.code;
+        this.sendError(decoded.id, error);
       })
-      .finally(() => (this.handling -= 1));
+      .finally(() => {
+        this.handling -= 1;
+        // One line per frame at debug level; the socket's own line (info) comes when it closes.
+        this.gateway.logger.debug({ frame: frame.type, id: decoded.id, ...(code ? { code } : {}), duration_ms: Math.round((performance.now() - started) * 100) / 100 }, 'frame');
+      });
   }
 }

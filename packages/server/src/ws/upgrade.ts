@@ -4,6 +4,7 @@
  * its Origin is checked, and unknown paths are refused before any socket exists. A socket
  * admitted by an expiring credential (OIDC or session token) is closed with 4401 at its expiry.
  */
+import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
@@ -71,10 +72,15 @@ export function attachWebSockets(server: Server, gateway: Gateway, auth: Authent
   attached.wss = wss;
   server.on('upgrade', async function handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer) {
     socket.on('error', () => socket.destroy());
+    const opened = performance.now();
+    const given = header(req, 'x-request-id') ?? '';
+    const requestId = /^[A-Za-z0-9._-]{1,64}$/.test(given) ? given : randomUUID();
+    const path = (req.url ?? '/').split('?')[0];
     try {
       if (attached.stopping) throw new PorticoError('shutting_down', 'The gateway is shutting down');
       const url = new URL(req.url ?? '/', 'http://gateway');
       const Endpoint = url.pathname === WS_PATHS.interfaces ? Session : url.pathname === WS_PATHS.executions ? ExecutionSession : undefined;
+      const endpoint = Endpoint === Session ? 'interfaces' : 'executions';
       if (!Endpoint) throw new PorticoError('not_found', `No WebSocket endpoint at ${url.pathname}`);
       if (!originAllowed(header(req, 'origin'), header(req, 'host'), gateway.options.allowOrigins)) {
         throw new PorticoError('forbidden', originRefusal(header(req, 'origin')));
@@ -92,14 +98,22 @@ export function attachWebSockets(server: Server, gateway: Gateway, auth: Authent
       wss.handleUpgrade(req, socket, head, (ws) => {
         const session = new Endpoint(ws, gateway, binding, log);
         attached.sessions.add(session);
-        ws.once('close', () => attached.sessions.delete(session));
+        gateway.metrics.sockets.inc({ endpoint });
+        ws.once('close', (code) => {
+          attached.sessions.delete(session);
+          gateway.metrics.sockets.dec({ endpoint });
+          const user = principal.subject ?? binding.user;
+          gateway.logger.info({ req_id: requestId, socket: url.pathname, status: 101, close_code: code, frames: session.frames, duration_ms: Math.round(performance.now() - opened), user, auth: principal.kind }, 'socket');
+        });
         if (principal.expiresAt !== undefined) {
           const cancel = at(principal.expiresAt, () => session.end(CLOSE_TOKEN_EXPIRED, 'token expired'));
           ws.once('close', cancel);
         }
       });
     } catch (err) {
-      refuse(socket, toPorticoError(err));
+      const error = toPorticoError(err);
+      gateway.logger.info({ req_id: requestId, socket: path, status: error.status, code: error.code, duration_ms: Math.round(performance.now() - opened) }, 'socket refused');
+      refuse(socket, error);
     }
   });
   return attached;

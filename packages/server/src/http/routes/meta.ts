@@ -1,4 +1,4 @@
-/** /v1/health, /v1/protocol and /v1/origin. */
+/** /v1/health, /v1/protocol, /v1/origin and /metrics. */
 import { originAllowed, originRefusal } from '../../auth/origin.js';
 import { protocolDoc } from '../../contract/protocol.js';
 import { HealthResponse, OriginResponse } from '../../contract/rest.js';
@@ -46,6 +46,22 @@ export function metaRoutes(gateway: Gateway) {
       response: ProtocolDoc,
       errors: [401],
       handler: async () => doc,
+    }),
+    route({
+      method: 'get',
+      path: '/metrics',
+      tag: 'meta',
+      summary: 'Metrics (Prometheus)',
+      description:
+        'The Prometheus text format: calls and their latency by method and outcome, HTTP requests, sockets, workers and their restarts, executions by state, index operations and their latency, upload and read bytes, and the process (CPU, memory, event loop). Authenticated like every other endpoint.',
+      response: z.string(),
+      responseType: 'text/plain',
+      errors: [401],
+      handler: async (ctx) => {
+        ctx.type = gateway.metrics.registry.contentType;
+        ctx.set('Cache-Control', 'no-store');
+        return gateway.metrics.registry.metrics();
+      },
     }),
     route({
       method: 'get',

@@ -1,0 +1,45 @@
+/**
+ * One access line and the HTTP metrics per request: method, path (never the query string, which
+ * may carry a project path), status, error code, duration, user and request id. The request id is
+ * the client's `X-Request-Id` when it is a plain token, else a new one; the answer carries it.
+ */
+import { randomUUID } from 'node:crypto';
+import type Koa from 'koa';
+import type { Principal } from '../auth/credentials.js';
+import type { Logger } from '../ops/logger.js';
+import type { Metrics } from '../ops/metrics.js';
+
+const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
+
+export function accessLog(logger: Logger, metrics: Metrics): Koa.Middleware {
+  return async function logAccess(ctx, next) {
+    const started = performance.now();
+    const given = ctx.get('x-request-id');
+    const id = REQUEST_ID.test(given) ? given : randomUUID();
+    ctx.set('X-Request-Id', id);
+    try {
+      await next();
+    } finally {
+      const seconds = (performance.now() - started) / 1000;
+      const body = ctx.body as { detail?: { code?: unknown } | unknown[] } | undefined;
+      const detail = body && typeof body === 'object' && 'detail' in body ? body.detail : undefined;
+      const code = Array.isArray(detail) ? 'validation_error' : typeof detail === 'object' && detail && 'code' in detail ? String(detail.code) : undefined;
+      const principal = ctx.state.principal as Principal | undefined;
+      metrics.httpRequests.inc({ method: ctx.method, status: String(ctx.status) });
+      metrics.httpDuration.observe({ method: ctx.method }, seconds);
+      logger.info(
+        {
+          req_id: id,
+          method: ctx.method,
+          path: ctx.path,
+          status: ctx.status,
+          ...(code ? { code } : {}),
+          duration_ms: Math.round(seconds * 1e5) / 100,
+          user: principal?.subject ?? (ctx.get('x-service-user') || undefined),
+          auth: principal?.kind,
+        },
+        'http',
+      );
+    }
+  };
+}
