@@ -83,8 +83,12 @@ async function startLab(env: Record<string, string>, root: string, port: number)
   }
 }
 
-async function command(page: Page, id: string, args: Record<string, unknown> = {}): Promise<unknown> {
-  return page.evaluate(([id, args]) => (window as any).jupyterapp.commands.execute(id, args), [id, args] as const);
+/** Runs a JupyterLab command and waits for it. Its result stays in the page: some (close-all's
+ * disposed widgets) cannot be serialized back, and no caller needs one. */
+async function command(page: Page, id: string, args: Record<string, unknown> = {}): Promise<void> {
+  await page.evaluate(async ([id, args]) => {
+    await (window as any).jupyterapp.commands.execute(id, args);
+  }, [id, args] as const);
 }
 
 beforeAll(async () => {
