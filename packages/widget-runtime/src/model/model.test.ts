@@ -34,12 +34,21 @@ describe('WidgetModel: local state', () => {
     expect(model.get('count')).toBe(1);
   });
 
-  it('set to an equal value (deep) emits nothing and sends nothing', () => {
+  it('set to an equal value (deep) emits no change event, yet save_changes sends it', () => {
     const { model, events, sent } = harness({ list: [1, { a: 2 }] });
     model.set('list', [1, { a: 2 }]);
-    model.save_changes();
     expect(events).toEqual([]);
-    expect(sent).toEqual([]);
+    model.save_changes();
+    expect(sent).toEqual([{ type: 'widget_set', changes: { list: [1, { a: 2 }] }, id: 1 }]);
+  });
+
+  it('an object from get() mutated in place and set back is sent on save_changes (as drawdata draws)', () => {
+    const { model, sent } = harness({ data: [] });
+    const points = model.get('data') as Array<{ x: number; y: number }>;
+    points.push({ x: 1, y: 2 });
+    model.set('data', points);
+    model.save_changes();
+    expect(sent).toEqual([{ type: 'widget_set', changes: { data: [{ x: 1, y: 2 }] }, id: 1 }]);
   });
 
   it('set({…}) sets several keys: one change:<key> each, one change', () => {

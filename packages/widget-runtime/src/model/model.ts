@@ -70,13 +70,18 @@ export class WidgetModel implements PorticoModel {
   }
 
   /**
-   * Local update: emits `change:<key>` per changed key, then `change`, synchronously. Nothing is
-   * sent until `save_changes()`. Also accepts Backbone's `set({key: value, …})`.
+   * Local update: emits `change:<key>` per changed key, then `change`, synchronously (as
+   * Backbone does in Jupyter). Every key set is saved by the next `save_changes()`, equal or not
+   * (as marimo does): a widget that mutates the object `get()` returned in place and sets it back
+   * has changed it, though no comparison can tell. Also accepts Backbone's `set({key: value, …})`.
    */
   set(key: string | JsonObject, value?: unknown): void {
     const attrs = typeof key === 'string' ? { [key]: value } : key;
     const changed = this.#assign(attrs);
-    for (const k of changed) this.#dirty.add(k);
+    for (const k of Object.keys(attrs)) {
+      this.#state[k] = attrs[k]; // the caller's object, even when equal: later in-place edits are its
+      this.#dirty.add(k);
+    }
     this.#emitChanges(changed);
   }
 
