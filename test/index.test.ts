@@ -214,7 +214,8 @@ describe('schema reflection', () => {
     expect(schema.properties.name).toMatchObject({ type: 'string', description: 'What to call it.' });
     expect(schema.properties.rate).toMatchObject({ type: 'number', default: 0.1 });
     expect(schema.required).toEqual(['name']);
-    expect(res.body.versions).toEqual([expect.objectContaining({ name: 'fast', doc: 'Goes fast.', signature: '(rate: float = 0.9)' })]);
+    expect(res.body.versions).toEqual(['~fast']);
+    expect(res.body.version_methods).toEqual([expect.objectContaining({ name: 'fast', doc: 'Goes fast.', signature: '(rate: float = 0.9)' })]);
     expect(res.body.methods.map((m: { name: string }) => m.name)).toEqual(['describe']);
     expect(res.body.source_file).toBe('typed.py');
     expect((await api(g, 'GET', '/v1/project/nosuch')).status).toBe(404);

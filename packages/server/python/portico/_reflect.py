@@ -36,7 +36,7 @@ __all__ = [
     "source_location",
     "version_methods",
     "widget_asset",
-    "widget_assets",
+    "widget_info",
 ]
 
 VERSION_PREFIX = "version_"
@@ -147,13 +147,22 @@ def describe_callable(cls: type, name: str, returns: bool = False) -> dict[str, 
     return entry
 
 
+def _source_line(obj: Any) -> int | None:
+    try:
+        return inspect.getsourcelines(inspect.unwrap(obj))[1]
+    except (OSError, TypeError):  # built at run time, or no source file
+        return None
+
+
 def version_methods(cls: type) -> list[dict[str, Any]]:
-    """Every ``version_<name>`` method, inherited ones included, sorted by name."""
+    """Every ``version_<name>`` method, inherited ones included, sorted by name: ``{name,
+    signature, doc, parameters, source_line}`` (1-based line, None when there is no source)."""
     out = []
     for attr in sorted(dir(cls)):
         if attr.startswith(VERSION_PREFIX) and len(attr) > len(VERSION_PREFIX) and callable(getattr(cls, attr, None)):
             entry = describe_callable(cls, attr)
             entry["name"] = attr[len(VERSION_PREFIX) :]
+            entry["source_line"] = _source_line(getattr(cls, attr))
             out.append(entry)
     return out
 
@@ -226,10 +235,15 @@ def widget_asset(cls: type, module_file: str | None, asset: str) -> tuple[Litera
     return "inline", value
 
 
-def widget_assets(cls: type, module_file: str | None) -> dict[str, bool] | None:
-    """``{esm, css}``: whether ``cls`` has each asset (``widget_asset``); None when it has neither."""
-    assets = {asset: widget_asset(cls, module_file, asset) is not None for asset in WIDGET_SIBLINGS}
-    return assets if any(assets.values()) else None
+def widget_info(cls: type, module_file: str | None) -> dict[str, Any] | None:
+    """``{esm, css, meta}``: whether ``cls`` has each asset (``widget_asset``) and its opaque
+    ``_widget_meta`` mapping (``{}`` without one); None when it has no asset."""
+    assets: dict[str, Any] = {asset: widget_asset(cls, module_file, asset) is not None for asset in WIDGET_SIBLINGS}
+    if not any(assets.values()):
+        return None
+    meta = getattr(cls, "_widget_meta", None)
+    assets["meta"] = dict(meta) if isinstance(meta, dict) else {}
+    return assets
 
 
 def source_location(cls: type, project: str) -> tuple[str | None, int | None]:

@@ -121,6 +121,7 @@ class Interface:
     - ``_esm`` / ``_css``: the widget's ES module and stylesheet, as source text, as a file name
       relative to the module's folder (``"counter.widget.js"``) or as a ``pathlib.Path``. Without
       them, ``<module>.widget.js`` / ``<module>.widget.css`` beside the module file are used.
+    - ``_widget_meta``: a dict clients receive as the module's ``widget.meta`` (never parsed).
 
     Hooks an author may define or override (they are not remotely callable methods):
 

@@ -42,7 +42,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Callable
 
-from . import _discovery, _jsonschema, _read, _reflect
+from . import _discovery, _fields, _jsonschema, _read, _reflect
 from . import config as _config
 from ._frames import FrameError, FrameReader, encode_frame
 from ._json import dumps
@@ -638,9 +638,10 @@ class Worker:
                 "kind": cls.__name__,
                 "doc": _reflect.own_doc(cls),
                 "config_schema": _jsonschema.config_schema(getattr(cls, "Config", None)),
-                "versions": _reflect.version_methods(cls),
+                "config_fields": _fields.config_fields(getattr(cls, "Config", None)),
+                "version_methods": _reflect.version_methods(cls),
                 "methods": [self._describe_method(cls, name) for name in _remote_method_names(cls)],
-                "widget": _reflect.widget_assets(cls, getattr(sys.modules.get(module), "__file__", None)),
+                "widget": _reflect.widget_info(cls, getattr(sys.modules.get(module), "__file__", None)),
                 "source_file": source_file,
                 "source_line": source_line,
             }

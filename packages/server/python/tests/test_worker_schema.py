@@ -203,7 +203,7 @@ FILES = {
 
         class Drawn(Interface):
             _esm = "export default { render() {} }"
-            _css = ".x { color: red }"
+            _widget_meta = {"size": "small"}
     """,
     "sib.py": """
         from portico import Interface
@@ -252,7 +252,7 @@ class WorkerSchemaTest(WorkerTestCase):
         frame = self.schema("plain")
         self.assertEqual(
             set(frame),
-            {"op", "id", "module", "kind", "doc", "config_schema", "versions", "methods", "widget", "source_file", "source_line"},
+            {"op", "id", "module", "kind", "doc", "config_schema", "config_fields", "version_methods", "methods", "widget", "source_file", "source_line"},
         )
         self.assertEqual((frame["module"], frame["kind"]), ("plain", "Plain"))
         self.assertEqual(frame["doc"], "A plain config.\n\nSecond paragraph.")
@@ -273,8 +273,8 @@ class WorkerSchemaTest(WorkerTestCase):
         self.assertEqual((frame["kind"], frame["source_file"], frame["source_line"]), ("Outside", None, None))
 
     def test_widget_from_class_attributes_and_sibling_files(self) -> None:
-        self.assertEqual(self.schema("drawn")["widget"], {"esm": True, "css": True})
-        self.assertEqual(self.schema("sib")["widget"], {"esm": True, "css": True})
+        self.assertEqual(self.schema("drawn")["widget"], {"esm": True, "css": False, "meta": {"size": "small"}})
+        self.assertEqual(self.schema("sib")["widget"], {"esm": True, "css": True, "meta": {}})
         self.assertIsNone(self.schema("pkg")["widget"])
 
     # -- config_schema ---------------------------------------------------------------------------
@@ -378,7 +378,7 @@ class WorkerSchemaTest(WorkerTestCase):
     # -- versions and methods --------------------------------------------------------------------
 
     def test_versions_include_inherited_ones(self) -> None:
-        versions = self.schema("plain")["versions"]
+        versions = self.schema("plain")["version_methods"]
         self.assertEqual([version["name"] for version in versions], ["big", "inherited", "tiny"])
         self.assertEqual(
             versions[0],
@@ -390,10 +390,51 @@ class WorkerSchemaTest(WorkerTestCase):
                     {"name": "step", "kind": "positional_or_keyword", "default": 10, "annotation": "int"},
                     {"name": "scale", "kind": "keyword_only", "default": 1.5, "annotation": "float"},
                 ],
+                "source_line": textwrap.dedent(FILES["plain.py"]).splitlines().index("    def version_big(self, step: int = 10, *, scale: float = 1.5):") + 1,
             },
         )
+        self.assertEqual(versions[1]["source_line"], textwrap.dedent(FILES["base.py"]).splitlines().index("    def version_inherited(self):") + 1)
         self.assertEqual(versions[1]["doc"], "From the base.")
         self.assertEqual((versions[2]["signature"], versions[2]["doc"], versions[2]["parameters"]), ("()", None, []))
+
+    # -- config_fields (the reference server's shape) --------------------------------------------
+
+    def fields(self, module: str) -> dict:
+        return {field["name"]: field for field in self.schema(module)["config_fields"]}
+
+    def test_config_fields_of_a_plain_config(self) -> None:
+        fields = self.fields("plain")
+        self.assertEqual(list(fields), ["epochs", "name", "rate", "mode", "limit", "tags", "weights", "pair", "anything", "optimizer", "maybe", "flag"])
+        self.assertEqual(fields["epochs"], {"name": "epochs", "type": "<class 'int'>", "default": 10, "required": False, "fields": None})
+        self.assertEqual(fields["name"], {"name": "name", "type": "<class 'str'>", "default": None, "required": True, "fields": None})
+        self.assertEqual((fields["mode"]["type"], fields["mode"]["default"]), ("typing.Literal['sgd', 'adam']", "sgd"))
+        self.assertEqual((fields["limit"]["type"], fields["tags"]["type"]), ("int | None", "list[str]"))
+        optimizer = fields["optimizer"]
+        # A nested config without a default: its own defaults apply, so it is not required.
+        self.assertEqual((optimizer["type"], optimizer["required"], optimizer["default"]), ("<class 'plain.Optimizer'>", False, {"lr": 0.01, "momentum": None}))
+        self.assertEqual([(f["name"], f["type"], f["default"]) for f in optimizer["fields"]], [("lr", "<class 'float'>", 0.01), ("momentum", "typing.Optional[float]", None)])
+        self.assertEqual([f["name"] for f in fields["maybe"]["fields"]], ["lr", "momentum"])  # Optional[Optimizer]
+
+    def test_config_fields_of_a_dataclass_config(self) -> None:
+        fields = self.fields("dc")
+        self.assertEqual((fields["required"]["required"], fields["required"]["default"]), (True, None))
+        self.assertEqual(fields["items"], {"name": "items", "type": "list[int]", "default": [1, 2], "required": False, "fields": None})
+        self.assertEqual(fields["inner"]["default"], {"depth": 2})
+        self.assertEqual(fields["inner"]["fields"], [{"name": "depth", "type": "<class 'int'>", "default": 2, "required": False, "fields": None}])
+
+    @unittest.skipUnless(HAS_PYDANTIC, "pydantic is not installed")
+    def test_config_fields_of_a_pydantic_config(self) -> None:
+        fields = self.fields("pyd")
+        self.assertEqual(fields["start"], {"name": "start", "type": "<class 'int'>", "default": 0, "required": False, "fields": None})
+        self.assertEqual((fields["mode"]["type"], fields["maybe"]["type"]), ("typing.Literal['a', 'b']", "typing.Optional[int]"))
+        self.assertEqual((fields["needed"]["required"], fields["needed"]["default"]), (True, None))
+        self.assertEqual(fields["listed"]["default"], [7])
+        self.assertEqual([(f["name"], f["default"]) for f in fields["opt"]["fields"]], [("lr", 0.1), ("note", "")])
+        # A model that contains itself is listed down to the depth bound, then no further.
+        depth, node = 0, fields["tree"]
+        while node["fields"] is not None:
+            depth, node = depth + 1, node["fields"][0]
+        self.assertEqual(depth, 6)
 
     def test_methods_follow_the_callable_rule(self) -> None:
         methods = {method["name"]: method for method in self.schema("plain")["methods"]}

@@ -94,15 +94,47 @@ export const ProjectModule = z
 
 export const ProjectIndex = z.object({ project: z.string(), modules: z.array(ProjectModule) }).openapi('ProjectIndex');
 
+export const ConfigField = z
+  .object({
+    name: z.string(),
+    type: z.string().describe("The annotation as Python writes it: <class 'int'>, str | None, typing.Literal['a', 'b']."),
+    default: z.unknown().describe('The default (JSON); null when the field is required.'),
+    required: z.boolean(),
+    fields: z.array(JsonObject).nullable().describe('The fields of a nested config (same shape, down to depth 6), else null.'),
+  })
+  .openapi('ConfigField');
+
+export const VersionMethod = z
+  .object({
+    name: z.string().describe('Selected as "~name" or "~name(args)".'),
+    signature: z.string().describe('Without self, e.g. (step: int = 10).'),
+    doc: z.string().nullable(),
+    source_line: z.number().int().nullable().describe('1-based line of its definition.'),
+    parameters: z.array(JsonObject).describe('Portico: name, kind, default (when JSON), annotation.'),
+  })
+  .openapi('VersionMethod');
+
+export const WidgetInfo = z
+  .object({
+    esm_url: z.string().describe('The ES module, relative to the gateway: /v1/project/<module>/widget/esm.'),
+    css_url: z.string().nullable().describe('The stylesheet, or null when the widget has none.'),
+    meta: JsonObject.describe("The class's _widget_meta (opaque), {} without one."),
+    esm: z.boolean(),
+    css: z.boolean(),
+  })
+  .openapi('WidgetInfo');
+
 export const ModuleSchema = z
   .object({
     module: z.string(),
     kind: z.string(),
     doc: z.string().nullable(),
+    config_fields: z.array(ConfigField).describe('The Config, field by field (the reference server\'s shape).'),
     config_schema: JsonObject.describe('The Config as a JSON Schema (draft 2020-12), with defaults and descriptions.'),
-    versions: z.array(JsonObject).describe('version_<name> methods: name, signature, doc, parameters.'),
+    versions: z.array(z.string()).describe('The version expressions the module offers ("~name"), sorted by name.'),
+    version_methods: z.array(VersionMethod).describe('The version_<name> methods behind them, inherited ones included, sorted by name.'),
     methods: z.array(JsonObject).describe('Remotely callable methods: name, signature, doc, kind, parameters, returns.'),
-    widget: z.object({ esm: z.boolean(), css: z.boolean() }).nullable(),
+    widget: WidgetInfo.nullable(),
     source_file: z.string().nullable(),
     source_line: z.number().int().nullable(),
   })

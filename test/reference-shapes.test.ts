@@ -1,0 +1,146 @@
+/**
+ * Clients written for the reference server read Portico's records: where the spec is silent,
+ * each record carries the reference's field names and shapes (`../shared/reference/machinable-api.md`
+ * §6–§11) beside Portico's own. Each shape is pinned with a real request to a real gateway.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { api, cleanup, gateway, tempProject } from './helpers.js';
+
+afterAll(cleanup);
+
+const PYDANTIC = `
+from typing import Literal, Optional
+
+from pydantic import BaseModel, Field
+
+from portico import Interface
+
+
+class Stage(BaseModel):
+    name: str
+    epochs: int = 1
+
+
+class Optimizer(BaseModel):
+    kind: Literal["sgd", "adam"] = "sgd"
+    lr: float = 0.1
+
+
+class Base(Interface):
+    def version_zeta(self):
+        """From the base class."""
+        return {}
+
+
+__interface__ = "Pipeline"
+
+
+class Pipeline(Base):
+    """A pipeline."""
+
+    _widget_meta = {"height": 300}
+    _esm = "export default { render({ el }) { el.textContent = 'x'; } }"
+
+    class Config(BaseModel):
+        stages: list[Stage] = Field(default_factory=list)
+        optimizer: Optimizer = Optimizer()
+        warmup: Optional[Optimizer] = None
+        seed: int
+        note: str | None = None
+
+    def version_alpha(self, lr: float = 0.5):
+        """Alpha."""
+        return {"optimizer": {"lr": lr}}
+`;
+
+const DATACLASS = `
+from dataclasses import dataclass, field
+from typing import Literal, Optional
+
+from portico import Interface
+
+
+@dataclass
+class Inner:
+    depth: int = 2
+
+
+class Plain(Interface):
+    @dataclass
+    class Config:
+        mode: Literal["a", "b"] = "a"
+        inner: Inner = field(default_factory=Inner)
+        maybe: Optional[Inner] = None
+        items: list[int] = field(default_factory=lambda: [1, 2])
+`;
+
+describe('ModuleSchema (GET /v1/project/{module})', () => {
+  let g: Awaited<ReturnType<typeof gateway>>;
+  beforeAll(async () => {
+    g = await gateway({ project: await tempProject({ 'pipeline.py': PYDANTIC, 'plain.py': DATACLASS }) });
+  });
+
+  it('a pydantic Config gives config_fields as the reference reflects them: Python type strings, defaults, required, nested fields', async () => {
+    const res = await api(g, 'GET', '/v1/project/pipeline');
+    expect(res.status).toBe(200);
+    const fields = Object.fromEntries(res.body.config_fields.map((f: { name: string }) => [f.name, f]));
+    expect(Object.keys(fields)).toEqual(['stages', 'optimizer', 'warmup', 'seed', 'note']);
+    expect(fields.stages).toEqual({
+      name: 'stages',
+      type: 'list[pipeline.Stage]',
+      default: [],
+      required: false,
+      fields: [
+        { name: 'name', type: "<class 'str'>", default: null, required: true, fields: null },
+        { name: 'epochs', type: "<class 'int'>", default: 1, required: false, fields: null },
+      ],
+    });
+    expect(fields.optimizer).toMatchObject({ type: "<class 'pipeline.Optimizer'>", default: { kind: 'sgd', lr: 0.1 }, required: false });
+    expect(fields.optimizer.fields[0]).toEqual({ name: 'kind', type: "typing.Literal['sgd', 'adam']", default: 'sgd', required: false, fields: null });
+    expect(fields.warmup).toMatchObject({ type: 'typing.Optional[pipeline.Optimizer]', default: null, required: false });
+    expect(fields.warmup.fields.map((f: { name: string }) => f.name)).toEqual(['kind', 'lr']);
+    expect(fields.seed).toEqual({ name: 'seed', type: "<class 'int'>", default: null, required: true, fields: null });
+    expect(fields.note).toMatchObject({ type: 'str | None', default: null, required: false, fields: null });
+    // Portico's JSON Schema stays beside it.
+    expect(res.body.config_schema.required).toEqual(['seed']);
+  });
+
+  it('a dataclass Config gives the same shape', async () => {
+    const res = await api(g, 'GET', '/v1/project/plain');
+    const fields = Object.fromEntries(res.body.config_fields.map((f: { name: string }) => [f.name, f]));
+    expect(fields.mode).toEqual({ name: 'mode', type: "typing.Literal['a', 'b']", default: 'a', required: false, fields: null });
+    expect(fields.inner).toEqual({
+      name: 'inner',
+      type: "<class 'plain.Inner'>",
+      default: { depth: 2 },
+      required: false,
+      fields: [{ name: 'depth', type: "<class 'int'>", default: 2, required: false, fields: null }],
+    });
+    expect(fields.maybe.fields).toEqual(fields.inner.fields);
+    expect(fields.items).toEqual({ name: 'items', type: 'list[int]', default: [1, 2], required: false, fields: null });
+  });
+
+  it('versions are the expressions a client offers; version_methods describe them, inherited ones too, sorted by name', async () => {
+    const res = await api(g, 'GET', '/v1/project/pipeline');
+    expect(res.body.versions).toEqual(['~alpha', '~zeta']);
+    expect(res.body.version_methods).toEqual([
+      expect.objectContaining({ name: 'alpha', signature: '(lr: float = 0.5)', doc: 'Alpha.', source_line: 41 }),
+      expect.objectContaining({ name: 'zeta', signature: '()', doc: 'From the base class.', source_line: 20 }),
+    ]);
+    // A version the schema offers resolves as offered.
+    const resolved = await api(g, 'POST', '/v1/interfaces/resolve', { target: 'pipeline', version: [res.body.versions[0], { seed: 1 }] });
+    expect(resolved.status).toBe(200);
+    expect(resolved.body.config.optimizer).toEqual({ kind: 'sgd', lr: 0.5 });
+  });
+
+  it('the widget info carries the asset URLs and the meta; css_url is null without a stylesheet, and the URLs serve', async () => {
+    const res = await api(g, 'GET', '/v1/project/pipeline');
+    expect(res.body.widget).toEqual({ esm_url: '/v1/project/pipeline/widget/esm', css_url: null, meta: { height: 300 }, esm: true, css: false });
+    const esm = await fetch(`${g.url}${res.body.widget.esm_url}`);
+    expect(esm.status).toBe(200);
+    expect(await esm.text()).toContain('render');
+    expect((await api(g, 'GET', '/v1/project/plain')).body.widget).toBeNull();
+    const counter = (await api(g, 'GET', '/v1/project/counter')).body.widget;
+    expect(counter).toMatchObject({ esm_url: '/v1/project/counter/widget/esm', css_url: '/v1/project/counter/widget/css', meta: {} });
+  });
+});
