@@ -144,3 +144,41 @@ describe('ModuleSchema (GET /v1/project/{module})', () => {
     expect(counter).toMatchObject({ esm_url: '/v1/project/counter/widget/esm', css_url: '/v1/project/counter/widget/css', meta: {} });
   });
 });
+
+describe('errors a reference client can print', () => {
+  let g: Awaited<ReturnType<typeof gateway>>;
+  beforeAll(async () => {
+    g = await gateway({ project: await tempProject({ 'pipeline.py': PYDANTIC }), apiToken: 'secret' });
+  });
+  const auth = { Authorization: 'Bearer secret' };
+
+  it('resolve of an unknown module, a bad version and a bad config each answer 400 with message and issues', async () => {
+    const cases: Array<[unknown[], string, RegExp, string | null]> = [
+      [[], 'nosuch', /nosuch/, null],
+      [['fast'], 'counter', /~/, null],
+      [[{ seed: 'one' }], 'pipeline', /seed|int/i, 'seed'],
+      [[{ nope: 1, seed: 1 }], 'pipeline', /nope/, 'nope'],
+    ];
+    for (const [version, target, says, path] of cases) {
+      const res = await api(g, 'POST', '/v1/interfaces/resolve', { target, version }, auth);
+      expect(res.status, JSON.stringify(res.body)).toBe(400);
+      expect(res.body.detail.message).toMatch(says);
+      expect(res.body.detail.issues.length).toBeGreaterThan(0);
+      expect(res.body.detail.issues[0]).toEqual({ path, message: expect.any(String) });
+      expect(res.body.message).toBe(res.body.detail.message);
+    }
+  });
+
+  it('every error body has a readable message at the top level beside the structured detail', async () => {
+    const unknown = await api(g, 'GET', '/v1/interfaces/0123456789abcdef01234567', undefined, auth);
+    expect(unknown.status).toBe(404);
+    expect(unknown.body).toEqual({ detail: { code: 'not_found', message: expect.any(String) }, message: unknown.body.detail.message });
+    const invalid = await api(g, 'POST', '/v1/interfaces', { version: 'x' }, auth);
+    expect(invalid.status).toBe(422);
+    expect(Array.isArray(invalid.body.detail)).toBe(true);
+    expect(invalid.body.message).toMatch(/^Invalid request: body\.target: /);
+    const refused = await api(g, 'GET', '/v1/interfaces');
+    expect(refused.status).toBe(401);
+    expect(refused.body.message).toBe(refused.body.detail.message);
+  });
+});

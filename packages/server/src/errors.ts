@@ -21,6 +21,7 @@ export const ERROR_CODES = {
   unserializable_result: { status: 400, meaning: 'The method returned a value that is not JSON.' },
   streaming_unsupported: { status: 400, meaning: 'A streaming method was called over REST; use the WebSocket.' },
   module_error: { status: 400, meaning: 'The module fails to import, or has no single interface class.' },
+  unknown_module: { status: 400, meaning: 'Resolve names no module of the project: like every resolve failure, a 400 with issues.' },
   unauthorized: { status: 401, meaning: 'Missing, invalid, tampered or expired bearer credential.' },
   forbidden: { status: 403, meaning: 'The request is outside what this gateway allows (project roots, interpreter allowlist, origins, private methods).' },
   mint_refused: { status: 403, meaning: 'Only the api token itself may mint a session token; a session or OIDC token cannot.' },
@@ -79,6 +80,14 @@ export class PorticoError extends Error {
 
   get status(): number {
     return ERROR_CODES[this.code].status;
+  }
+
+  /**
+   * The HTTP body: the structured `detail`, plus its message at the top level, which is what a
+   * client written for the reference server (whose `detail` is usually a string) prints.
+   */
+  toBody(): { detail: ErrorDetail; message: string } {
+    return { detail: this.toDetail(), message: this.message };
   }
 
   toDetail(): ErrorDetail {

@@ -49,7 +49,7 @@ export async function startServer(overrides: Partial<GatewayOptions> = {}): Prom
   const server = createServer(function serveRequest(req, res) {
     if (stopping) {
       // A request on a kept-alive connection after the shutdown began: say so, and close.
-      const body = JSON.stringify({ detail: new PorticoError('shutting_down', 'The gateway is shutting down').toDetail() });
+      const body = JSON.stringify(new PorticoError('shutting_down', 'The gateway is shutting down').toBody());
       res.writeHead(503, { 'content-type': 'application/json', connection: 'close', 'retry-after': '1' }).end(body);
       return;
     }

@@ -45,7 +45,9 @@ export const ErrorDetail = z
   })
   .openapi('ErrorDetail');
 
-export const ErrorResponse = z.object({ detail: ErrorDetail }).openapi('ErrorResponse');
+export const ErrorResponse = z
+  .object({ detail: ErrorDetail, message: z.string().describe('detail.message again, for clients that print a string.') })
+  .openapi('ErrorResponse');
 
 export const ValidationIssue = z
   .object({
@@ -56,4 +58,6 @@ export const ValidationIssue = z
   })
   .openapi('ValidationError');
 
-export const HTTPValidationError = z.object({ detail: z.array(ValidationIssue) }).openapi('HTTPValidationError');
+export const HTTPValidationError = z
+  .object({ detail: z.array(ValidationIssue), message: z.string().describe('The problems in one readable line.') })
+  .openapi('HTTPValidationError');

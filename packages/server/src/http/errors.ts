@@ -1,6 +1,6 @@
 /**
  * The one mapping of errors to HTTP: a PorticoError becomes its status with
- * `{"detail": {code, message, issues?, exception?}}`; a validation failure (of the schema, or a
+ * `{"detail": {code, message, issues?, exception?}, "message"}`; a validation failure (of the schema, or a
  * `validation_error` from the service) becomes 422 with an HTTPValidationError body; anything else
  * is a generic 500 whose details go to the log only.
  */
@@ -12,6 +12,12 @@ export class ValidationFailure extends Error {
   constructor(readonly detail: Array<{ type: string; loc: Array<string | number>; msg: string; input?: unknown }>) {
     super('validation failed');
   }
+}
+
+/** A 422 body: the HTTPValidationError list, and one readable line of it as `message`. */
+function validationBody(detail: ValidationFailure['detail']): { detail: ValidationFailure['detail']; message: string } {
+  const problems = detail.map((d) => `${d.loc.join('.')}: ${d.msg}`);
+  return { detail, message: `Invalid request: ${problems.join('; ')}` };
 }
 
 export function errorMiddleware(log: (line: string) => void): Koa.Middleware {
@@ -27,7 +33,7 @@ export function errorMiddleware(log: (line: string) => void): Koa.Middleware {
     } catch (err) {
       if (err instanceof ValidationFailure) {
         ctx.status = 422;
-        ctx.body = { detail: err.detail };
+        ctx.body = validationBody(err.detail);
         return;
       }
       if (!(err instanceof PorticoError)) log(`${ctx.method} ${ctx.path} failed: ${(err as Error)?.stack ?? String(err)}`);
@@ -37,11 +43,11 @@ export function errorMiddleware(log: (line: string) => void): Koa.Middleware {
         // has one shape, the HTTPValidationError the schema validation answers with.
         ctx.status = 422;
         const issues = error.issues?.length ? error.issues : [{ path: null, message: error.message }];
-        ctx.body = { detail: issues.map((i) => ({ type: 'value_error', loc: ['body', ...(i.path ? i.path.split('.') : [])], msg: i.message })) };
+        ctx.body = validationBody(issues.map((i) => ({ type: 'value_error', loc: ['body', ...(i.path ? i.path.split('.') : [])], msg: i.message })));
         return;
       }
       ctx.status = error.status;
-      ctx.body = { detail: error.toDetail() };
+      ctx.body = error.toBody();
       if (error.code === 'unauthorized') ctx.set('WWW-Authenticate', 'Bearer');
     }
   };

@@ -63,11 +63,19 @@ export class InterfaceService {
     private readonly metrics?: Metrics,
   ) {}
 
-  /** Resolves a version against a module's Config; materializes nothing. */
+  /**
+   * Resolves a version against a module's Config; materializes nothing. Every failure to resolve
+   * is a 400 with issues (the spec's resolve contract), an unknown module too.
+   */
   async resolve(ctx: RequestContext, target: string, version: unknown[], predicate: Record<string, unknown> = {}): Promise<ResolveResult> {
     await this.remotes.ensure(ctx.project.dir, target);
     const worker = await this.pool.get(ctx.project.dir, ctx.python);
-    const resolved = await worker.resolve(target, version);
+    const resolved = await worker.resolve(target, version).catch((err: unknown) => {
+      if (err instanceof PorticoError && err.code === 'not_found') {
+        throw new PorticoError('unknown_module', err.message, { issues: [{ path: null, message: err.message }] });
+      }
+      throw err;
+    });
     return {
       module: resolved.module,
       version: resolved.version,

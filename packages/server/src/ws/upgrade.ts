@@ -36,7 +36,7 @@ function at(deadline: number, fn: () => void): () => void {
 }
 
 function refuse(socket: Duplex, error: PorticoError): void {
-  const body = JSON.stringify({ detail: error.toDetail() });
+  const body = JSON.stringify(error.toBody());
   const lines = [
     `HTTP/1.1 ${error.status} ${error.code}`,
     'Content-Type: application/json',
