@@ -120,34 +120,34 @@ export const ServerFrames = {
   pong: z.object({ type: z.literal('pong'), id: Id }),
 } as const;
 
-export const FRAME_SUMMARIES: Record<string, { direction: 'client_to_server' | 'server_to_client'; summary: string }> = {
-  connect: { direction: 'client_to_server', summary: 'Create or attach to an interface and bind the project.' },
-  call: { direction: 'client_to_server', summary: 'Invoke a public method of the connected interface.' },
-  chunk_start: {
-    direction: 'client_to_server',
-    summary: 'Begin an upload (mode write or append, with path) followed by binary frames and chunk_end, or a read (mode read, with params). One transfer per socket at a time.',
+/** What each frame is for, by direction (a type may go both ways, as widget_msg does). */
+export const FRAME_SUMMARIES: Record<'client_to_server' | 'server_to_client', Record<string, string>> = {
+  client_to_server: {
+    connect: 'Create or attach to an interface and bind the project.',
+    call: 'Invoke a public method of the connected interface.',
+    chunk_start: 'Begin an upload (mode write or append, with path) followed by binary frames and chunk_end, or a read (mode read, with params). One transfer per socket at a time.',
+    chunk_end: 'Finish the active upload; answered with chunk_done once the bytes are durable under the final name.',
+    widget_get: 'Request the widget full state; answered with widget_state.',
+    widget_set: 'Apply changes through the interface widget_update; answered with widget_change (same id) and sent to every other attached client; a rejection answers error (code read_only or invalid_argument): roll back.',
+    widget_msg: 'Custom message to widget_message(content, buffers); a reply comes back as widget_msg with the same id.',
+    ping: 'Liveness probe; answered with pong. Works before connect.',
+    close: 'Teardown: cancels calls in flight, detaches, evicts the instance when no other client is attached, closes with 1000.',
   },
-  chunk_end: { direction: 'client_to_server', summary: 'Finish the active upload; answered with chunk_done once the bytes are durable under the final name.' },
-  chunk_done: { direction: 'server_to_client', summary: 'The upload is complete (path, bytes_written, mode) or the read has sent all its binary frames (bytes_sent).' },
-  widget_get: { direction: 'client_to_server', summary: 'Request the widget full state; answered with widget_state.' },
-  widget_set: {
-    direction: 'client_to_server',
-    summary: 'Apply changes through the interface widget_update; answered with widget_change (same id) and sent to every other attached client; a rejection answers error (code read_only or invalid_argument): roll back.',
+  server_to_client: {
+    chunk_done: 'The upload is complete (path, bytes_written, mode) or the read has sent all its binary frames (bytes_sent).',
+    widget_state: 'The widget full state (reply to widget_get).',
+    widget_change: 'Normalized state changes (reply to widget_set, or pushed to every attached client).',
+    widget_reload: 'The widget module or stylesheet changed on disk: reload it (hot reload).',
+    connected: 'Confirms the connection; payload is the InterfaceInfo (uuid, resolved config, …).',
+    result: 'Single return value of a call.',
+    stream: 'One yielded value of a generator method; final=true closes the stream.',
+    event: 'Push from emit(), to every client attached to the interface (also during a call, for progress).',
+    error: 'Failure of the frame with the same id (or of the socket when id is absent). The socket stays usable.',
+    pong: 'Reply to ping.',
+    output: '/v1/executions/ws: output appended to the run’s output.log, in order.',
+    status: '/v1/executions/ws: the ExecutionInfo whenever its status changes.',
+    widget_msg: 'A reply to the client widget_msg with the same id, or (without id) a push_widget_message to every attached client; buffers travel base64 in payload.buffers.',
   },
-  widget_msg: { direction: 'client_to_server', summary: 'Custom message to widget_message(content, buffers); a reply comes back as widget_msg with the same id.' },
-  widget_state: { direction: 'server_to_client', summary: 'The widget full state (reply to widget_get).' },
-  widget_change: { direction: 'server_to_client', summary: 'Normalized state changes (reply to widget_set, or pushed to every attached client).' },
-  widget_reload: { direction: 'server_to_client', summary: 'The widget module or stylesheet changed on disk: reload it (hot reload).' },
-  ping: { direction: 'client_to_server', summary: 'Liveness probe; answered with pong. Works before connect.' },
-  close: { direction: 'client_to_server', summary: 'Teardown: cancels calls in flight, detaches, evicts the instance when no other client is attached, closes with 1000.' },
-  connected: { direction: 'server_to_client', summary: 'Confirms the connection; payload is the InterfaceInfo (uuid, resolved config, …).' },
-  result: { direction: 'server_to_client', summary: 'Single return value of a call.' },
-  stream: { direction: 'server_to_client', summary: 'One yielded value of a generator method; final=true closes the stream.' },
-  event: { direction: 'server_to_client', summary: 'Push from emit(), to every client attached to the interface (also during a call, for progress).' },
-  error: { direction: 'server_to_client', summary: 'Failure of the frame with the same id (or of the socket when id is absent). The socket stays usable.' },
-  pong: { direction: 'server_to_client', summary: 'Reply to ping.' },
-  output: { direction: 'server_to_client', summary: '/v1/executions/ws: output appended to the run’s output.log, in order.' },
-  status: { direction: 'server_to_client', summary: '/v1/executions/ws: the ExecutionInfo whenever its status changes.' },
 };
 
 /** Client → server frames of /v1/executions/ws (attach to one run). */

@@ -63,6 +63,10 @@ export const INTERFACE_HOOKS = [
   { name: 'save_file / load_file', signature: 'save_file(name, data) / load_file(name, default=None)', description: 'Durable state in local_directory (atomic writes).' },
   { name: 'read', signature: 'read(params: dict) -> bytes | Iterable[bytes] | binary file', description: `Serves chunk_start mode read; params are passed verbatim. Sent as binary frames of at most ${LIMITS.readBlockBytes} bytes, paced by the client. FileNotFoundError or portico.NotFound → error code not_found; no read method → read_unsupported.` },
   { name: 'version_<name>', signature: 'version_<name>(self, **kwargs) -> dict', description: "Selectable as '~name' or '~name(args)' (arguments are Python literals, never evaluated code)." },
+  { name: 'widget_state', signature: 'widget_state(self) -> dict', description: 'The widget full state (widget_get → widget_state). Default: the resolved config, read-only.' },
+  { name: 'widget_update', signature: 'widget_update(self, changes: dict) -> dict', description: 'Applies widget_set changes and returns the normalized ones, sent as widget_change to every attached client. Default: raises portico.ReadOnly (code read_only); ValueError or TypeError → invalid_argument.' },
+  { name: 'widget_message', signature: 'widget_message(self, content, buffers: list[bytes]) -> Any', description: 'Answers a client widget_msg; the return value comes back as widget_msg with the same id. Default: None.' },
+  { name: 'push_widget_change / push_widget_message', signature: 'push_widget_change(changes) / push_widget_message(content)', description: 'Push widget_change or widget_msg to every attached client, ordered like emit().' },
 ];
 
 export const CHUNK_FLOWS = [
@@ -94,7 +98,9 @@ export const CHUNK_FLOWS = [
 ];
 
 export function protocolDoc() {
-  const frame = (type: string, schema: z.ZodObject<z.ZodRawShape>) => ({ type, ...FRAME_SUMMARIES[type]!, fields: fields(schema) });
+  type Direction = keyof typeof FRAME_SUMMARIES;
+  const frames = (table: Record<string, unknown>, direction: Direction) =>
+    Object.entries(table).map(([type, schema]) => ({ type, direction, summary: FRAME_SUMMARIES[direction][type]!, fields: fields(schema as never) }));
   return {
     protocol_version: PROTOCOL_VERSION,
     transport: {
@@ -108,9 +114,9 @@ export function protocolDoc() {
     },
     headers: HEADERS,
     ws_frames: [
-      ...Object.entries(ClientFrames).map(([type, schema]) => frame(type, schema as never)),
-      ...Object.entries(ServerFrames).map(([type, schema]) => frame(type, schema as never)),
-      ...Object.entries(ExecutionServerFrames).map(([type, schema]) => frame(type, schema as never)),
+      ...frames(ClientFrames, 'client_to_server'),
+      ...frames(ServerFrames, 'server_to_client'),
+      ...frames(ExecutionServerFrames, 'server_to_client'),
     ],
     execution_frames: Object.entries(ExecutionClientFrames).map(([type, schema]) => ({ type, direction: 'client_to_server', fields: fields(schema as never) })),
     chunk_flows: CHUNK_FLOWS,
