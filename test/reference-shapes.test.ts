@@ -195,3 +195,53 @@ describe('GET /v1/protocol', () => {
     expect(hooks).toEqual(expect.arrayContaining(['read', 'emit', 'local_directory', 'widget_state', 'widget_update', 'widget_message']));
   });
 });
+
+describe('search items (POST /v1/interfaces/search)', () => {
+  let g: Awaited<ReturnType<typeof gateway>>;
+  beforeAll(async () => {
+    g = await gateway({ project: await tempProject() });
+  });
+
+  async function runToEnd(version: Record<string, unknown>): Promise<{ uuid: string; interfaces: string[] }> {
+    const { body } = await api(g, 'POST', '/v1/executions', { interfaces: [{ target: 'trainer', version: [version] }] });
+    for (let i = 0; i < 600; i++) {
+      const info = (await api(g, 'GET', `/v1/executions/${body.uuid}`)).body;
+      if (['finished', 'failed', 'interrupted'].includes(info.status)) return body;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    throw new Error(`run ${body.uuid} did not end`);
+  }
+
+  it('carry id and created_at_ns beside uuid and created_at, and sort by created_at_ns as by created_at', async () => {
+    const a = (await api(g, 'POST', '/v1/interfaces', { target: 'counter', version: [{ start: 1 }] })).body;
+    await new Promise((r) => setTimeout(r, 5));
+    const b = (await api(g, 'POST', '/v1/interfaces', { target: 'counter', version: [{ start: 2 }] })).body;
+    const res = await api(g, 'POST', '/v1/interfaces/search', { module: 'counter', sort: [{ by: 'created_at_ns', direction: 'asc' }] });
+    expect(res.status).toBe(200);
+    expect(res.body.items.map((i: { id: string }) => i.id)).toEqual([a.uuid, b.uuid]);
+    for (const item of res.body.items) {
+      expect(item.id).toBe(item.uuid);
+      expect(item.created_at_ns).toBe(Date.parse(item.created_at) * 1e6);
+      expect(item).not.toHaveProperty('status');
+    }
+  });
+
+  it('include_status gives draft, running, cached and failed from the real runs, with their count and the newest run', async () => {
+    const draft = (await api(g, 'POST', '/v1/interfaces', { target: 'trainer', version: [{ epochs: 1, delay: 0.01 }] })).body;
+    const twice = await runToEnd({ epochs: 1 });
+    const again = await runToEnd({ epochs: 1 });
+    expect(again.interfaces).toEqual(twice.interfaces);
+    const failed = await runToEnd({ epochs: 2, fail_at: 1 });
+    const live = (await api(g, 'POST', '/v1/executions', { interfaces: [{ target: 'trainer', version: [{ epochs: 1, delay: 30 }] }] })).body;
+    try {
+      const res = await api(g, 'POST', '/v1/interfaces/search', { module: 'trainer', include_status: true });
+      const byId = Object.fromEntries(res.body.items.map((i: { id: string }) => [i.id, i]));
+      expect(byId[draft.uuid]).toMatchObject({ status: 'draft', run_count: 0, execution_uuid: null });
+      expect(byId[twice.interfaces[0]!]).toMatchObject({ status: 'cached', run_count: 2, execution_uuid: again.uuid });
+      expect(byId[failed.interfaces[0]!]).toMatchObject({ status: 'failed', run_count: 1, execution_uuid: failed.uuid });
+      expect(byId[live.interfaces[0]!]).toMatchObject({ status: 'running', run_count: 1, execution_uuid: live.uuid });
+    } finally {
+      await api(g, 'POST', `/v1/executions/${live.uuid}/cancel`);
+    }
+  });
+});

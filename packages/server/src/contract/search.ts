@@ -101,9 +101,14 @@ export const ConfigMatch = z
   .object({ layer: Layer.default('resolved'), filters: z.array(ConfigFilter).default([]) })
   .openapi('ConfigMatch');
 
+/** Sort keys clients of the reference server send, and the record path each one means here. */
+const SORT_ALIASES: Record<string, string> = { created_at_ns: 'created_at' };
+
 export const SortSpec = z
   .object({
-    by: z.string().describe('A record path (as in `filters`), or a config path when config_layer is "resolved".'),
+    by: z
+      .preprocess((value) => (typeof value === 'string' ? (SORT_ALIASES[value] ?? value) : value), z.string())
+      .describe('A record path (as in `filters`), or a config path when config_layer is "resolved"; created_at_ns is created_at.'),
     config_layer: Layer.nullable().optional(),
     direction: z
       .preprocess((value) => (typeof value === 'string' ? value.toLowerCase() : value), z.enum(['asc', 'desc']))
@@ -131,6 +136,7 @@ export const FindRequest = z
       .describe('Sort keys in order (default created_at desc); uuid asc always breaks ties.'),
     include_archived: z.boolean().optional().describe('Include archived records (default false).'),
     include_hidden: z.boolean().optional().describe('Alias of include_archived (reference compatibility).'),
+    include_status: z.boolean().optional().describe('Add status, run_count and execution_uuid to each item (reads each one\'s runs).'),
     limit: z.number().int().min(1).max(1000).default(100).describe('Page size (1..1000).'),
     offset: z.number().int().min(0).default(0).describe('Matches to skip; must be 0 with a cursor.'),
     cursor: z.string().nullable().optional().describe("A previous response's next_cursor; continues strictly after its last item."),
@@ -146,16 +152,30 @@ export const FindRequest = z
   })
   .openapi('FindRequest');
 
-export const SearchResponse = z
-  .object({
-    items: z.array(InterfaceInfo),
+export const SearchItem = InterfaceInfo.extend({
+  id: z.string().describe('The uuid again, under the name reference clients read.'),
+  created_at_ns: z.number().describe('created_at as epoch nanoseconds (an integer beyond 2^53: exact in Python, rounded in JavaScript).'),
+  status: z.enum(['draft', 'running', 'cached', 'failed']).optional().describe('With include_status: as POST /v1/interfaces/lifecycle reports it.'),
+  run_count: z.number().int().optional().describe('With include_status: how many executions ran it.'),
+  execution_uuid: z.string().nullable().optional().describe('With include_status: its newest execution.'),
+}).openapi('SearchItem');
+
+const page = <T extends z.ZodType>(item: T) =>
+  z.object({
+    items: z.array(item),
     total: z.number().int().describe('All records matching the filters, regardless of limit, offset and cursor.'),
     next_cursor: z.string().nullable().describe('Pass as `cursor` for the next page; null when no record follows.'),
-  })
-  .openapi('SearchResponse');
+  });
+
+/** What a store answers: the records of one page. */
+export const SearchResponse = page(InterfaceInfo);
+/** What a client receives: the page's records as SearchItems. */
+export const SearchItemsResponse = page(SearchItem).openapi('SearchResponse');
 
 /** What a caller may send (before defaults); `search` validates it. */
 export type FindRequest = z.input<typeof FindRequest>;
 /** A validated request: defaults applied, `direction` lowercased. */
 export type ParsedFindRequest = z.output<typeof FindRequest>;
 export type SearchResponse = z.output<typeof SearchResponse>;
+export type SearchItemsResponse = z.output<typeof SearchItemsResponse>;
+export type SearchItem = z.output<typeof SearchItem>;

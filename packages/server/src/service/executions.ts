@@ -113,6 +113,19 @@ export class ExecutionService {
     return { status: 'draft', execution_uuid: latest?.uuid ?? null };
   }
 
+  /**
+   * A search page with each item's runs summed up (include_status): its lifecycle status, its
+   * newest execution and how many executions ran it.
+   */
+  async withRunStatus<T extends InterfaceInfo>(ctx: RequestContext, items: T[]): Promise<Array<T & { status: Lifecycle; execution_uuid: string | null; run_count: number }>> {
+    return Promise.all(
+      items.map(async (item) => {
+        const [lifecycle, runs] = await Promise.all([this.lifecycle(ctx, item), this.list(ctx, { interface: item.uuid, limit: Infinity })]);
+        return { ...item, ...lifecycle, run_count: runs.length };
+      }),
+    );
+  }
+
   private start(ctx: RequestContext, runs: RunStore, uuid: string): void {
     const dir = runs.dir(uuid);
     const log = openSync(path.join(dir, 'output.log'), 'a');

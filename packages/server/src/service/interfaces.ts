@@ -10,7 +10,7 @@ import type { KernelPool } from '../kernel/pool.js';
 import { Worker, type CallOutcome, type ItemSink } from '../kernel/worker.js';
 
 export type { CallOutcome };
-import type { FindRequest, SearchResponse } from '../contract/search.js';
+import type { FindRequest, SearchItem, SearchItemsResponse } from '../contract/search.js';
 import { interfaceUuid } from '../store/identity.js';
 import type { InterfaceRecord, RecordPatch } from '../store/store.js';
 import { cliLine } from './cli-line.js';
@@ -54,6 +54,10 @@ export interface ResolveResult {
   uuid: string;
   /** A `portico get …` line that creates exactly this uuid. */
   cli: string;
+}
+
+function searchItem(record: InterfaceInfo): SearchItem {
+  return { ...record, id: record.uuid, created_at_ns: Date.parse(record.created_at) * 1e6 };
 }
 
 export class InterfaceService {
@@ -127,8 +131,10 @@ export class InterfaceService {
     return (await ctx.project.store.search({ limit })).items;
   }
 
-  search(ctx: RequestContext, request: FindRequest): Promise<SearchResponse> {
-    return ctx.project.store.search(request);
+  /** One page of matches, each record with the reference's `id` and `created_at_ns` beside it. */
+  async search(ctx: RequestContext, request: FindRequest): Promise<SearchItemsResponse> {
+    const page = await ctx.project.store.search(request);
+    return { ...page, items: page.items.map(searchItem) };
   }
 
   /** Sets or clears (null) the label; last write wins, nothing else changes. */

@@ -1,6 +1,6 @@
 /** /v1/interfaces: create or attach, list, get, delete, and remote calls over REST. */
 import { InterfaceInfo } from '../../contract/common.js';
-import { FindRequest, SearchResponse } from '../../contract/search.js';
+import { FindRequest, SearchItemsResponse } from '../../contract/search.js';
 import {
   ArchiveQuery,
   CreateInterfaceRequest,
@@ -77,9 +77,13 @@ export function interfaceRoutes(gateway: Gateway) {
       description:
         'Filters on module, kind, created_by, label and config paths (eq, ne, lt, lte, gt, gte, in, nin, contains, exists), sorts by several keys with a uuid tiebreaker, pages by limit/offset or by cursor. Archived records are hidden unless include_archived.',
       body: FindRequest,
-      response: SearchResponse,
+      response: SearchItemsResponse,
       errors: [401, 403],
-      handler: async (ctx, { body }) => interfaces.search(await bindRequest(ctx, gateway), body),
+      handler: async (ctx, { body }) => {
+        const bound = await bindRequest(ctx, gateway);
+        const page = await interfaces.search(bound, body);
+        return body.include_status ? { ...page, items: await gateway.executions.withRunStatus(bound, page.items) } : page;
+      },
     }),
     route({
       method: 'post',
