@@ -245,3 +245,26 @@ describe('search items (POST /v1/interfaces/search)', () => {
     }
   });
 });
+
+describe('widget hooks through POST /v1/interfaces/call', () => {
+  it('widget_state, widget_update and widget_message answer as the WebSocket frames do; private names stay refused', async () => {
+    const g = await gateway({
+      project: await tempProject({
+        'echoer.py': 'from portico import Interface\n\nclass Echoer(Interface):\n    def widget_message(self, content, buffers):\n        return {"echo": content}\n',
+      }),
+    });
+    const call = (target: string, method: string, extra: Record<string, unknown> = {}) => api(g, 'POST', '/v1/interfaces/call', { target, method, ...extra });
+    expect((await call('counter', 'reset')).body.payload).toBe(0);
+    expect((await call('counter', 'widget_state')).body).toEqual({ payload: { count: 0, step: 1 } });
+    expect((await call('counter', 'widget_update', { args: [{ count: 5 }] })).body).toEqual({ payload: { count: 5 } });
+    expect((await call('counter', 'value')).body.payload).toBe(5);
+    expect((await call('counter', 'widget_update', { kwargs: { changes: { count: 7 } } })).body.payload).toEqual({ count: 7 });
+    const bad = await call('counter', 'widget_update', { args: ['seven'] });
+    expect(bad.status).toBe(400);
+    expect(bad.body.detail.code).toBe('invalid_argument');
+    expect((await call('echoer', 'widget_message', { args: [{ hi: 1 }] })).body).toEqual({ payload: { echo: { hi: 1 } } });
+    const readOnly = await call('echoer', 'widget_update', { args: [{ x: 1 }] });
+    expect([readOnly.status, readOnly.body.detail.code]).toEqual([409, 'read_only']);
+    expect((await call('counter', '_private')).status).toBe(403);
+  });
+});

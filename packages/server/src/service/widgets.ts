@@ -74,6 +74,30 @@ export class WidgetService {
     return (await this.run(ctx, record, 'widget_msg', { content, buffers }, signal)) as { reply: unknown; has_reply: boolean };
   }
 
+  /**
+   * The widget hooks called by name, as a client of the reference server calls them through
+   * `POST /v1/interfaces/call`: `widget_state()`, `widget_update(changes)` (pushed to every
+   * attached client) and `widget_message(content)` (its reply). Undefined for any other name.
+   */
+  async callHook(ctx: RequestContext, record: InterfaceInfo, method: string, args: unknown[], kwargs: Record<string, unknown>, signal?: AbortSignal): Promise<{ payload: unknown } | undefined> {
+    const arg = (name: string) => (args.length ? args[0] : kwargs[name]);
+    switch (method) {
+      case 'widget_state':
+        return { payload: await this.state(ctx, record, signal) };
+      case 'widget_update': {
+        const changes = arg('changes');
+        if (!changes || typeof changes !== 'object' || Array.isArray(changes)) {
+          throw new PorticoError('invalid_argument', 'widget_update takes one object of changes (args: [{…}] or kwargs: {changes: {…}})');
+        }
+        return { payload: await this.update(ctx, record, changes as Record<string, unknown>, undefined, signal) };
+      }
+      case 'widget_message':
+        return { payload: (await this.message(ctx, record, arg('content'), [], signal)).reply ?? null };
+      default:
+        return undefined;
+    }
+  }
+
   private async run(ctx: RequestContext, record: InterfaceInfo, op: 'widget_get' | 'widget_set' | 'widget_msg', extra: Partial<WidgetRequest>, signal?: AbortSignal): Promise<unknown> {
     const worker = await this.pool.get(ctx.project.dir, ctx.python);
     const outcome: CallOutcome = await worker.widget(op, { uuid: record.uuid, module: record.module, config: record.config, ...extra }, signal);

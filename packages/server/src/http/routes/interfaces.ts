@@ -63,7 +63,8 @@ export function interfaceRoutes(gateway: Gateway) {
         };
         ctx.res.once('close', onClose);
         try {
-          return { payload: await interfaces.callForResult(bound, record, body, controller.signal) };
+          const hook = await gateway.widgets.callHook(bound, record, body.method, body.args, body.kwargs, controller.signal);
+          return hook ?? { payload: await interfaces.callForResult(bound, record, body, controller.signal) };
         } finally {
           ctx.res.off('close', onClose);
         }
