@@ -268,3 +268,29 @@ describe('widget hooks through POST /v1/interfaces/call', () => {
     expect((await call('counter', '_private')).status).toBe(403);
   });
 });
+
+describe('data status, lifecycle and related', () => {
+  it('carry the reference fields beside Portico\'s: available, mounted, local_uri, bytes_missing; cached; each neighbour\'s version', async () => {
+    const g = await gateway({ project: await tempProject() });
+    const { body: run } = await api(g, 'POST', '/v1/executions', { interfaces: [{ target: 'trainer', version: [{ epochs: 1 }], context: [{ target: 'counter', version: [{ start: 3 }] }] }] });
+    for (let i = 0; i < 600 && (await api(g, 'GET', `/v1/executions/${run.uuid}`)).body.status !== 'finished'; i++) await new Promise((r) => setTimeout(r, 50));
+    const [iface] = run.interfaces;
+    const data = (await api(g, 'GET', `/v1/interfaces/${iface}/data`)).body;
+    expect(data).toMatchObject({ status: 'local', available: true, mounted: true, bytes_missing: false, local_uri: expect.stringContaining(iface) });
+    const life = (await api(g, 'POST', '/v1/interfaces/lifecycle', { target: 'trainer', version: [{ epochs: 1 }], context: [{ target: 'counter', version: [{ start: 3 }] }] })).body;
+    expect(life).toMatchObject({ status: 'cached', cached: true, execution_uuid: run.uuid });
+    const draft = (await api(g, 'POST', '/v1/interfaces/lifecycle', { target: 'trainer', version: [{ epochs: 9 }] })).body;
+    expect(draft).toMatchObject({ status: 'draft', cached: false });
+    const related = (await api(g, 'GET', `/v1/interfaces/${iface}/related`)).body.related;
+    const counter = related.find((r: { rel: string }) => r.rel === 'context');
+    expect(counter).toMatchObject({ module: 'counter', version: [{ start: 3 }] });
+    expect(related.find((r: { uuid: string }) => r.uuid === run.uuid)).toMatchObject({ version: [] });
+    await rmInterfaceDir(iface);
+    expect((await api(g, 'GET', `/v1/interfaces/${iface}/data`)).body).toMatchObject({ status: 'evicted', available: false, mounted: false, local_uri: null, bytes_missing: true });
+
+    async function rmInterfaceDir(uuid: string) {
+      const { rm } = await import('node:fs/promises');
+      await rm(`${g.gateway.projects.defaultDir}/.portico/interfaces/${uuid}`, { recursive: true, force: true });
+    }
+  });
+});

@@ -177,6 +177,7 @@ export const LifecycleResponse = z
     uuid: z.string().describe('The uuid of this config (with its contexts folded in).'),
     status: z.enum(['draft', 'running', 'cached', 'failed']),
     execution_uuid: z.string().nullable().describe('The latest run of it, if any.'),
+    cached: z.boolean().describe('Its data is available (status cached).'),
   })
   .openapi('LifecycleResponse');
 
@@ -188,6 +189,10 @@ export const DataStatusResponse = z
     files: z.number().int(),
     bytes: z.number().int(),
     storage_uri: z.string().nullable(),
+    available: z.boolean().describe('The reference server\'s name for mounted.'),
+    mounted: z.boolean().describe('The folder is on this machine (status local).'),
+    local_uri: z.string().nullable().describe('The folder\'s absolute path when mounted.'),
+    bytes_missing: z.boolean().describe('Neither here nor elsewhere (status evicted).'),
   })
   .openapi('DataStatusResponse');
 
@@ -225,6 +230,8 @@ export const ProvenanceGraph = z
 export const RelatedResponse = z
   .object({
     uuid: z.string(),
-    related: z.array(z.object({ uuid: z.string(), kind: z.string(), module: z.string().nullable(), label: z.string().nullable(), rel: z.string() })),
+    related: z.array(
+      z.object({ uuid: z.string(), kind: z.string(), module: z.string().nullable(), version: z.array(z.unknown()).describe('The version list (interfaces; [] for runs and manifests).'), label: z.string().nullable(), rel: z.string() }),
+    ),
   })
   .openapi('RelatedResponse');

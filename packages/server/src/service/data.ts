@@ -22,6 +22,11 @@ export interface DataStatus {
   bytes: number;
   /** meta.storage_uri, when the data lives elsewhere. */
   storage_uri: string | null;
+  /** The reference server's fields: whether the folder is here (both), where, and whether its bytes are gone. */
+  available: boolean;
+  mounted: boolean;
+  local_uri: string | null;
+  bytes_missing: boolean;
 }
 
 export interface FileRead {
@@ -55,7 +60,8 @@ export class DataService {
     const present = await stat(dir).then((s) => s.isDirectory(), () => false);
     if (!present) {
       const remote = storageUri !== null && !storageUri.startsWith('file:');
-      return { uuid, status: remote ? 'remote' : 'evicted', path: null, files: 0, bytes: 0, storage_uri: storageUri };
+      const absent = { available: false, mounted: false, local_uri: null, bytes_missing: !remote };
+      return { uuid, status: remote ? 'remote' : 'evicted', path: null, files: 0, bytes: 0, storage_uri: storageUri, ...absent };
     }
     const files = await walk(dir);
     return {
@@ -65,6 +71,10 @@ export class DataService {
       files: files.length,
       bytes: files.reduce((n, f) => n + f.size, 0),
       storage_uri: storageUri,
+      available: true,
+      mounted: true,
+      local_uri: dir,
+      bytes_missing: false,
     };
   }
 

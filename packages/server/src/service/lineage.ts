@@ -95,7 +95,7 @@ export class LineageService {
       if (seen.has(edge.other)) continue;
       seen.add(edge.other);
       const node = await world.node(edge.other);
-      if (node) related.push({ uuid: node.uuid, kind: node.kind, module: node.module, label: node.label, rel: edge.rel });
+      if (node) related.push({ uuid: node.uuid, kind: node.kind, module: node.module, version: (node.attributes.version as unknown[] | undefined) ?? [], label: node.label, rel: edge.rel });
     }
     return { uuid, related };
   }

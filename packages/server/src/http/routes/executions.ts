@@ -105,7 +105,8 @@ export function executionRoutes(gateway: Gateway) {
         for (const ref of body.context) contexts.push((await interfaces.resolve(bound, ref.target, ref.version)).uuid);
         const resolved = await interfaces.resolve(bound, body.target, body.version, contexts.length ? { context: contexts } : {});
         const record = await bound.project.store.get(resolved.uuid);
-        return { target: body.target, module: resolved.module, uuid: resolved.uuid, ...(await executions.lifecycle(bound, record)) };
+        const lifecycle = await executions.lifecycle(bound, record);
+        return { target: body.target, module: resolved.module, uuid: resolved.uuid, ...lifecycle, cached: lifecycle.status === 'cached' };
       },
     }),
   ];
