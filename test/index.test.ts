@@ -50,7 +50,7 @@ describe('resolve', () => {
   it('returns module, normalized version, config, predicate, uuid and cli, and materializes nothing', async () => {
     const res = await api(g, 'POST', '/v1/interfaces/resolve', { target: 'counter', version: ['~big(step=3)', { 'start': 2 }] });
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ module: 'counter', config: { start: 2, step: 3 }, predicate: {} });
+    expect(res.body).toMatchObject({ module: 'counter', config: { start: 2, step: 3 }, predicate: null });
     expect(res.body.cli).toBe("portico get counter '~big(step=3)' start=2");
     expect((await api(g, 'GET', `/v1/interfaces/${res.body.uuid}`)).status).toBe(404);
     const created = await api(g, 'POST', '/v1/interfaces', { target: 'counter', version: ['~big(step=3)', { start: 2 }] });

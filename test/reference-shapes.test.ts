@@ -4,7 +4,7 @@
  * §6–§11) beside Portico's own. Each shape is pinned with a real request to a real gateway.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { api, cleanup, gateway, tempProject } from './helpers.js';
+import { api, cleanup, gateway, ROOT, tempProject } from './helpers.js';
 
 afterAll(cleanup);
 
@@ -291,6 +291,32 @@ describe('data status, lifecycle and related', () => {
     async function rmInterfaceDir(uuid: string) {
       const { rm } = await import('node:fs/promises');
       await rm(`${g.gateway.projects.defaultDir}/.portico/interfaces/${uuid}`, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('InterfaceInfo', () => {
+  it('predicate is null when no context folded in; cli is a line that, run in a shell, gives back the same interface', async () => {
+    const { execFile } = await import('node:child_process');
+    const { promisify } = await import('node:util');
+    const path = await import('node:path');
+    const bin = path.join(ROOT, 'packages/server/bin/portico.js');
+    const project = await tempProject();
+    const g = await gateway({ project });
+    const plain = (await api(g, 'POST', '/v1/interfaces', { target: 'counter', version: ['~big(step=3)', { start: 2 }] })).body;
+    expect(plain.predicate).toBeNull();
+    expect(plain.cli).toBe("portico get counter '~big(step=3)' start=2");
+    const named = (await api(g, 'POST', '/v1/interfaces', { target: 'counter', version: [{ start: 5 }], uuid: 'my-own-id' })).body;
+    expect(named.cli).toBe('portico get my-own-id');
+    const { body: run } = await api(g, 'POST', '/v1/executions', { interfaces: [{ target: 'trainer', version: [{ epochs: 1 }], context: [{ target: 'counter' }] }] });
+    const scoped = (await api(g, 'GET', `/v1/interfaces/${run.interfaces[0]}`)).body;
+    expect(scoped.predicate).toEqual({ context: [expect.any(String)] });
+    expect(scoped.cli).toBe(`portico get ${scoped.uuid}`);
+    for (const info of [plain, named, scoped]) {
+      expect((await api(g, 'GET', `/v1/interfaces/${info.uuid}`)).body.cli).toBe(info.cli);
+      const line = `${info.cli.replace(/^portico/, `node ${bin}`)} --url ${g.url}`;
+      const { stdout } = await promisify(execFile)('bash', ['-c', line]);
+      expect(JSON.parse(stdout).uuid, line).toBe(info.uuid);
     }
   });
 });

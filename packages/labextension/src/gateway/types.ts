@@ -12,7 +12,8 @@ export interface InterfaceInfo {
   module: string;
   kind: string;
   config: JsonObject;
-  predicate: JsonObject;
+  /** null when no context folded into the identity. */
+  predicate: JsonObject | null;
   version: unknown[];
   label: string | null;
   meta: JsonObject;

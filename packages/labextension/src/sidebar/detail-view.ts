@@ -156,7 +156,7 @@ export class DetailView {
         row('archived', String(info.archived)),
         row('config', block(info.config)),
         info.version.length ? row('version', block(info.version)) : null,
-        isEmpty(info.predicate) ? null : row('predicate', block(info.predicate)),
+        !info.predicate || isEmpty(info.predicate) ? null : row('predicate', block(info.predicate)),
         isEmpty(info.meta) ? null : row('meta', block(info.meta)),
       ),
     );

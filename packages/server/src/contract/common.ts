@@ -24,13 +24,14 @@ export const InterfaceInfo = z
     module: z.string(),
     kind: z.string().describe('The interface class name.'),
     config: JsonObject.describe('Resolved configuration (immutable).'),
-    predicate: JsonObject.describe('What context interfaces folded into the identity.'),
+    predicate: JsonObject.nullable().describe('What context interfaces folded into the identity; null when nothing was.'),
     version: z.array(z.unknown()).describe('The normalized version list the record was created from.'),
     label: z.string().nullable().describe('Mutable label; last write wins.'),
     meta: JsonObject,
     created_by: z.string(),
     created_at: z.string().describe('ISO-8601 UTC.'),
     archived: z.boolean(),
+    cli: z.string().describe('A `portico get …` line that gives back this interface: module and version when they are its whole identity, else its uuid.'),
   })
   .openapi('InterfaceInfo');
 

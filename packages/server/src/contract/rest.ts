@@ -68,7 +68,7 @@ export const ResolveResponse = z
     module: z.string(),
     version: z.array(z.unknown()).describe('The normalized version list.'),
     config: JsonObject.describe('The resolved config.'),
-    predicate: JsonObject,
+    predicate: JsonObject.nullable().describe('What contexts fold in; null when nothing does.'),
     uuid: z.string().describe('The uuid POST /v1/interfaces would give this config.'),
     cli: z.string().describe('A `portico get …` line that creates exactly this uuid.'),
   })

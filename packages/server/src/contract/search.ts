@@ -101,14 +101,18 @@ export const ConfigMatch = z
   .object({ layer: Layer.default('resolved'), filters: z.array(ConfigFilter).default([]) })
   .openapi('ConfigMatch');
 
-/** Sort keys clients of the reference server send, and the record path each one means here. */
-const SORT_ALIASES: Record<string, string> = { created_at_ns: 'created_at' };
+/** Record sort keys clients of the reference server send, and the record path each one means here. */
+const SORT_ALIASES = new Map([['created_at_ns', 'created_at']]);
+
+/** The request with record sort keys given by their alias spelled as the record path (the stores know only those). */
+export function withCanonicalSort(request: FindRequest): FindRequest {
+  const sort = request.sort?.map((spec) => (spec.config_layer || !SORT_ALIASES.has(spec.by) ? spec : { ...spec, by: SORT_ALIASES.get(spec.by)! }));
+  return sort ? { ...request, sort } : request;
+}
 
 export const SortSpec = z
   .object({
-    by: z
-      .preprocess((value) => (typeof value === 'string' ? (SORT_ALIASES[value] ?? value) : value), z.string())
-      .describe('A record path (as in `filters`), or a config path when config_layer is "resolved"; created_at_ns is created_at.'),
+    by: z.string().describe('A record path (as in `filters`; created_at_ns means created_at), or a config path when config_layer is "resolved".'),
     config_layer: Layer.nullable().optional(),
     direction: z
       .preprocess((value) => (typeof value === 'string' ? value.toLowerCase() : value), z.enum(['asc', 'desc']))
@@ -116,7 +120,7 @@ export const SortSpec = z
       .describe('"asc" or "desc", in any case.'),
   })
   .superRefine((spec, ctx) => {
-    const parsed = spec.config_layer ? (parsePath(spec.by) ?? INVALID_PATH) : parseRecordPath(spec.by);
+    const parsed = spec.config_layer ? (parsePath(spec.by) ?? INVALID_PATH) : parseRecordPath(SORT_ALIASES.get(spec.by) ?? spec.by);
     if (typeof parsed === 'string') ctx.addIssue({ code: 'custom', path: ['by'], message: parsed, input: spec.by });
   })
   .openapi('SortSpec');
@@ -167,8 +171,8 @@ const page = <T extends z.ZodType>(item: T) =>
     next_cursor: z.string().nullable().describe('Pass as `cursor` for the next page; null when no record follows.'),
   });
 
-/** What a store answers: the records of one page. */
-export const SearchResponse = page(InterfaceInfo);
+/** What a store answers: the records of one page, as stored. */
+export const SearchResponse = page(InterfaceInfo.omit({ cli: true }).extend({ predicate: InterfaceInfo.shape.predicate.unwrap() }));
 /** What a client receives: the page's records as SearchItems. */
 export const SearchItemsResponse = page(SearchItem).openapi('SearchResponse');
 

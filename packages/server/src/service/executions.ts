@@ -104,7 +104,7 @@ export class ExecutionService {
   }
 
   /** draft (no usable run), running, cached (a run finished) or failed (the latest run did not). */
-  async lifecycle(ctx: RequestContext, record: InterfaceInfo | undefined): Promise<{ status: Lifecycle; execution_uuid: string | null }> {
+  async lifecycle(ctx: RequestContext, record: { uuid: string } | undefined): Promise<{ status: Lifecycle; execution_uuid: string | null }> {
     if (!record) return { status: 'draft', execution_uuid: null };
     const [latest] = await this.list(ctx, { interface: record.uuid, limit: 1 });
     if (latest?.is_active || latest?.status === 'pending') return { status: 'running', execution_uuid: latest.uuid };
@@ -117,7 +117,7 @@ export class ExecutionService {
    * A search page with each item's runs summed up (include_status): its lifecycle status, its
    * newest execution and how many executions ran it.
    */
-  async withRunStatus<T extends InterfaceInfo>(ctx: RequestContext, items: T[]): Promise<Array<T & { status: Lifecycle; execution_uuid: string | null; run_count: number }>> {
+  async withRunStatus<T extends { uuid: string }>(ctx: RequestContext, items: T[]): Promise<Array<T & { status: Lifecycle; execution_uuid: string | null; run_count: number }>> {
     return Promise.all(
       items.map(async (item) => {
         const [lifecycle, runs] = await Promise.all([this.lifecycle(ctx, item), this.list(ctx, { interface: item.uuid, limit: Infinity })]);

@@ -10,14 +10,26 @@ import type { KernelPool } from '../kernel/pool.js';
 import { Worker, type CallOutcome, type ItemSink } from '../kernel/worker.js';
 
 export type { CallOutcome };
-import type { FindRequest, SearchItem, SearchItemsResponse } from '../contract/search.js';
+import { withCanonicalSort, type FindRequest, type SearchItemsResponse } from '../contract/search.js';
 import { interfaceUuid } from '../store/identity.js';
 import type { InterfaceRecord, RecordPatch } from '../store/store.js';
 import { cliLine } from './cli-line.js';
 import type { RemoteModules } from './remotes.js';
 import type { RequestContext } from './context.js';
 
-export type InterfaceInfo = InterfaceRecord;
+/**
+ * A record as clients see it. Where the spec is silent it follows the reference server:
+ * `predicate` is null when nothing was folded in (a reference client shows `predicate ?? config`
+ * as the identity), and `cli` is a `portico get …` line that, pasted into a shell, gives back this
+ * very interface: its module and version when they are its whole identity, else its uuid.
+ */
+export type InterfaceInfo = Omit<InterfaceRecord, 'predicate'> & { predicate: Record<string, unknown> | null; cli: string };
+
+function publicInfo(record: InterfaceRecord): InterfaceInfo {
+  const folded = Object.keys(record.predicate).length > 0;
+  const byContent = !folded && record.uuid === interfaceUuid(record.module, record.config, record.predicate);
+  return { ...record, predicate: folded ? record.predicate : null, cli: byContent ? cliLine(record.module, record.version) : cliLine(record.uuid, []) };
+}
 
 export interface CreateInput {
   target: string;
@@ -49,16 +61,14 @@ export interface ResolveResult {
   /** The normalized version list. */
   version: unknown[];
   config: Record<string, unknown>;
-  predicate: Record<string, unknown>;
+  /** What contexts folded in; null when nothing was (as in InterfaceInfo). */
+  predicate: Record<string, unknown> | null;
   /** The uuid `create` would give it (nothing is materialized). */
   uuid: string;
   /** A `portico get …` line that creates exactly this uuid. */
   cli: string;
 }
 
-function searchItem(record: InterfaceInfo): SearchItem {
-  return { ...record, id: record.uuid, created_at_ns: Date.parse(record.created_at) * 1e6 };
-}
 
 export class InterfaceService {
   constructor(
@@ -84,7 +94,7 @@ export class InterfaceService {
       module: resolved.module,
       version: resolved.version,
       config: resolved.config,
-      predicate,
+      predicate: Object.keys(predicate).length ? predicate : null,
       uuid: interfaceUuid(resolved.module, resolved.config, predicate),
       cli: cliLine(resolved.module, resolved.version),
     };
@@ -98,7 +108,7 @@ export class InterfaceService {
   async create(ctx: RequestContext, input: CreateInput): Promise<InterfaceInfo> {
     const { store } = ctx.project;
     const existing = (input.uuid && (await store.get(input.uuid))) || (await store.get(input.target));
-    if (existing) return existing;
+    if (existing) return publicInfo(existing);
 
     await this.remotes.ensure(ctx.project.dir, input.target);
     const worker = await this.pool.get(ctx.project.dir, ctx.python);
@@ -117,24 +127,24 @@ export class InterfaceService {
       created_at: new Date().toISOString(),
       archived: false,
     };
-    return (await store.insert(record)).record;
+    return publicInfo((await store.insert(record)).record);
   }
 
   async get(ctx: RequestContext, uuid: string): Promise<InterfaceInfo> {
     const record = await ctx.project.store.get(uuid);
     if (!record) throw new PorticoError('not_found', `Interface '${uuid}' not found`);
-    return record;
+    return publicInfo(record);
   }
 
   /** The newest non-archived interfaces. */
   async list(ctx: RequestContext, limit: number = LIMITS.listDefault): Promise<InterfaceInfo[]> {
-    return (await ctx.project.store.search({ limit })).items;
+    return (await ctx.project.store.search({ limit })).items.map(publicInfo);
   }
 
   /** One page of matches, each record with the reference's `id` and `created_at_ns` beside it. */
   async search(ctx: RequestContext, request: FindRequest): Promise<SearchItemsResponse> {
-    const page = await ctx.project.store.search(request);
-    return { ...page, items: page.items.map(searchItem) };
+    const page = await ctx.project.store.search(withCanonicalSort(request));
+    return { ...page, items: page.items.map((record) => ({ ...publicInfo(record), id: record.uuid, created_at_ns: Date.parse(record.created_at) * 1e6 })) };
   }
 
   /** Sets or clears (null) the label; last write wins, nothing else changes. */
@@ -150,7 +160,7 @@ export class InterfaceService {
   private async patch(ctx: RequestContext, uuid: string, patch: RecordPatch): Promise<InterfaceInfo> {
     const record = await ctx.project.store.update(uuid, patch);
     if (!record) throw new PorticoError('not_found', `Interface '${uuid}' not found`);
-    return record;
+    return publicInfo(record);
   }
 
   /** Removes the record and drops its live instance. */

@@ -386,7 +386,7 @@ describe('validation failures', () => {
   });
 
   it('rejects a bad sort key and a bad direction', () => {
-    expect(rejection({ sort: [{ by: 'created_at_ns' }] })).toEqual(['sort.0.by']);
+    expect(rejection({ sort: [{ by: 'updated_at_ns' }] })).toEqual(['sort.0.by']);
     expect(rejection({ sort: [{ by: 'created_at' }, { by: 'a..b', config_layer: 'resolved' }] })).toEqual(['sort.1.by']);
     expect(rejection({ sort: [{ by: 'created_at', direction: 'up' }] })).toEqual(['sort.0.direction']);
     expect(rejection({ sort: [{ by: 'a', config_layer: 'default' as 'resolved' }] })).toEqual(['sort.0.config_layer']);
