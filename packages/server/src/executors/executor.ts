@@ -45,6 +45,8 @@ export interface Executor {
   cancel(runs: RunStore, uuid: string): Promise<void>;
   /** Called once a run's end is recorded, so that the engine stops following it. */
   forget(runs: RunStore, uuid: string): void;
+  /** Commands run against the engine's scheduler so far, by command (none for local processes). */
+  readonly commands: Readonly<Record<string, number>>;
   /** Stops timers; never stops runs (they outlive the gateway). */
   close(): void;
 }

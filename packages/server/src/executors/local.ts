@@ -17,6 +17,7 @@ export function runEnvironment(base: NodeJS.ProcessEnv = process.env): NodeJS.Pr
 
 export class LocalExecutor implements Executor {
   readonly name = 'local' as const;
+  readonly commands = {};
   /** Run processes this gateway started and that are still running, by run directory. */
   private readonly children = new Map<string, ChildProcess>();
 

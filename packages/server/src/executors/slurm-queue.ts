@@ -114,11 +114,6 @@ export class SlurmQueue {
     this.followed.delete(id);
   }
 
-  /** Forget every followed job but keep the counters (the benchmark reads them). */
-  get size(): number {
-    return this.followed.size;
-  }
-
   private refresh(): Promise<void> {
     this.refreshing ??= this.poll().finally(() => {
       this.refreshing = undefined;

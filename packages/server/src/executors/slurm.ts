@@ -121,6 +121,10 @@ export class SlurmExecutor implements Executor {
     if (res.code !== 0) this.log(`scancel ${id} failed (${res.code}): ${res.stderr.trim()}`);
   }
 
+  get commands(): Readonly<Record<string, number>> {
+    return this.queue.stats.commands;
+  }
+
   forget(runs: RunStore, uuid: string): void {
     const dir = runs.dir(uuid);
     const id = this.jobs.get(dir);

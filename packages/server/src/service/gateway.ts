@@ -94,7 +94,7 @@ export class Gateway {
   ) {
     this.logger = options.logger ?? createLogger(options.logLevel);
     this.log = options.log ?? ((line) => this.logger.info(line));
-    this.metrics = new Metrics({ workers: () => this.pool.list().length, executions: () => this.executionCounts() });
+    this.metrics = new Metrics({ workers: () => this.pool.list().length, executions: () => this.executionCounts(), schedulerCommands: () => this.executions.executor.commands });
     this.projects = new ProjectRegistry(project, roots, this.metrics);
     this.python = normalizeInterpreter(options.python);
     this.pythonAllowlist = [...new Set(options.pythonAllowlist.map(normalizeInterpreter))];
