@@ -5,7 +5,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, cleanup, Client, gateway, tempProject } from './helpers.js';
@@ -48,9 +48,27 @@ function portcoJobs(): string[] {
     .map((l) => l.split(' ')[0]!);
 }
 
-async function slurmGateway(project?: string) {
-  return gateway({ ...(project ? { project } : {}), executor: 'slurm', slurm: { env: slurmEnv } });
+async function slurmGateway(project?: string, extra: { cancelGraceMs?: number } = {}) {
+  return gateway({ ...(project ? { project } : {}), executor: 'slurm', slurm: { env: slurmEnv, ...extra } });
 }
+
+const STUBBORN = {
+  'stubborn.py': [
+    'import time',
+    'from portico import ExecutionInterrupted, Interface',
+    '',
+    'class Stubborn(Interface):',
+    '    """A run that swallows every interrupt: only Slurm can end it."""',
+    '    def __call__(self):',
+    '        print("started", flush=True)',
+    '        while True:',
+    '            try:',
+    '                time.sleep(600)',
+    '            except ExecutionInterrupted:',
+    '                print("ignoring the cancel", flush=True)',
+    '',
+  ].join('\n'),
+};
 
 async function waitFor(g: { url: string }, uuid: string, done: (info: Info) => boolean, timeoutMs = 60_000): Promise<Info> {
   const deadline = Date.now() + timeoutMs;
@@ -148,6 +166,35 @@ describe('slurm executor', () => {
     const info = await waitFor(g, body.uuid, ended);
     expect(info).toMatchObject({ status: 'interrupted', is_active: false, error: { exception: 'ExecutionInterrupted' } });
     expect((await api(g, 'GET', `/v1/executions/${body.uuid}/output`)).body.output).toContain('cancel requested');
+  });
+
+  it('cancel of a running job that ignores the marker: scancel after the grace period, and the run reads interrupted', async () => {
+    const stubborn = await slurmGateway(await tempProject(STUBBORN), { cancelGraceMs: 1000 });
+    const { body } = await api(stubborn, 'POST', '/v1/executions', { interfaces: [{ target: 'stubborn' }] });
+    await waitFor(stubborn, body.uuid, (i) => i.status === 'running');
+    expect((await api(stubborn, 'POST', `/v1/executions/${body.uuid}/cancel`)).status).toBe(204);
+    const info = await waitFor(stubborn, body.uuid, ended);
+    expect(info).toMatchObject({ status: 'interrupted', cancelled: true, is_active: false, error: { exception: 'ExecutionInterrupted' } });
+    expect((await api(stubborn, 'GET', `/v1/executions/${body.uuid}/output`)).body.output).toContain('ignoring the cancel');
+    expect(slurm('squeue', '--noheader', '--states=all', '--format=%T', `--jobs=${body.job.id}`).trim()).toBe('CANCELLED');
+  });
+
+  it('a job Slurm no longer knows, whose run never recorded its end, is failed', async () => {
+    const lostProject = await tempProject();
+    const first = await slurmGateway(lostProject);
+    const blocker = (await api(first, 'POST', '/v1/executions', trainer({ epochs: 1, delay: 3 }, { cpus: nodeCpus() }))).body as Info;
+    const { body } = await api(first, 'POST', '/v1/executions', trainer({ epochs: 1 }));
+    await waitFor(first, body.uuid, (i) => i.status === 'pending');
+    await first.close();
+    // As after a controller that lost its state: the run directory names a job Slurm never had.
+    slurm('scancel', body.job.id);
+    const jobFile = path.join(lostProject, '.portico/executions', body.uuid, 'job.json');
+    await writeFile(jobFile, JSON.stringify({ ...JSON.parse(await readFile(jobFile, 'utf8')), id: '987654321' }));
+    const second = await slurmGateway(lostProject);
+    const info = (await api(second, 'GET', `/v1/executions/${body.uuid}`)).body as Info;
+    expect(info).toMatchObject({ status: 'failed', is_active: false, error: { exception: 'JobLost' }, job: { id: '987654321' } });
+    expect((await api(second, 'GET', '/v1/executions?active=true')).body.map((e: Info) => e.uuid)).not.toContain(body.uuid);
+    await waitFor(second, blocker.uuid, ended);
   });
 
   it('a job killed by its time limit ends failed with Slurm’s reason', async () => {

@@ -4,7 +4,6 @@
  * A suite that cannot get one fails in beforeAll; it is never skipped.
  */
 import { existsSync } from 'node:fs';
-// @ts-expect-error: a plain ES module shared with the benchmark, typed here
 import { startSlurmCluster } from '../../scripts/slurm-cluster.mjs';
 
 export interface SlurmCluster {
