@@ -3,7 +3,7 @@
 // bare Slurm commands in this run (sbatch --wrap, scancel, squeue polled every 20 ms); then the cost
 // of status polling with 500 live runs: Slurm commands per second (from /metrics) and gateway CPU.
 import { spawnSync } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
 import { startSlurmCluster } from '../scripts/slurm-cluster.mjs';
 import { demoProject, startGateway, summarize } from './lib.mjs';
 
@@ -160,7 +160,8 @@ export async function slurmBench() {
     else process.env.SLURM_CONF = savedConf;
     await gw?.stop();
     await cluster.stop();
-    await project.remove();
+    // Runs scancelled a moment ago may still be writing their last files: retry the removal.
+    await rm(project.dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 300 });
   }
   return rows;
 }

@@ -189,7 +189,7 @@ export async function startSlurmCluster({ log = () => {} } = {}) {
         if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
       }
       process.off('exit', stopNow);
-      rmSync(dir, { recursive: true, force: true });
+      rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 300 });
     };
     return { conf, dir, env, partition, stop };
   } catch (err) {

@@ -85,6 +85,12 @@ const trainer = (version: Record<string, unknown>, resources?: Record<string, un
   ...(resources ? { resources } : {}),
 });
 
+/** squeue commands the gateway has run, from its /metrics. */
+async function squeueCount(g: { url: string }): Promise<number> {
+  const text = (await api(g, 'GET', '/metrics')).body as string;
+  return Number(/^portico_scheduler_commands_total\{command="squeue"\} (\d+)/m.exec(text)?.[1] ?? 0);
+}
+
 /** Node CPUs: a run asking for all of them keeps every later run queued while it runs. */
 function nodeCpus(): number {
   return Number(slurm('sinfo', '--noheader', '--format=%c').trim().split('\n')[0]);
@@ -260,12 +266,18 @@ describe('slurm executor', () => {
 });
 
 describe('slurm executor under load and restarts', () => {
-  it('50 dispatches at once all finish and are all listed', async () => {
+  it('50 dispatches at once all finish and are all listed; status reads of them share batched squeue calls', async () => {
     const g = await slurmGateway();
     const results = await Promise.all(Array.from({ length: 50 }, (_, i) => api(g, 'POST', '/v1/executions', trainer({ epochs: 1 + (i % 3) }, { cpus: 1 }))));
     expect(results.map((r) => r.status)).toEqual(Array(50).fill(200));
     const uuids = results.map((r) => r.body.uuid as string);
     expect(new Set(results.map((r) => r.body.job.id)).size).toBe(50);
+    // Status polling is batched: 200 status reads of live runs at once cost a few squeue, not 200.
+    const before = await squeueCount(g);
+    expect(before).toBeGreaterThan(0); // the dispatches' own status reads polled already
+    const reads = await Promise.all(Array.from({ length: 200 }, (_, i) => api(g, 'GET', `/v1/executions/${uuids[i % 50]}`)));
+    expect(reads.every((r) => r.status === 200 && r.body.job.id)).toBe(true);
+    expect((await squeueCount(g)) - before).toBeLessThanOrEqual(10);
     for (const uuid of uuids) await waitFor(g, uuid, ended, 240_000);
     const listed = (await api(g, 'GET', '/v1/executions?limit=1000')).body as Info[];
     const finished = new Set(listed.filter((e) => e.status === 'finished').map((e) => e.uuid));
