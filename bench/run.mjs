@@ -92,3 +92,5 @@ try {
 } finally {
   await indexProject.remove();
 }
+
+report(await (await import('./slurm.mjs')).slurmBench());

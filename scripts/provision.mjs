@@ -13,6 +13,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ensureSlurm } from './provision-slurm.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const CHROMIUM = '/usr/bin/chromium';
@@ -117,7 +118,7 @@ export function ensureVenv() {
 export function provision() {
   const started = Date.now();
   const errors = [];
-  for (const step of [ensureChromium, ensureVenv]) {
+  for (const step of [ensureChromium, ensureVenv, ensureSlurm]) {
     try {
       step();
     } catch (err) {

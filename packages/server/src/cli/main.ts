@@ -136,6 +136,7 @@ function banner(url: string, project: string, options: GatewayOptions): string {
     `  Open     ${url}/   (modules with live widgets)`,
     `  Docs     ${url}/docs   (API ${url}/v1, socket ${url.replace(/^http/, 'ws')}/v1/interfaces/ws)`,
     `  Store    embedded index in ${path.join(project, '.portico')}`,
+    `  Runs     ${options.executor === 'slurm' ? `Slurm jobs (sbatch${options.slurm.partition ? ` --partition=${options.slurm.partition}` : ''}${options.slurm.account ? ` --account=${options.slurm.account}` : ''})` : 'local processes'}`,
     `  Auth     ${authLine(options)}`,
     `  Origins  ${origins}`,
     `           add a page's origin with --allow-origin URL`,

@@ -47,4 +47,16 @@ describe('portico serve options', () => {
       expect(() => parseServeArgs(['--allow-origin', bad], {}), bad).toThrow(UsageError);
     }
   });
+
+  it('--executor picks local (default) or slurm, from the flag or PORTICO_EXECUTOR; Slurm names are checked', () => {
+    expect(parseServeArgs([], {}).executor).toBe('local');
+    expect(parseServeArgs(['--executor', 'slurm'], {}).executor).toBe('slurm');
+    expect(parseServeArgs([], { PORTICO_EXECUTOR: 'slurm', PORTICO_SLURM_PARTITION: 'gpu', PORTICO_SLURM_ACCOUNT: 'lab1' })).toMatchObject({
+      executor: 'slurm',
+      slurm: { partition: 'gpu', account: 'lab1' },
+    });
+    expect(parseServeArgs(['--executor', 'slurm', '--slurm-partition', 'short'], { PORTICO_SLURM_PARTITION: 'gpu' }).slurm.partition).toBe('short');
+    expect(() => parseServeArgs(['--executor', 'kubernetes'], {})).toThrow(/--executor must be one of local, slurm/);
+    for (const bad of ['-p', 'a b', '../x', 'x;y']) expect(() => parseServeArgs([`--slurm-partition=${bad}`], {}), bad).toThrow(UsageError);
+  });
 });

@@ -6,6 +6,8 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { DEFAULT_HOST, DEFAULT_PORT, LIMITS, LOCAL_JUPYTER_ORIGINS } from '../config/constants.js';
 import { defaultOptions, isLoopback, type GatewayOptions } from '../config/options.js';
+import { Resources } from '../contract/executions.js';
+import { EXECUTORS, type ExecutorName } from '../executors/executor.js';
 import { LOG_LEVELS, type LogLevel } from '../ops/logger.js';
 
 /** One row per option: the flag, its environment variable and what it does (README table). */
@@ -35,6 +37,9 @@ export const SERVE_OPTIONS = [
     help: 'Seconds a shutdown (SIGTERM, Ctrl+C) lets requests, calls and uploads in flight finish before cutting them; a second signal stops at once.',
   },
   { flag: '--log-level', env: 'PORTICO_LOG_LEVEL', default: 'info', help: `Least severe log line written to stderr (${LOG_LEVELS.join(', ')}); JSON lines unless stderr is a terminal.` },
+  { flag: '--executor', env: 'PORTICO_EXECUTOR', default: 'local', help: `What runs executions: ${EXECUTORS.join(' or ')}. slurm submits each run with sbatch (the project must be on storage the compute nodes share; SLURM_CONF is passed through).` },
+  { flag: '--slurm-partition', env: 'PORTICO_SLURM_PARTITION', default: '', help: 'Partition of Slurm jobs whose dispatch names none (default: the cluster’s default partition).' },
+  { flag: '--slurm-account', env: 'PORTICO_SLURM_ACCOUNT', default: '', help: 'Account charged for Slurm jobs whose dispatch names none.' },
   { flag: '--insecure', env: 'PORTICO_INSECURE', default: 'false', help: 'Allow a non-loopback address without a token.' },
 ] as const;
 
@@ -54,6 +59,19 @@ function truthy(value: string | undefined): boolean {
 function logLevel(text: string): LogLevel {
   if (!(LOG_LEVELS as readonly string[]).includes(text)) throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}, got '${text}'`);
   return text as LogLevel;
+}
+
+function executor(text: string): ExecutorName {
+  if (!(EXECUTORS as readonly string[]).includes(text)) throw new UsageError(`--executor must be one of ${EXECUTORS.join(', ')}, got '${text}'`);
+  return text as ExecutorName;
+}
+
+/** A partition or account name, checked as a dispatch's `resources` are. */
+function slurmName(flag: string, text: string | undefined): string | undefined {
+  if (!text) return undefined;
+  const key = flag === '--slurm-partition' ? 'partition' : 'account';
+  if (!Resources.safeParse({ [key]: text }).success) throw new UsageError(`${flag} must be a Slurm name (letters, digits, _ . -), got '${text}'`);
+  return text;
 }
 
 function seconds(flag: string, text: string): number {
@@ -113,6 +131,9 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
       insecure: { type: 'boolean' },
       'drain-timeout': { type: 'string' },
       'log-level': { type: 'string' },
+      executor: { type: 'string' },
+      'slurm-partition': { type: 'string' },
+      'slurm-account': { type: 'string' },
     },
   });
   if (positionals.length > 1) throw new UsageError(`serve takes one PROJECT directory, got ${positionals.length}`);
@@ -138,6 +159,11 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     sourceToken: values['source-token'] ?? (env.PORTICO_SOURCE_TOKEN || undefined),
     insecure: values.insecure ?? truthy(env.PORTICO_INSECURE),
     logLevel: logLevel(values['log-level'] ?? env.PORTICO_LOG_LEVEL ?? 'info'),
+    executor: executor(values.executor ?? env.PORTICO_EXECUTOR ?? 'local'),
+    slurm: {
+      partition: slurmName('--slurm-partition', values['slurm-partition'] ?? env.PORTICO_SLURM_PARTITION),
+      account: slurmName('--slurm-account', values['slurm-account'] ?? env.PORTICO_SLURM_ACCOUNT),
+    },
     drainMs: seconds('--drain-timeout', values['drain-timeout'] ?? env.PORTICO_DRAIN_TIMEOUT ?? String(LIMITS.shutdownDrainMs / 1000)) * 1000,
   });
   if (options.enableSourceApi && !options.sourceToken) {

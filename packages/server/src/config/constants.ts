@@ -74,6 +74,12 @@ export const LIMITS = {
   oidcJwksMaxAgeMs: 10 * 60 * 1000,
   /** After a fetch, an unknown key id (rotation) triggers no new fetch for this long (ms); also how long a failed discovery is remembered. */
   oidcJwksCooldownMs: 5 * 1000,
+  /** How old the Slurm queue snapshot (one squeue for every live run) may be when a status is read (ms). */
+  slurmPollMs: 1000,
+  /** How long one Slurm command (sbatch, squeue, sacct, scancel) may take before it counts as failed (ms). */
+  slurmCommandTimeoutMs: 30 * 1000,
+  /** How long a cancelled running Slurm job may take to end by itself (the marker) before scancel (ms). */
+  slurmCancelGraceMs: 10 * 1000,
   /** Largest source file the source API reads or writes, in bytes (larger: payload_too_large). */
   sourceFileMax: 4 * 1024 * 1024,
   /** Most files GET /v1/source lists (then `truncated`). */

@@ -1,4 +1,6 @@
 /** The gateway's one typed options object, with its defaults. */
+import type { ExecutorName } from '../executors/executor.js';
+import type { SlurmOptions } from '../executors/slurm.js';
 import type { Logger, LogLevel } from '../ops/logger.js';
 import { DEFAULT_HOST, DEFAULT_PORT, LIMITS } from './constants.js';
 
@@ -32,6 +34,10 @@ export interface GatewayOptions {
   sourceToken?: string | undefined;
   /** Allows binding a non-loopback address without a token. */
   insecure: boolean;
+  /** What runs executions: `local` processes (default) or `slurm` batch jobs. */
+  executor: ExecutorName;
+  /** The Slurm executor's defaults (partition, account) and the environment of its commands. */
+  slurm: SlurmOptions;
   /** How long a shutdown lets requests, calls and transfers in flight finish before cutting them (ms). */
   drainMs: number;
   /** The least severe structured log line written (default info; `silent` writes none). */
@@ -57,6 +63,8 @@ export function defaultOptions(overrides: Partial<GatewayOptions> = {}): Gateway
     insecure: false,
     drainMs: LIMITS.shutdownDrainMs,
     logLevel: 'info',
+    executor: 'local',
+    slurm: {},
     ...overrides,
   };
 }

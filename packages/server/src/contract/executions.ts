@@ -17,10 +17,34 @@ export const DispatchInterface = InterfaceRef.extend({
     .describe('Context interfaces, entered in order and exited in reverse around the run; their uuids fold into the predicate.'),
 }).openapi('DispatchInterface');
 
+/** A Slurm name (partition, account, qos): letters, digits and `_.-`, never an option or a path. */
+const SlurmName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, 'letters, digits, _ . - (at most 64, not starting with - . or _)');
+
+/**
+ * Per-dispatch resources. Only these keys, each validated here; the Slurm executor turns them into
+ * sbatch options (executors/sbatch-options.ts), the local executor has no queue and ignores them.
+ */
+export const Resources = z
+  .strictObject({
+    partition: SlurmName.optional().describe('Slurm partition (--partition); default: the gateway’s --slurm-partition, else the cluster’s default.'),
+    account: SlurmName.optional().describe('Slurm account charged (--account); default: the gateway’s --slurm-account.'),
+    qos: SlurmName.optional().describe('Quality of service (--qos).'),
+    time_limit: z.number().int().min(1).max(525_600).optional().describe('Wall-clock limit in minutes (--time); Slurm ends the job once it is reached.'),
+    cpus: z.number().int().min(1).max(1024).optional().describe('CPUs for the run process (--cpus-per-task).'),
+    memory: z
+      .string()
+      .regex(/^[1-9][0-9]{0,8}[KMGT]?$/, 'a positive integer with an optional K, M, G or T suffix (megabytes without one)')
+      .optional()
+      .describe('Memory of the node for the job (--mem), e.g. 512M, 16G.'),
+    gpus: z.number().int().min(0).max(64).optional().describe('GPUs (--gpus).'),
+  })
+  .openapi('Resources');
+
 export const DispatchRequest = z
   .object({
     interfaces: z.array(DispatchInterface).min(1).max(64).describe('The interfaces to run, in order, in one run process.'),
     parent: z.string().min(1).max(128).nullable().optional().describe('The execution that dispatched this one, if any.'),
+    resources: Resources.optional().describe('What the run needs from a cluster scheduler; an unknown key or a bad value is refused (422).'),
   })
   .openapi('DispatchRequest');
 
@@ -45,6 +69,14 @@ export const ExecutionInfo = z
     created_by: z.string(),
     pid: z.number().int().nullable(),
     error: z.object({ exception: z.string(), message: z.string(), interface: z.string().nullable().optional() }).nullable(),
+    job: z
+      .object({
+        id: z.string().describe('The Slurm job id.'),
+        state: z.string().nullable().describe('The job state Slurm reports (PENDING, RUNNING, COMPLETED, TIMEOUT, …), while the run has not recorded its end.'),
+        reason: z.string().nullable().describe('Why Slurm keeps it queued or ended it (Priority, Resources, TimeLimit, …).'),
+      })
+      .nullable()
+      .describe('The batch job of a run dispatched to Slurm; null for a local run.'),
   })
   .openapi('ExecutionInfo');
 
@@ -74,6 +106,7 @@ export const OutputChunk = z
   .openapi('OutputChunk');
 
 export type DispatchRequest = z.infer<typeof DispatchRequest>;
+export type Resources = z.infer<typeof Resources>;
 export type ExecutionInfo = z.infer<typeof ExecutionInfo>;
 export type OutputQuery = z.infer<typeof OutputQuery>;
 export type RunStatus = z.infer<typeof RunStatus>;

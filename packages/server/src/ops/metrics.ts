@@ -16,6 +16,8 @@ export interface MetricSources {
   workers(): number;
   /** Executions of the open projects by status. */
   executions(): Promise<Record<string, number>>;
+  /** Commands the executor ran against its scheduler so far (sbatch, squeue, sacct, scancel), by command. */
+  schedulerCommands(): Readonly<Record<string, number>>;
 }
 
 export class Metrics {
@@ -60,6 +62,16 @@ export class Metrics {
       async collect() {
         this.reset();
         for (const [state, count] of Object.entries(await sources.executions())) this.set({ state }, count);
+      },
+    });
+    new Counter({
+      name: 'portico_scheduler_commands_total',
+      help: 'Commands run against the cluster scheduler (Slurm: sbatch, squeue, sacct, scancel), by command.',
+      labelNames: ['command'],
+      registers,
+      collect() {
+        this.reset();
+        for (const [command, count] of Object.entries(sources.schedulerCommands())) this.inc({ command }, count);
       },
     });
     collectDefaultMetrics({ register: this.registry, prefix: 'portico_' });

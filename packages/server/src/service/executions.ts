@@ -1,17 +1,14 @@
 /**
  * Executions, transport-free: dispatch (materialize the interfaces with their contexts folded
- * into the predicate, write the run directory, start `python -m portico.run` detached so a
- * gateway restart never stops it), listing, output windows, cancel and lifecycle.
+ * into the predicate, write the run directory, hand it to the executor: a detached local process
+ * by default, a Slurm job with --executor slurm), listing, output windows, cancel and lifecycle.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { closeSync, openSync } from 'node:fs';
-import path from 'node:path';
 import { LIMITS } from '../config/constants.js';
 import type { DispatchRequest, ExecutionInfo, OutputQuery } from '../contract/executions.js';
 import { PorticoError } from '../errors.js';
-import { PYTHON_DIR } from '../kernel/worker.js';
-import type { RunInterface, RunStore } from '../store/runs.js';
+import type { Executor } from '../executors/executor.js';
+import type { RunInterface } from '../store/runs.js';
 import type { RequestContext } from './context.js';
 import type { InterfaceInfo, InterfaceService } from './interfaces.js';
 
@@ -28,11 +25,9 @@ export interface ListFilters {
 export type Lifecycle = 'draft' | 'running' | 'cached' | 'failed';
 
 export class ExecutionService {
-  /** Run processes this gateway started and that are still running, by run directory. */
-  private readonly children = new Map<string, ChildProcess>();
-
   constructor(
     private readonly interfaces: InterfaceService,
+    readonly executor: Executor,
     private readonly log: (line: string) => void,
   ) {}
 
@@ -64,7 +59,14 @@ export class ExecutionService {
       interfaces: planned,
     };
     await runs.create(spec);
-    this.start(ctx, runs, spec.uuid);
+    try {
+      await this.executor.start({ uuid: spec.uuid, runs, project: ctx.project.dir, python: ctx.python, resources: request.resources });
+    } catch (err) {
+      // The run directory says so too: a run that could not start is failed, never pending forever.
+      const why = err instanceof Error ? err.message : String(err);
+      await runs.markDied(spec.uuid, why, { status: 'failed', exception: 'SubmitFailed' }).catch((e) => this.log(`execution ${spec.uuid}: ${e}`));
+      throw err;
+    }
     return this.info(ctx, spec.uuid);
   }
 
@@ -87,8 +89,19 @@ export class ExecutionService {
     const runs = ctx.project.runs;
     const spec = await runs.get(uuid);
     if (!spec) throw new PorticoError('not_found', `Execution '${uuid}' not found`);
-    const child = this.children.get(runs.dir(uuid));
-    return runs.info(spec, child ? { alive: child.exitCode === null && child.signalCode === null, pid: child.pid } : undefined);
+    if (await runs.hasEnded(uuid)) return runs.info(spec);
+    // The engine first, then the files: a run that ends in between is read with its status.json.
+    const engine = await this.executor.observe(runs, uuid);
+    const info = await runs.info(spec, engine);
+    if (engine?.kind === 'job' && (engine.phase === 'ended' || engine.phase === 'unknown') && (info.status === 'failed' || info.status === 'interrupted') && info.error) {
+      // The scheduler ended the job (or forgot it) before the run recorded its end: record it in the
+      // run directory, which stays the truth once the scheduler forgets the job.
+      await runs.markDied(uuid, info.error.message, { status: info.status, exception: info.error.exception });
+      this.executor.forget(runs, uuid);
+      return runs.info(spec, engine);
+    }
+    if (info.finished_at !== null) this.executor.forget(runs, uuid);
+    return info;
   }
 
   async output(ctx: RequestContext, uuid: string, query: OutputQuery) {
@@ -97,10 +110,14 @@ export class ExecutionService {
     return ctx.project.runs.output(uuid, { offset: query.offset, tail: query.tail, limit });
   }
 
-  /** Writes the cancel marker; the run's watcher interrupts it within a second. */
+  /**
+   * Writes the cancel marker; the run's watcher interrupts it within a second. The executor adds
+   * what its engine needs (Slurm: scancel of a queued job at once, of a running one after a grace).
+   */
   async cancel(ctx: RequestContext, uuid: string): Promise<void> {
     await this.info(ctx, uuid);
     await ctx.project.runs.cancel(uuid);
+    if (!(await ctx.project.runs.hasEnded(uuid))) await this.executor.cancel(ctx.project.runs, uuid);
   }
 
   /** draft (no usable run), running, cached (a run finished) or failed (the latest run did not). */
@@ -124,32 +141,5 @@ export class ExecutionService {
         return { ...item, ...lifecycle, run_count: runs.length };
       }),
     );
-  }
-
-  private start(ctx: RequestContext, runs: RunStore, uuid: string): void {
-    const dir = runs.dir(uuid);
-    const log = openSync(path.join(dir, 'output.log'), 'a');
-    let child: ChildProcess;
-    try {
-      child = spawn(ctx.python, ['-m', 'portico.run', dir], {
-        cwd: ctx.project.dir,
-        // Its own session: a gateway restart (or Ctrl-C in its terminal) does not stop the run.
-        detached: true,
-        stdio: ['ignore', log, log],
-        env: { ...process.env, PYTHONPATH: PYTHON_DIR, PYTHONUNBUFFERED: '1', PYTHONSAFEPATH: '1' },
-      });
-    } finally {
-      closeSync(log);
-    }
-    this.children.set(dir, child);
-    child.unref();
-    child.on('error', (err) => this.log(`execution ${uuid}: cannot start ${ctx.python}: ${err.message}`));
-    child.on('exit', (code, signal) => {
-      this.children.delete(dir);
-      if (code === 0) return;
-      const why = signal ? `The run process was killed by ${signal}` : `The run process exited with code ${code}`;
-      // Only records a death the run itself did not describe (status.json wins).
-      runs.markDied(uuid, why).catch((err) => this.log(`execution ${uuid}: ${err.message}`));
-    });
   }
 }

@@ -15,6 +15,8 @@ import { createLogger, type Logger } from '../ops/logger.js';
 import { Metrics } from '../ops/metrics.js';
 import type { RequestContext } from './context.js';
 import { DataService } from './data.js';
+import { LocalExecutor } from '../executors/local.js';
+import { SlurmExecutor } from '../executors/slurm.js';
 import { ExecutionService } from './executions.js';
 import { InterfaceService } from './interfaces.js';
 import { LineageService } from './lineage.js';
@@ -92,7 +94,7 @@ export class Gateway {
   ) {
     this.logger = options.logger ?? createLogger(options.logLevel);
     this.log = options.log ?? ((line) => this.logger.info(line));
-    this.metrics = new Metrics({ workers: () => this.pool.list().length, executions: () => this.executionCounts() });
+    this.metrics = new Metrics({ workers: () => this.pool.list().length, executions: () => this.executionCounts(), schedulerCommands: () => this.executions.executor.commands });
     this.projects = new ProjectRegistry(project, roots, this.metrics);
     this.python = normalizeInterpreter(options.python);
     this.pythonAllowlist = [...new Set(options.pythonAllowlist.map(normalizeInterpreter))];
@@ -104,7 +106,8 @@ export class Gateway {
     });
     this.interfaces = new InterfaceService(this.pool, this.remotes, this.metrics);
     this.project = new ProjectService(this.pool, this.remotes);
-    this.executions = new ExecutionService(this.interfaces, this.log);
+    const executor = options.executor === 'slurm' ? new SlurmExecutor(options.slurm, this.log) : new LocalExecutor(this.log);
+    this.executions = new ExecutionService(this.interfaces, executor, this.log);
     this.data = new DataService(this.interfaces);
     this.widgets = new WidgetService(this.pool, this.remotes);
     this.lineage = new LineageService(this.interfaces, this.executions);
@@ -172,6 +175,7 @@ export class Gateway {
 
   async close(): Promise<void> {
     this.widgets.close();
+    this.executions.executor.close();
     await this.pool.close();
     await Promise.all((await this.projects.all()).map((p) => p.store.close()));
   }

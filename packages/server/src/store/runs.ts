@@ -2,14 +2,16 @@
  * Run directories: `<project>/.portico/executions/<uuid>/`. The gateway writes `execution.json`
  * and the cancel marker; the run process (`python -m portico.run`) writes everything else:
  * `process.json`, `started_at`, `heartbeat_at`, `manifest.json`, `events.jsonl`, `status.json`,
- * `finished_at`, and its stdout/stderr go to `output.log`. The state of a run is read from these
- * files and from whether its process is alive, so it is the truth after a gateway restart and
- * travels with the directory.
+ * `finished_at`, and its stdout/stderr go to `output.log`. An executor with a scheduler adds
+ * `job.json` (the job id) and `job.sh` (the batch script). The state of a run is read from these
+ * files and from what its executor sees (its process alive, its job's queue state), so it is the
+ * truth after a gateway restart and travels with the directory.
  */
 import { mkdir, open, readdir, readFile, stat } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import type { ExecutionInfo, RunStatus } from '../contract/executions.js';
+import type { EngineView } from '../executors/executor.js';
 import { interfaceDir, isSafeName, STORE_DIR, writeAtomic } from './files.js';
 
 export const EXECUTIONS_DIR = 'executions';
@@ -41,6 +43,13 @@ interface ProcessFile {
   hostname: string;
 }
 
+/** job.json: the batch job a scheduler runs the run as, written by the gateway once submitted. */
+export interface JobFile {
+  engine: 'slurm';
+  id: string;
+  submitted_at: string;
+}
+
 interface StatusFile {
   status: 'finished' | 'failed' | 'interrupted';
   error: { exception: string; message: string; interface?: string | null } | null;
@@ -62,6 +71,18 @@ async function readJson<T>(file: string): Promise<T | null> {
   } catch {
     return null;
   }
+}
+
+/** The error of a run whose job the scheduler ended (or forgot) before the run recorded its end. */
+export function jobEndError(job: { id: string; phase: string; state: string | null; reason: string | null }, cancelled: boolean): { exception: string; message: string; interface: null } {
+  if (job.phase === 'unknown') {
+    return { exception: 'JobLost', message: `Slurm no longer knows job ${job.id} and the run never recorded its end`, interface: null };
+  }
+  const reason = job.reason && job.reason !== 'None' ? ` (${job.reason})` : '';
+  if (cancelled && job.state === 'CANCELLED') {
+    return { exception: 'ExecutionInterrupted', message: `Cancelled: Slurm job ${job.id} was cancelled before the run recorded its end`, interface: null };
+  }
+  return { exception: 'JobEnded', message: `Slurm ended job ${job.id} with ${job.state ?? 'an unknown state'}${reason} before the run recorded its end`, interface: null };
 }
 
 /** Whether the process that wrote process.json is still this same process (not a reused pid, not a zombie). */
@@ -123,49 +144,78 @@ export class RunStore {
    * Records that a run's process died without saying how it ended, so that the directory tells
    * the truth on its own (a reader elsewhere does not need to know the process is gone).
    */
-  async markDied(uuid: string, why: string): Promise<void> {
+  async markDied(uuid: string, why: string, outcome: { status: 'failed' | 'interrupted'; exception: string } = { status: 'failed', exception: 'ProcessDied' }): Promise<void> {
     const dir = this.dir(uuid);
     if ((await readText(path.join(dir, 'status.json'))) !== null) return;
     // A second process refused on a running run dir exits too: never declare a live run dead.
     const proc = await readJson<ProcessFile>(path.join(dir, 'process.json'));
     if (proc && proc.hostname === hostname() && (await processAlive(proc))) return;
-    const status: StatusFile = { status: 'failed', error: { exception: 'ProcessDied', message: why, interface: null } };
+    const status: StatusFile = { status: outcome.status, error: { exception: outcome.exception, message: why, interface: null } };
     await writeAtomic(path.join(dir, 'status.json'), `${JSON.stringify(status)}\n`);
     await writeAtomic(path.join(dir, 'finished_at'), `${new Date().toISOString()}\n`);
   }
 
+  /** Records the batch job a run was submitted as. */
+  async recordJob(uuid: string, job: JobFile): Promise<void> {
+    await writeAtomic(path.join(this.dir(uuid), 'job.json'), `${JSON.stringify(job)}\n`);
+  }
+
+  /** The batch job of a run, or null for a run no scheduler ran. */
+  job(uuid: string): Promise<JobFile | null> {
+    return readJson<JobFile>(path.join(this.dir(uuid), 'job.json'));
+  }
+
+  /** Whether a run recorded its end (status.json exists). */
+  async hasEnded(uuid: string): Promise<boolean> {
+    return this.ended.has(uuid) || (await readText(path.join(this.dir(uuid), 'status.json'))) !== null;
+  }
+
   /**
-   * The ExecutionInfo of a run from its files. `spawned` says whether this gateway started the
-   * process and still sees it running (a run that has not written process.json yet).
+   * The ExecutionInfo of a run from its files and from `engine`, what its executor sees (see
+   * EngineView). Ask the engine before calling this, so that a run that ended in between is read
+   * with its status.json.
    */
-  async info(spec: ExecutionSpec, spawned?: { alive: boolean; pid: number | undefined }): Promise<ExecutionInfo> {
+  async info(spec: ExecutionSpec, engine?: EngineView): Promise<ExecutionInfo> {
     const known = this.ended.get(spec.uuid);
     if (known) return { ...known };
+    const spawned = engine?.kind === 'process' ? engine : undefined;
+    const job = engine?.kind === 'job' ? engine : undefined;
     const dir = this.dir(spec.uuid);
-    const [startedAt, heartbeatAt, finishedAt, statusFile, proc, cancelled] = await Promise.all([
+    const [startedAt, heartbeatAt, finishedAt, statusFile, proc, cancelled, jobFile] = await Promise.all([
       readText(path.join(dir, 'started_at')),
       readText(path.join(dir, 'heartbeat_at')),
       readText(path.join(dir, 'finished_at')),
       readJson<StatusFile>(path.join(dir, 'status.json')),
       readJson<ProcessFile>(path.join(dir, 'process.json')),
       stat(path.join(dir, 'cancelled')).then(() => true, () => false),
+      job ? null : readJson<JobFile>(path.join(dir, 'job.json')),
     ]);
     let status: RunStatus;
     let error = statusFile?.error ?? null;
     if (statusFile) {
       status = statusFile.status;
+    } else if (job && job.phase !== 'running') {
+      // Queued, or ended by the scheduler (or forgotten by it) before the run recorded its end.
+      status = job.phase === 'queued' ? 'pending' : cancelled && job.state === 'CANCELLED' ? 'interrupted' : 'failed';
+      if (status !== 'pending') error = jobEndError(job, cancelled);
+    } else if (job && !proc) {
+      status = 'pending'; // the job runs, the run process has not said so yet
     } else if (proc) {
+      // A job's state is the scheduler's word (a job whose process died is ended by Slurm, with a
+      // reason, moments later); otherwise the process itself, or on another host a fresh heartbeat.
       const alive =
-        proc.hostname === hostname()
-          ? await processAlive(proc)
-          : heartbeatAt !== null && Date.now() - Date.parse(heartbeatAt) < HEARTBEAT_STALE_MS;
+        job && job.state !== null
+          ? job.phase === 'running'
+          : proc.hostname === hostname()
+            ? await processAlive(proc)
+            : heartbeatAt !== null && Date.now() - Date.parse(heartbeatAt) < HEARTBEAT_STALE_MS;
       status = alive ? (startedAt ? 'running' : 'pending') : 'failed';
       if (!alive) error = { exception: 'ProcessDied', message: 'The run process ended without recording a status', interface: null };
     } else {
       status = spawned?.alive || Date.now() - Date.parse(spec.created_at) < 30_000 ? 'pending' : 'failed';
       if (status === 'failed') error = { exception: 'NeverStarted', message: 'The run process never started', interface: null };
     }
-    const isActive = status === 'running' || (status === 'pending' && proc !== null);
+    const isActive = status === 'running' || (status === 'pending' && (proc !== null || job?.phase === 'running'));
     const isStarted = startedAt !== null;
     const isFinished = status === 'finished';
     const info: ExecutionInfo = {
@@ -179,13 +229,15 @@ export class RunStore {
       cancelled,
       created_at: spec.created_at,
       started_at: startedAt,
-      finished_at: finishedAt,
+      // finished_at follows status.json at once; a read between the two takes when status.json was written.
+      finished_at: finishedAt ?? (statusFile ? await stat(path.join(dir, 'status.json')).then((st) => st.mtime.toISOString(), () => null) : null),
       heartbeat_at: heartbeatAt,
       interfaces: spec.interfaces.map((i) => i.uuid),
       parent: spec.parent,
       created_by: spec.created_by,
       pid: proc?.pid ?? spawned?.pid ?? null,
       error: error ?? null,
+      job: job ? { id: job.id, state: job.state, reason: job.reason } : jobFile ? { id: jobFile.id, state: null, reason: null } : null,
     };
     // finished_at is written after status.json: remember the run only once both are there.
     if (statusFile && finishedAt !== null) this.ended.set(spec.uuid, { ...info });

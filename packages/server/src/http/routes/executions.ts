@@ -22,10 +22,10 @@ export function executionRoutes(gateway: Gateway) {
       tag: 'executions',
       summary: 'Dispatch a run',
       description:
-        "Materializes each interface with its context interfaces folded into its predicate, then runs their __call__ in order in one process of its own (python -m portico.run); stdout and stderr go to the run's output.log.",
+        "Materializes each interface with its context interfaces folded into its predicate, then runs their __call__ in order in one process of its own (python -m portico.run): a local process, or a Slurm batch job with --executor slurm (resources become sbatch options; job_refused 400 when Slurm refuses it, scheduler_unavailable 503 when it cannot be reached). stdout and stderr go to the run's output.log.",
       body: DispatchRequest,
       response: ExecutionInfo,
-      errors: [400, 401, 403, 404],
+      errors: [400, 401, 403, 404, 503],
       handler: async (ctx, { body }) => executions.dispatch(await bindRequest(ctx, gateway), body),
     }),
     route({
@@ -68,7 +68,7 @@ export function executionRoutes(gateway: Gateway) {
       tag: 'executions',
       summary: 'Cancel a run',
       description:
-        'Writes the cancel marker in the run directory; the run process raises ExecutionInterrupted inside the run within a second. Best effort: for a run that has ended it only leaves the marker.',
+        'Writes the cancel marker in the run directory; the run process raises ExecutionInterrupted inside the run within a second. A queued Slurm job is scancelled at once, a running one that has not ended after a grace period too. Best effort: for a run that has ended it only leaves the marker.',
       params: UuidParams,
       response: null,
       errors: [401, 403, 404],
