@@ -320,3 +320,13 @@ describe('InterfaceInfo', () => {
     }
   });
 });
+
+describe('ExecutionInfo', () => {
+  it('carries the reference fields beside Portico\'s: module, config, version, resources, parent_uuid, is_resumed, resumed_at, label', async () => {
+    const g = await gateway({ project: await tempProject() });
+    const { body: run } = await api(g, 'POST', '/v1/executions', { interfaces: [{ target: 'trainer', version: [{ epochs: 1 }] }], resources: { cpus: 2 } });
+    expect(run).toMatchObject({ module: 'portico.run', config: {}, version: [], resources: { cpus: 2 }, parent_uuid: run.interfaces[0], is_resumed: false, resumed_at: null, label: null });
+    const listed = (await api(g, 'GET', '/v1/executions')).body.find((e: { uuid: string }) => e.uuid === run.uuid);
+    expect(listed).toMatchObject({ resources: { cpus: 2 }, parent_uuid: run.interfaces[0] });
+  });
+});

@@ -1,5 +1,5 @@
 /** Request and response bodies of /v1/executions and the lifecycle endpoints. */
-import { QueryBoolean, Version } from './common.js';
+import { JsonObject, QueryBoolean, Version } from './common.js';
 import { z } from './zod.js';
 
 export const InterfaceRef = z
@@ -77,6 +77,14 @@ export const ExecutionInfo = z
       })
       .nullable()
       .describe('The batch job of a run dispatched to Slurm; null for a local run.'),
+    module: z.literal('portico.run').describe('What runs it (the reference names its runner here).'),
+    config: JsonObject.describe("The runner's config: {} (Portico's runner has none)."),
+    version: z.array(z.unknown()).describe('[] (as config).'),
+    resources: JsonObject.nullable().describe('The resources the dispatch asked for, or null.'),
+    parent_uuid: z.string().describe('The (first) interface it runs, as the reference names it; "" when none.'),
+    is_resumed: z.boolean().describe('Always false: a Portico run is never resumed, a new dispatch is a new run.'),
+    resumed_at: z.string().nullable().describe('Always null (see is_resumed).'),
+    label: z.string().nullable().describe('Always null: runs carry no label.'),
   })
   .openapi('ExecutionInfo');
 

@@ -57,6 +57,7 @@ export class ExecutionService {
       created_by: ctx.user,
       parent: request.parent ?? null,
       interfaces: planned,
+      resources: request.resources ?? null,
     };
     await runs.create(spec);
     try {

@@ -35,6 +35,8 @@ export interface ExecutionSpec {
   created_by: string;
   parent: string | null;
   interfaces: RunInterface[];
+  /** The dispatch's resources (absent in runs written before they were kept). */
+  resources?: Record<string, unknown> | null;
 }
 
 interface ProcessFile {
@@ -238,6 +240,16 @@ export class RunStore {
       pid: proc?.pid ?? spawned?.pid ?? null,
       error: error ?? null,
       job: job ? { id: job.id, state: job.state, reason: job.reason } : jobFile ? { id: jobFile.id, state: null, reason: null } : null,
+      // The reference server's fields: its runner (Portico has one, without config), the interface
+      // it ran, what it asked for, and resumes (a Portico run is never resumed).
+      module: 'portico.run',
+      config: {},
+      version: [],
+      resources: spec.resources ?? null,
+      parent_uuid: spec.interfaces[0]?.uuid ?? '',
+      is_resumed: false,
+      resumed_at: null,
+      label: null,
     };
     // finished_at is written after status.json: remember the run only once both are there.
     if (statusFile && finishedAt !== null) this.ended.set(spec.uuid, { ...info });
