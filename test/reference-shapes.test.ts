@@ -269,8 +269,8 @@ describe('widget hooks through POST /v1/interfaces/call', () => {
   });
 });
 
-describe('data status, lifecycle and related', () => {
-  it('carry the reference fields beside Portico\'s: available, mounted, local_uri, bytes_missing; cached; each neighbour\'s version', async () => {
+describe('data status, lifecycle, related and provenance', () => {
+  it('carry the reference fields beside Portico\'s: available, mounted, local_uri, bytes_missing; cached; each neighbour\'s and node\'s version', async () => {
     const g = await gateway({ project: await tempProject() });
     const { body: run } = await api(g, 'POST', '/v1/executions', { interfaces: [{ target: 'trainer', version: [{ epochs: 1 }], context: [{ target: 'counter', version: [{ start: 3 }] }] }] });
     for (let i = 0; i < 600 && (await api(g, 'GET', `/v1/executions/${run.uuid}`)).body.status !== 'finished'; i++) await new Promise((r) => setTimeout(r, 50));
@@ -285,6 +285,9 @@ describe('data status, lifecycle and related', () => {
     const counter = related.find((r: { rel: string }) => r.rel === 'context');
     expect(counter).toMatchObject({ module: 'counter', version: [{ start: 3 }] });
     expect(related.find((r: { uuid: string }) => r.uuid === run.uuid)).toMatchObject({ version: [] });
+    const graph = (await api(g, 'GET', `/v1/interfaces/${iface}/provenance`)).body;
+    expect(graph.nodes.find((n: { uuid: string }) => n.uuid === iface)).toMatchObject({ kind: 'interface', version: [{ epochs: 1 }] });
+    expect(graph.nodes.find((n: { uuid: string }) => n.uuid === run.uuid)).toMatchObject({ kind: 'execution', version: [] });
     await rmInterfaceDir(iface);
     expect((await api(g, 'GET', `/v1/interfaces/${iface}/data`)).body).toMatchObject({ status: 'evicted', available: false, mounted: false, local_uri: null, bytes_missing: true });
 

@@ -65,10 +65,11 @@ describe('remote modules', () => {
     const project = await tempProject({ 'portico.json': JSON.stringify({ remotes: { 'lib.shared': { file: path.join(lib, 'shared.py'), sha256: sha(SHARED) } } }) });
     const g = await gateway({ project });
     const before = await api(g, 'GET', '/v1/project/remotes');
-    expect(before.body.remotes['lib.shared']).toMatchObject({ kind: 'file', fetched: false, path: '.portico/remotes/lib/shared.py' });
+    expect(before.body.remotes['lib.shared']).toBe(path.join(lib, 'shared.py'));
+    expect(before.body.details['lib.shared']).toMatchObject({ kind: 'file', fetched: false, path: '.portico/remotes/lib/shared.py' });
     const call = await api(g, 'POST', '/v1/interfaces/call', { target: 'lib.shared', version: [{ scale: 3 }], method: 'times', args: [5] });
     expect(call.body).toEqual({ payload: 15 });
-    expect((await api(g, 'GET', '/v1/project/remotes')).body.remotes['lib.shared'].fetched).toBe(true);
+    expect((await api(g, 'GET', '/v1/project/remotes')).body.details['lib.shared'].fetched).toBe(true);
     // Never silently re-fetched: a change at the source does not reach the cached copy.
     expect(await readFile(path.join(project, '.portico/remotes/lib/shared.py'), 'utf8')).toBe(SHARED);
   });

@@ -149,7 +149,8 @@ export const WidgetAssetParams = z.object({
 
 export const RemotesResponse = z
   .object({
-    remotes: z.record(
+    remotes: z.record(z.string(), z.string()).describe('Each remote module and where it comes from (a URL or path), as the reference lists them.'),
+    details: z.record(
       z.string(),
       z.object({
         kind: z.enum(['url', 'file', 'link']),
@@ -214,6 +215,7 @@ const GraphNode = z.object({
   uuid: z.string(),
   kind: z.enum(['interface', 'execution', 'manifest']),
   module: z.string().nullable(),
+  version: z.array(z.unknown()).describe("The interface's version list; [] for runs and manifests."),
   label: z.string().nullable(),
   attributes: JsonObject,
 });

@@ -24,6 +24,8 @@ export interface GraphNode {
   uuid: string;
   kind: 'interface' | 'execution' | 'manifest';
   module: string | null;
+  /** The interface's version list ([] for runs and manifests), as the reference's nodes carry it. */
+  version: unknown[];
   label: string | null;
   attributes: Record<string, unknown>;
 }
@@ -95,7 +97,7 @@ export class LineageService {
       if (seen.has(edge.other)) continue;
       seen.add(edge.other);
       const node = await world.node(edge.other);
-      if (node) related.push({ uuid: node.uuid, kind: node.kind, module: node.module, version: (node.attributes.version as unknown[] | undefined) ?? [], label: node.label, rel: edge.rel });
+      if (node) related.push({ uuid: node.uuid, kind: node.kind, module: node.module, version: node.version, label: node.label, rel: edge.rel });
     }
     return { uuid, related };
   }
@@ -124,6 +126,7 @@ export class LineageService {
           uuid: id,
           kind: 'interface',
           module: iface.module,
+          version: iface.version,
           label: iface.label,
           attributes: { kind: iface.kind, config: iface.config, predicate: iface.predicate, version: iface.version, created_at: iface.created_at, created_by: iface.created_by },
         };
@@ -136,12 +139,13 @@ export class LineageService {
           uuid: id,
           kind: 'execution',
           module: null,
+          version: [],
           label: null,
           attributes: { status: info.status, created_at: info.created_at, started_at: info.started_at, finished_at: info.finished_at, manifest: manifest?.id ?? null },
         };
       }
       const manifest = manifestNodes.get(id);
-      return manifest ? { uuid: id, kind: 'manifest', module: null, label: null, attributes: manifest } : undefined;
+      return manifest ? { uuid: id, kind: 'manifest', module: null, version: [], label: null, attributes: manifest } : undefined;
     };
 
     const edges = async (id: string): Promise<Edge[]> => {

@@ -41,8 +41,12 @@ export class ProjectService {
     };
   }
 
-  async listRemotes(ctx: RequestContext): Promise<{ remotes: Record<string, Omit<RemoteInfo, 'module'>> }> {
+  /** `remotes`: module → source, as the reference lists them; `details`: Portico's record of each. */
+  async listRemotes(ctx: RequestContext): Promise<{ remotes: Record<string, string>; details: Record<string, Omit<RemoteInfo, 'module'>> }> {
     const list = await this.remotes.list(ctx.project.dir);
-    return { remotes: Object.fromEntries(list.map(({ module, ...info }) => [module, info])) };
+    return {
+      remotes: Object.fromEntries(list.map(({ module, source }) => [module, source])),
+      details: Object.fromEntries(list.map(({ module, ...info }) => [module, info])),
+    };
   }
 }
