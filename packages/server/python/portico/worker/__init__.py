@@ -11,8 +11,8 @@ module lookup and instance creation.
 
 from .dispatch import Worker
 from .instances import create_instance
-from .lookup import _select_interface, check_module_name, import_project_module, inside_project, project_search_path, use_project_path
-from .protocol import _Refusal, log
+from .lookup import _select_interface, check_module_name, import_project_module, project_search_path, use_project_path
+from .protocol import _Refusal
 
 __all__ = [
     "Worker",
@@ -21,8 +21,6 @@ __all__ = [
     "check_module_name",
     "create_instance",
     "import_project_module",
-    "inside_project",
-    "log",
     "project_search_path",
     "use_project_path",
 ]
