@@ -1,7 +1,7 @@
 """Bridge framing: ``u32be header_len | u32be body_len | header (UTF-8 JSON) | body``.
 
 Owns reading one frame, encoding one frame, and the writer thread that batches outgoing frames.
-The protocol itself (ops, errors) lives in worker.py; see packages/server/src/kernel/README.md.
+The protocol itself (ops, errors) lives in the worker/ package; see packages/server/src/kernel/README.md.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ chunks of at most ``block`` bytes, and the writer that sends a chunk without cop
 Owns telling the allowed return values apart (``source_for``), the sources that yield chunks
 (memoryview slices of a bytes-like result, items of an iterator, blocks of a file read with
 ``readinto`` into one reused buffer) and ``ChunkWriter``. The op itself (credits, cancel, errors)
-is worker.py's; the protocol is packages/server/src/kernel/README.md.
+is worker/reads.py's; the protocol is packages/server/src/kernel/README.md.
 
 Copies: a bytes-like result or item is sent as slices of itself; a file is read into one buffer
 per read, which is written to the pipe before it is refilled; a chunk's body goes to the pipe in

@@ -2,7 +2,7 @@
 
 Owns turning classes, methods and annotations into plain JSON: docstrings, signatures,
 parameters, readable annotation strings, widget assets and source locations. Which methods are
-remotely callable is the worker's rule (worker.py); the config schema is _jsonschema.py.
+remotely callable is the worker's rule (worker/methods.py); the config schema is _jsonschema.py.
 
 Widget assets (``widget_asset``, the one rule for the ``widget_assets`` op and the ``widget``
 flags of ``modules`` and ``schema``): a class is a widget when it declares ``_esm`` or when the

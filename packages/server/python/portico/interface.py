@@ -1,7 +1,7 @@
 """The ``Interface`` base class that project code subclasses.
 
 Kept deliberately small: what an author calls or overrides lives here, with docstrings.
-Resolution (config.py), hosting (worker.py) and file handling (_storage.py) live elsewhere.
+Resolution (config.py), hosting (the worker/ package) and file handling (_storage.py) live elsewhere.
 """
 
 from __future__ import annotations

@@ -513,7 +513,7 @@ class WidgetAssetsTest(WorkerTestCase):
                 assets = self.assets(module)
                 schema = self.worker.terminal(self.worker.request("schema", module=module))
                 expected = {asset: value is not None for asset, value in assets.items()}
-                self.assertEqual(schema["widget"], expected if any(expected.values()) else None)
+                self.assertEqual(schema["widget"], {**expected, "meta": {}} if any(expected.values()) else None)
                 self.assertEqual(listing[module]["widget"], assets["esm"] is not None)
 
 

@@ -1,0 +1,272 @@
+"""One WebSocket of a proxy: sending frames, and a reader thread routing what arrives.
+
+Owns the table of waiters by frame id, the routing of text frames (answers, stream items,
+events, widget changes) and of binary frames (into the one read in progress, bounded for
+backpressure), and what happens to every waiter when the socket goes away.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import queue
+import threading
+import weakref
+from typing import TYPE_CHECKING, Any, Callable, Mapping
+
+from .. import _ws_client
+from .errors import GatewayError, _closed_error
+
+if TYPE_CHECKING:
+    from .proxy import InterfaceProxy
+
+log = logging.getLogger("portico.client")
+
+#: Binary frames of a read held in memory at most, per transfer, before the socket stops reading.
+READ_QUEUE_FRAMES = 8
+
+
+class _Lost:
+    """Put into a waiter's queue when the socket went away."""
+
+    def __init__(self, error: GatewayError) -> None:
+        self.error = error
+
+
+#: Marks a call whose answer nobody waits for any more: its frames are dropped.
+_DISCARD = object()
+#: Frame types that end the exchange they answer.
+_TERMINAL = frozenset({"result", "error", "chunk_done", "connected", "widget_state", "widget_change", "pong"})
+
+
+def _is_terminal(frame: Mapping[str, Any]) -> bool:
+    kind = frame.get("type")
+    return kind in _TERMINAL or (kind == "stream" and bool(frame.get("final")))
+
+
+class _ReadSink:
+    """Where the reader thread puts one read's binary frames and its end; bounded for backpressure."""
+
+    def __init__(self, transfer_id: int) -> None:
+        self.id = transfer_id
+        self.queue: queue.Queue[Any] = queue.Queue(maxsize=READ_QUEUE_FRAMES)
+        self.abandoned = False
+
+
+class _Connection:
+    """One WebSocket of a proxy: a reader thread routes frames by id to whoever waits for them."""
+
+    def __init__(self, proxy: InterfaceProxy, ws: _ws_client.WebSocket) -> None:
+        # Weak: a proxy nobody holds any more is collected, and its finalizer closes this socket.
+        self.proxy = weakref.ref(proxy)
+        self.ws = ws
+        self.ids = itertools.count(1)
+        self.lock = threading.Lock()
+        self.pending: dict[Any, Any] = {}
+        #: One binary transfer per socket at a time (binary frames carry no id).
+        self.transfer_lock = threading.Lock()
+        self.read_sink: _ReadSink | None = None
+        self.upload_id: int | None = None
+        self.dead: GatewayError | None = None
+        self.info: dict[str, Any] = {}
+        self.reader = threading.Thread(target=self._read_loop, name="portico-client-reader", daemon=True)
+
+    # --------------------------------------------------------------- sending
+
+    def send(self, frame: Mapping[str, Any]) -> None:
+        text = json.dumps(frame, separators=(",", ":"), allow_nan=False)
+        self._send(lambda: self.ws.send_text(text))
+
+    def send_binary(self, data: bytes | memoryview) -> None:
+        self._send(lambda: self.ws.send_binary(data))
+
+    def _send(self, action: Callable[[], None]) -> None:
+        if self.dead:
+            raise self.dead
+        try:
+            action()
+        except _ws_client.ConnectionClosed as err:
+            raise self.dead or _closed_error(f"the WebSocket is closed ({err.code} {err.reason})".strip()) from None
+
+    def register(self, waiter: Any) -> int:
+        frame_id = next(self.ids)
+        with self.lock:
+            if self.dead:
+                raise self.dead
+            self.pending[frame_id] = waiter
+        return frame_id
+
+    def forget(self, frame_id: Any) -> None:
+        with self.lock:
+            self.pending.pop(frame_id, None)
+
+    def exchange(self, frame: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
+        """Sends ``frame`` with a fresh id; returns the frame answering it (an error raises)."""
+        waiter: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        frame_id = self.register(waiter)
+        try:
+            self.send({**frame, "id": frame_id})
+            answer = self.next(waiter, timeout)
+        finally:
+            self.forget(frame_id)
+        return answer
+
+    def next(self, waiter: Any, timeout: float | None = None) -> dict[str, Any]:
+        """The next frame for ``waiter``; raises GatewayError for an error frame or a lost socket."""
+        try:
+            item = waiter.get(timeout=timeout)
+        except queue.Empty:
+            raise GatewayError("timeout", None, f"no answer from the gateway within {timeout} s") from None
+        if isinstance(item, _Lost):
+            raise item.error
+        if item.get("type") == "error":
+            raise GatewayError.from_detail(item.get("payload") or {})
+        return item
+
+    def abandon(self, frame_id: Any) -> None:
+        """Nobody waits for ``frame_id`` any more (a stream left early, an interrupted wait).
+
+        When nothing else depends on this socket, it is closed, which makes the gateway cancel
+        the call (the proxy reconnects on next use); otherwise the call's frames are dropped.
+        """
+        with self.lock:
+            if frame_id not in self.pending:
+                return
+            others = [k for k, v in self.pending.items() if k != frame_id and v is not _DISCARD]
+            proxy = self.proxy()
+            listened = proxy is not None and proxy._has_listeners()
+            alone = not others and self.read_sink is None and self.upload_id is None and not listened
+            self.pending[frame_id] = _DISCARD
+        if alone:
+            self.shutdown(wait=False)
+
+    # --------------------------------------------------------------- reading
+
+    def _read_loop(self) -> None:
+        error: GatewayError | None = None
+        try:
+            while True:
+                message = self.ws.recv()
+                if isinstance(message, bytes):
+                    self._route_binary(message)
+                    continue
+                try:
+                    frame = json.loads(message)
+                except ValueError:
+                    log.warning("portico.client: ignoring a text frame that is not JSON: %.200r", message)
+                    continue
+                if isinstance(frame, dict):
+                    self._route(frame)
+        except _ws_client.ConnectionClosed as err:
+            error = _closed_error(f"the WebSocket closed ({err.code}{' ' + err.reason if err.reason else ''})")
+        except BaseException as err:  # a bug here must not leave waiters hanging
+            log.exception("portico.client: the reader thread failed")
+            error = _closed_error(f"the reader thread failed: {err!r}")
+            self.ws.abort()
+        finally:
+            self._die(error or _closed_error("the WebSocket closed"))
+
+    def _die(self, error: GatewayError) -> None:
+        with self.lock:
+            if self.dead is None:
+                self.dead = error
+            waiters = list(self.pending.values())
+            self.pending.clear()
+            sink, self.read_sink = self.read_sink, None
+        if sink is not None and sink not in waiters:
+            waiters.append(sink)
+        lost = _Lost(self.dead)
+        for waiter in waiters:
+            if waiter is _DISCARD:
+                continue
+            target = waiter.queue if isinstance(waiter, _ReadSink) else waiter
+            try:
+                target.put_nowait(lost)
+            except queue.Full:
+                pass  # the read's consumer checks `dead` while it waits
+
+    def _route_binary(self, data: bytes) -> None:
+        sink = self.read_sink
+        if sink is None or sink.abandoned:
+            if sink is None:
+                log.warning("portico.client: dropping a binary frame that belongs to no read")
+            return
+        while not sink.abandoned:
+            try:
+                sink.queue.put(data, timeout=0.5)  # blocks while the consumer is behind: backpressure
+                return
+            except queue.Full:
+                continue
+
+    def _route(self, frame: dict[str, Any]) -> None:
+        kind = frame.get("type")
+        frame_id = frame.get("id")
+        if kind == "event":
+            self._dispatch("event", frame.get("payload"))
+            return
+        with self.lock:
+            waiter = self.pending.get(frame_id) if frame_id is not None else None
+            if waiter is None and kind == "error" and frame_id is None:
+                # A socket-level error during a transfer belongs to that transfer.
+                transfer = self.read_sink.id if self.read_sink else self.upload_id
+                waiter = self.pending.get(transfer) if transfer is not None else None
+            if waiter is not None and _is_terminal(frame):
+                if waiter is _DISCARD:
+                    self.pending.pop(frame_id, None)
+                if self.read_sink is not None and frame_id == self.read_sink.id:
+                    self.read_sink = None
+        if waiter is None:
+            if kind == "widget_change":
+                self._dispatch("widget_change", (frame.get("payload") or {}).get("changes", {}))
+            elif kind == "error":
+                detail = frame.get("payload") or {}
+                log.warning("portico.client: gateway error on the socket: %s: %s", detail.get("code"), detail.get("message"))
+            elif kind not in ("pong", "widget_msg"):
+                log.debug("portico.client: unrouted frame %.200r", frame)
+            return
+        if waiter is _DISCARD:
+            return
+        if isinstance(waiter, _ReadSink):
+            if not waiter.abandoned:
+                while not waiter.abandoned:
+                    try:
+                        waiter.queue.put(frame, timeout=0.5)
+                        return
+                    except queue.Full:
+                        continue
+            return
+        waiter.put(frame)
+
+    def _dispatch(self, kind: str, value: Any) -> None:
+        proxy = self.proxy()
+        if proxy is not None:
+            proxy._dispatch(kind, value)
+
+    # --------------------------------------------------------------- closing
+
+    def shutdown(self, wait: bool = True) -> None:
+        """Sends ``close`` (the gateway cancels this socket's calls and closes), then closes."""
+        with self.lock:
+            if self.dead is None:
+                self.dead = _closed_error("the proxy was closed")
+        try:
+            self.ws.send_text(json.dumps({"type": "close"}))
+        except _ws_client.ConnectionClosed:
+            pass
+        self.ws.close(1000, "", timeout=1.0)
+        if wait and threading.current_thread() is not self.reader:
+            self.reader.join(2.0)
+            if self.reader.is_alive():
+                self.ws.abort()
+                self.reader.join(1.0)
+
+    def abort(self, reason: str) -> None:
+        """Drops the socket at once (a transfer cut off on the client side)."""
+        with self.lock:
+            if self.dead is None:
+                self.dead = _closed_error(reason)
+            sink = self.read_sink
+        if sink is not None:
+            sink.abandoned = True
+        self.ws.abort()

@@ -1,0 +1,381 @@
+"""``InterfaceProxy``: one interface driven over one WebSocket, opened on first use.
+
+Owns connecting (and reconnecting after a drop), remote calls and streams, listeners (run on a
+callback thread of the proxy's own), the widget operations and the notebook MIME bundle. The
+socket itself is ``connection.py``; uploads and reads are ``transfers.py``.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+import os
+import queue
+import threading
+import weakref
+from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Iterator, Mapping
+
+from . import transfers
+from .connection import _Connection
+from .errors import GatewayError
+
+if TYPE_CHECKING:
+    from .gateway import Gateway
+
+log = logging.getLogger("portico.client")
+
+#: The MIME type JupyterLab's Portico extension renders as a live widget.
+WIDGET_MIME_TYPE = "application/vnd.portico.widget+json"
+#: WebSocket path of the interface protocol.
+INTERFACES_WS = "/v1/interfaces/ws"
+
+
+class _Callbacks:
+    """Runs listener callbacks on one thread of their own, in order, so that a slow or calling
+    callback never stalls the socket's reader."""
+
+    def __init__(self) -> None:
+        self.queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self.thread: threading.Thread | None = None
+        self.lock = threading.Lock()
+
+    def submit(self, callbacks: list[Callable[[Any], Any]], value: Any) -> None:
+        if not callbacks:
+            return
+        with self.lock:
+            if self.thread is None or not self.thread.is_alive():
+                self.thread = threading.Thread(target=self._run, name="portico-client-callbacks", daemon=True)
+                self.thread.start()
+        self.queue.put((callbacks, value))
+
+    def stop(self) -> None:
+        with self.lock:
+            if self.thread is not None:
+                self.queue.put(None)
+                self.thread = None
+
+    def _run(self) -> None:
+        while True:
+            item = self.queue.get()
+            if item is None:
+                return
+            callbacks, value = item
+            for callback in callbacks:
+                try:
+                    callback(value)
+                except Exception:
+                    log.exception("portico.client: a listener callback raised")
+
+
+class _Slot:
+    """What a proxy's finalizer needs: its current connection and its callback thread."""
+
+    def __init__(self) -> None:
+        self.conn: _Connection | None = None
+        self.callbacks = _Callbacks()
+
+    def release(self) -> None:
+        conn, self.conn = self.conn, None
+        if conn is not None:
+            conn.shutdown(wait=False)
+        self.callbacks.stop()
+
+
+class _Method:
+    """``proxy.name``: calling it calls the remote method ``name``."""
+
+    __slots__ = ("_proxy", "_name")
+
+    def __init__(self, proxy: InterfaceProxy, name: str) -> None:
+        self._proxy = proxy
+        self._name = name
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._proxy.call(self._name, *args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<remote method {self._name} of {self._proxy!r}>"
+
+
+class InterfaceProxy:
+    """One interface, driven over one WebSocket (``/v1/interfaces/ws``), opened on first use.
+
+    ``proxy.add(2)`` calls the remote ``add`` and returns its result; a generator method returns an
+    iterator of its items as they arrive (``for x in proxy.ticks(5)``). Calls from several threads
+    may be in flight at once. Use :meth:`call` for a method whose name is taken by the proxy
+    (``call``, ``close``, ``upload``, ``read``, …). If the socket drops, what waited on it raises
+    ``GatewayError("connection_closed")`` and the next use reconnects.
+    """
+
+    def __init__(self, gateway: Gateway, target: str, version: list[Any] | None, *, uuid: str | None = None, label: str | None = None) -> None:
+        self._gateway = gateway
+        self._target = target
+        self._version = version
+        self._uuid_arg = uuid
+        self._label = label
+        self._lock = threading.Lock()
+        self._slot = _Slot()
+        # Closes the socket of a proxy nobody holds any more (and stops its callback thread).
+        weakref.finalize(self, _Slot.release, self._slot)
+        self._closed = False
+        self._info: dict[str, Any] | None = None
+        self._listeners: dict[str, list[Callable[[Any], Any]]] = {"event": [], "widget_change": []}
+
+    # ------------------------------------------------------------ connection
+
+    def _connection(self) -> _Connection:
+        with self._lock:
+            if self._closed:
+                raise GatewayError("connection_closed", None, "this proxy is closed")
+            conn = self._slot.conn
+            if conn is not None and conn.dead is None:
+                return conn
+            conn = _Connection(self, self._gateway._open_socket(INTERFACES_WS))
+            conn.reader.start()
+            frame: dict[str, Any] = {"type": "connect", "target": self._target}
+            if self._version is not None:
+                frame["version"] = self._version
+            if self._uuid_arg is not None:
+                frame["uuid"] = self._uuid_arg
+            if self._label is not None:
+                frame["label"] = self._label
+            try:
+                answer = conn.exchange(frame, timeout=self._gateway.timeout)
+            except BaseException:
+                conn.shutdown(wait=False)
+                raise
+            conn.info = self._info = dict(answer.get("payload") or {})
+            self._slot.conn = conn
+            return conn
+
+    @property
+    def _conn(self) -> _Connection | None:
+        """The current connection, if any (for tests and debugging)."""
+        return self._slot.conn
+
+    @property
+    def info(self) -> dict[str, Any]:
+        """The InterfaceInfo the gateway answered the connect with (uuid, module, config, label, …)."""
+        self._connection()
+        return dict(self._info or {})
+
+    @property
+    def uuid(self) -> str:
+        """The interface's uuid (connects if needed)."""
+        return self.info["uuid"]
+
+    def close(self) -> None:
+        """Closes the socket (the gateway cancels this proxy's calls in flight); idempotent."""
+        with self._lock:
+            self._closed = True
+            conn, self._slot.conn = self._slot.conn, None
+        if conn is not None:
+            conn.shutdown()
+        self._slot.callbacks.stop()
+
+    def __enter__(self) -> InterfaceProxy:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:  # never goes to the network, never shows the token
+        uuid = (self._info or {}).get("uuid") or self._uuid_arg
+        version = f" {self._version!r}" if self._version else ""
+        return f"<portico.client.InterfaceProxy {self._target}{version}{' ' + uuid if uuid else ''} at {self._gateway.url}>"
+
+    # ----------------------------------------------------------------- calls
+
+    def __getattr__(self, name: str) -> _Method:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return _Method(self, name)
+
+    def call(self, method: str, /, *args: Any, **kwargs: Any) -> Any:
+        """Calls ``method`` remotely: returns its result, or an iterator over the items it yields.
+
+        The first frame answering the call decides: ``result`` → its value; ``stream`` → an
+        iterator that yields each item as it arrives (leaving it early stops the call when
+        nothing else uses the socket, otherwise drops the rest). Errors raise GatewayError.
+        """
+        conn = self._connection()
+        waiter: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        call_id = conn.register(waiter)
+        frame: dict[str, Any] = {"type": "call", "id": call_id, "method": method}
+        if args:
+            frame["args"] = list(args)
+        if kwargs:
+            frame["kwargs"] = kwargs
+        try:
+            conn.send(frame)
+            first = conn.next(waiter)
+        except GatewayError:
+            conn.forget(call_id)
+            raise
+        except BaseException:  # KeyboardInterrupt while waiting, a non-JSON argument
+            conn.abandon(call_id)
+            raise
+        if first.get("type") == "stream":
+            return self._stream(conn, call_id, waiter, first)
+        conn.forget(call_id)
+        return first.get("payload")
+
+    @staticmethod
+    def _stream(conn: _Connection, call_id: int, waiter: Any, first: dict[str, Any]) -> Iterator[Any]:
+        frame = first
+        finished = False
+        try:
+            while True:
+                if frame.get("type") != "stream":
+                    raise GatewayError("invalid_frame", None, f"unexpected {frame.get('type')!r} frame in a stream")
+                if frame.get("final"):
+                    finished = True
+                    return
+                yield frame.get("payload")
+                frame = conn.next(waiter)
+        except GatewayError:
+            finished = True
+            raise
+        finally:
+            if finished:
+                conn.forget(call_id)
+            else:
+                conn.abandon(call_id)
+
+    # ------------------------------------------------------------- listeners
+
+    def on_event(self, callback: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        """Calls ``callback(payload)`` for every ``event`` the interface emits (connects now).
+
+        Callbacks run in order on one thread of the proxy's own; they may call the proxy.
+        Returns ``callback``, so this works as a decorator.
+        """
+        self._listeners["event"].append(callback)
+        self._connection()
+        return callback
+
+    def off_event(self, callback: Callable[[Any], Any]) -> None:
+        """Stops calling ``callback`` for events."""
+        if callback in self._listeners["event"]:
+            self._listeners["event"].remove(callback)
+
+    def on_widget_change(self, callback: Callable[[dict[str, Any]], Any]) -> Callable[[dict[str, Any]], Any]:
+        """Calls ``callback(changes)`` for widget state pushed by the gateway: changes another
+        client made, or the interface's ``push_widget_change`` (this proxy's own
+        :meth:`widget_set` returns its changes instead). Connects now; returns ``callback``."""
+        self._listeners["widget_change"].append(callback)
+        self._connection()
+        return callback
+
+    def off_widget_change(self, callback: Callable[[dict[str, Any]], Any]) -> None:
+        """Stops calling ``callback`` for widget changes."""
+        if callback in self._listeners["widget_change"]:
+            self._listeners["widget_change"].remove(callback)
+
+    def _has_listeners(self) -> bool:
+        return any(self._listeners.values())
+
+    def _dispatch(self, kind: str, value: Any) -> None:
+        self._slot.callbacks.submit(list(self._listeners[kind]), value)
+
+    # ---------------------------------------------------------------- widget
+
+    def widget_state(self) -> dict[str, Any]:
+        """The widget's full synced state (``widget_get`` → ``widget_state``)."""
+        answer = self._connection().exchange({"type": "widget_get"})
+        return dict((answer.get("payload") or {}).get("state") or {})
+
+    def widget_set(self, **changes: Any) -> dict[str, Any]:
+        """Applies ``changes`` through the interface's ``widget_update``; returns the normalized
+        changes every attached client receives (``widget_set`` → ``widget_change``)."""
+        answer = self._connection().exchange({"type": "widget_set", "changes": changes})
+        return dict((answer.get("payload") or {}).get("changes") or {})
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        """The live widget for JupyterLab (with the Portico extension), with HTML and text fallbacks.
+
+        The bundle names the gateway, the interface and the project, never the token: the front
+        end takes its credentials from its own settings.
+        """
+        try:
+            info = self.info
+        except GatewayError as err:
+            return {"text/plain": f"{self!r} (not connected: {err})"}
+        uuid, module = info.get("uuid"), info.get("module") or self._target
+        url = self._gateway.url
+        bundle: dict[str, Any] = {
+            WIDGET_MIME_TYPE: {"url": url, "uuid": uuid, "module": module, "project": self._gateway.project, "version": 1},
+            "text/html": (
+                '<div class="portico-widget-fallback">'
+                f"Portico interface <b>{html.escape(str(module))}</b> <code>{html.escape(str(uuid))}</code>, "
+                f'served by <a href="{html.escape(url)}/docs" target="_blank" rel="noopener">{html.escape(url)}</a>. '
+                "The live widget shows in JupyterLab with the Portico extension."
+                "</div>"
+            ),
+            "text/plain": repr(self),
+        }
+        if include:
+            bundle = {k: v for k, v in bundle.items() if k in include}
+        if exclude:
+            bundle = {k: v for k, v in bundle.items() if k not in exclude}
+        return bundle
+
+    # ---------------------------------------------------------------- binary
+
+    def upload(
+        self,
+        path: str,
+        data: bytes | bytearray | memoryview | str | os.PathLike[str] | BinaryIO,
+        mode: str = "write",
+        progress: Callable[[int, int | None], Any] | None = None,
+        block: int = 1 << 20,
+    ) -> dict[str, Any]:
+        """Streams bytes to ``path`` inside the interface's folder; returns the ``chunk_done``
+        payload (``{"path", "bytes_written", "mode"}``) once they are durable.
+
+        ``data``: bytes-like, a local file path (``str`` or path-like), or a binary file object
+        (read in ``block``-byte pieces, never all at once). ``mode``: ``"write"`` replaces the
+        file, ``"append"`` adds to it. ``progress(bytes_sent, total)`` is called after each block
+        (``total`` is None for a file object of unknown size). If the upload is cut off on this
+        side, the socket is dropped, so the gateway leaves the target as it was.
+        """
+        if mode not in ("write", "append"):
+            raise ValueError(f"mode is 'write' or 'append', not {mode!r}")
+        if block < 1:
+            raise ValueError("block must be positive")
+        opened: BinaryIO | None = None
+        if isinstance(data, (str, os.PathLike)):
+            opened = open(data, "rb")  # noqa: SIM115 - closed below
+            source: Any = opened
+        else:
+            source = data
+        try:
+            pieces, total = transfers.pieces_of(source, block)
+            return transfers.upload(self._connection(), path, pieces, total, mode, progress)
+        finally:
+            if opened is not None:
+                opened.close()
+
+    def read(self, params: Mapping[str, Any] | None = None, progress: Callable[[int, None], Any] | None = None) -> bytes:
+        """The bytes the interface's ``read(params)`` hook serves (``chunk_start`` mode read).
+
+        ``progress(bytes_so_far, None)`` is called per received frame. For large data use
+        :meth:`read_to`, which never holds it all.
+        """
+        parts: list[bytes] = []
+        transfers.read(self._connection(), params, parts.append, progress)
+        return b"".join(parts)
+
+    def read_to(
+        self,
+        params: Mapping[str, Any] | None,
+        file: str | os.PathLike[str] | BinaryIO,
+        progress: Callable[[int, None], Any] | None = None,
+    ) -> int:
+        """Streams what ``read(params)`` serves into ``file`` (a path, or a binary file object),
+        a frame at a time; returns the number of bytes written. The socket stops reading while
+        the file is behind, so memory stays bounded."""
+        if isinstance(file, (str, os.PathLike)):
+            with open(file, "wb") as handle:
+                return transfers.read(self._connection(), params, handle.write, progress)
+        return transfers.read(self._connection(), params, file.write, progress)

@@ -1,0 +1,60 @@
+"""``python -m portico.worker <project dir>``: how the gateway starts a worker (kernel/worker.ts).
+
+Owns the process around the worker: checking the arguments and the pipes, putting the project
+first on ``sys.path``, and leaving without interpreter shutdown (threads may be stuck in user code).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+
+from .._frames import FrameReader
+from .dispatch import Worker
+from .lookup import use_project_path
+from .pipe import EXIT_FLUSH_SECONDS, READ_BUFFER_BYTES, REPLY_FD, REQUEST_FD, exit_now, widen_pipe
+from .protocol import log
+
+
+def _prepare(project: str) -> None:
+    use_project_path(project)
+    os.chdir(project)
+    for fd in (REQUEST_FD, REPLY_FD):
+        os.set_inheritable(fd, False)  # processes started by user code must not hold our pipes open
+    try:
+        sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]  # prints reach the log promptly
+    except (AttributeError, ValueError):
+        pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        log("usage: python -m portico.worker <project dir>")
+        return 2
+    project = os.path.abspath(args[0])
+    if not os.path.isdir(project):
+        log(f"project directory {project} does not exist")
+        return 2
+    try:
+        os.fstat(REQUEST_FD)
+        os.fstat(REPLY_FD)
+    except OSError:
+        log(f"fd {REQUEST_FD} and fd {REPLY_FD} must be the gateway's pipes")
+        return 2
+    widen_pipe(REPLY_FD)
+    _prepare(project)
+    worker = Worker(project)
+    try:
+        status = worker.serve(FrameReader(REQUEST_FD, READ_BUFFER_BYTES))
+    except BaseException as exc:
+        log("worker failed:\n" + "".join(traceback.format_exception(exc)).rstrip())
+        status = 1
+    worker.pipe.writer.flush(EXIT_FLUSH_SECONDS)
+    exit_now(status)
+    return status  # not reached: exit_now ends the process
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,152 @@
+"""Live interface instances: one per uuid, created once, kept until released or invalidated.
+
+Owns the instance cache (creation happens once even under concurrent calls; later calls for
+the same uuid wait for it), the ``release`` op, eviction by ``invalidate``, and what an
+instance sends unsolicited (``emit`` events and widget pushes). ``create_instance`` is shared
+with ``run.py``.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import threading
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .. import config as _config
+from .._frames import encode_frame
+from .._view import ConfigView
+from ..interface import Binding, Interface, attach
+from .call import put_unsolicited
+from .modules import Modules
+from .pipe import Pipe
+from .protocol import _Refusal, described, invalid_config, log
+
+
+@dataclass
+class _Instance:
+    obj: Interface
+    label: str  # "module.Class", for messages
+
+
+@dataclass
+class _Pending:
+    """An instance being created; later calls for the same uuid wait for it."""
+
+    ready: threading.Event = field(default_factory=threading.Event)
+    instance: _Instance | None = None
+    error: _Refusal | None = None
+
+
+class Instances:
+    """The instances of one project's interface classes, by uuid."""
+
+    def __init__(self, project: str, modules: Modules, pipe: Pipe) -> None:
+        self.project = project
+        self.modules = modules
+        self.pipe = pipe
+        self.instances: dict[str, _Instance] = {}
+        self._pending: dict[str, _Pending] = {}
+        self._instances_lock = threading.Lock()
+
+    def get(self, uuid: str) -> _Instance | None:
+        """The live instance for ``uuid``, if there is one (no creation, no waiting)."""
+        return self.instances.get(uuid)
+
+    def instance(self, uuid: str, module: str, config: dict[str, Any]) -> _Instance:
+        """The cached instance for ``uuid``, created (once, even under concurrent calls) if needed."""
+        with self._instances_lock:
+            existing = self.instances.get(uuid)
+            if existing is not None:
+                return existing
+            pending = self._pending.get(uuid)
+            owner = pending is None
+            if pending is None:
+                pending = self._pending[uuid] = _Pending()
+        if not owner:
+            pending.ready.wait()
+            if pending.error is not None:
+                raise _Refusal(pending.error.code, pending.error.message, **pending.error.extra)
+            assert pending.instance is not None
+            return pending.instance
+        try:
+            pending.instance = self._create(uuid, module, config)
+            with self._instances_lock:
+                self.instances[uuid] = pending.instance
+            return pending.instance
+        except BaseException as exc:
+            pending.error = (
+                exc
+                if isinstance(exc, _Refusal)
+                else _Refusal("call_failed", f"Creating instance {uuid} failed: {described(exc)}", exception=type(exc).__name__)
+            )
+            raise
+        finally:
+            with self._instances_lock:
+                self._pending.pop(uuid, None)
+            pending.ready.set()
+
+    def _create(self, uuid: str, module: str, config: dict[str, Any]) -> _Instance:
+        cls, label = self.modules.interface_class(module)
+        return _Instance(create_instance(cls, label, uuid, config, self.project, self._emit, push=self._push), label)
+
+    def on_release(self, header: dict[str, Any]) -> None:
+        uuid = header.get("uuid")
+        if not isinstance(uuid, str):
+            raise _Refusal("bad_request", "release: field 'uuid' must be a string")
+        with self._instances_lock:
+            self.instances.pop(uuid, None)
+
+    def evict(self, affected: Callable[[str], bool]) -> list[str]:
+        """Drop the instances whose class comes from a module ``affected`` names; their uuids."""
+        with self._instances_lock:
+            evicted = [uuid for uuid, instance in self.instances.items() if affected(type(instance.obj).__module__)]
+            for uuid in evicted:
+                del self.instances[uuid]
+        return evicted
+
+    def _emit(self, uuid: str | None, payload: Any) -> None:
+        # Encoded in the caller's thread so that a bad payload raises where emit() was called, and
+        # queued before the call returns so the event precedes the call's result on the wire.
+        put_unsolicited(self.pipe.writer, encode_frame({"op": "event", "uuid": uuid, "payload": payload}))
+
+    def _push(self, uuid: str | None, op: str, fields: dict[str, Any], buffers: list[bytes] | None) -> None:
+        """``push_widget_change`` / ``push_widget_message``: like ``_emit``, another op."""
+        header = {"op": op, "uuid": uuid, **fields}
+        if buffers is not None:
+            header["buffers"] = [base64.b64encode(buffer).decode("ascii") for buffer in buffers]
+        put_unsolicited(self.pipe.writer, encode_frame(header))
+
+
+def create_instance(
+    cls: type[Interface],
+    label: str,
+    uuid: str,
+    config: dict[str, Any],
+    project: str,
+    emit: Callable[[str | None, Any], None],
+    report: Callable[[str], None] = log,
+    push: Callable[[str | None, str, dict[str, Any], list[bytes] | None], None] | None = None,
+) -> Interface:
+    """An instance of ``cls`` bound to ``uuid``, ``config`` (checked against the class) and
+    ``project``, with ``emit`` as its event sink and ``push`` as its widget push sink (None: pushes
+    are checked and dropped); ``__init__()`` runs with all of that bound.
+
+    Raises ``_Refusal``: ``invalid_config``, or ``call_failed`` when ``__init__`` raised (the
+    traceback goes to ``report``).
+    """
+    resolved, issues = _config.check_config(cls, config)
+    if issues:
+        raise invalid_config(label, issues)
+    obj = cls.__new__(cls)
+    binding = Binding(uuid=uuid, config=ConfigView(resolved), project=project, emit=emit)
+    attach(obj, binding if push is None else dataclasses.replace(binding, push=push))
+    try:
+        obj.__init__()
+    except BaseException as exc:
+        report(f"{label}.__init__() raised:\n" + "".join(traceback.format_exception(exc)).rstrip())
+        raise _Refusal("call_failed", f"{label}.__init__() raised {described(exc)}", exception=type(exc).__name__) from None
+    return obj
+

@@ -1,0 +1,132 @@
+"""What is callable remotely, and how each method runs.
+
+Owns the one rule for what ``call`` accepts (``schema`` lists what passes it), the kind of a
+method (plain, async, generator, async generator: which decides how it runs and streams) and a
+cache of both per (class, name), dropped by ``invalidate``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable
+
+from ..interface import Interface
+from .protocol import _Refusal
+
+if TYPE_CHECKING:
+    from .instances import _Instance
+
+# Method kinds, decided once per (class, name); also the `kind` of a method in `schema`.
+_SYNC, _ASYNC, _GEN, _AGEN = "method", "async", "generator", "async_generator"
+#: Hooks the worker's own ops invoke; never callable through `call` unless in __api_methods__.
+_HOOKS = frozenset({"read", "widget_state", "widget_update", "widget_message"})
+
+
+@dataclass
+class _Method:
+    kind: str
+    signature: inspect.Signature | None
+
+
+class Methods:
+    """The checked kind and signature of each (class, method name) called so far."""
+
+    def __init__(self) -> None:
+        self._methods: dict[tuple[type, str], _Method | tuple[str, str]] = {}
+
+    def get(self, instance: _Instance, name: str) -> _Method:
+        """``name`` on ``instance``, or the refusal (cached too) for calling it remotely."""
+        cls = type(instance.obj)
+        entry = self._methods.get((cls, name))
+        if entry is None:
+            try:
+                entry = self._inspect_method(instance, name)
+            except _Refusal as refusal:
+                entry = (refusal.code, refusal.message)
+            self._methods[(cls, name)] = entry
+        if isinstance(entry, tuple):
+            raise _Refusal(*entry)
+        return entry
+
+    def _inspect_method(self, instance: _Instance, name: str) -> _Method:
+        _check_remote(type(instance.obj), instance.label, name)
+        bound = getattr(instance.obj, name)
+        try:
+            signature: inspect.Signature | None = inspect.signature(bound)
+        except (TypeError, ValueError):  # builtins without a signature: let the call decide
+            signature = None
+        return _Method(_method_kind(bound), signature)
+
+    def forget(self, affected: Callable[[str], bool]) -> None:
+        """Drop the entries of classes from the modules ``affected`` names (``invalidate``)."""
+        for key in [key for key in list(self._methods) if affected(getattr(key[0], "__module__", ""))]:
+            self._methods.pop(key, None)
+
+
+def _check_remote(cls: type, label: str, name: str) -> None:
+    """Raise the refusal for calling ``name`` on ``cls`` remotely, unless it is allowed.
+
+    The one rule for what is callable (calls check it; ``schema`` lists what passes it): a public
+    name defined by the project's classes, not a version method or Config; or, when the class
+    sets ``__api_methods__``, exactly the names listed there. Either way it must be a callable
+    attribute of the class that is not a class.
+    """
+    missing = object()
+    attr = getattr(cls, name, missing)
+    if name.startswith("_"):
+        raise _Refusal("method_forbidden", f"Method {name!r} is private on {label}")
+    explicit = getattr(cls, "__api_methods__", None)
+    if explicit is not None:
+        if name not in explicit:
+            if attr is missing:
+                raise _Refusal("method_not_found", f"Method {name!r} not found on {label}")
+            raise _Refusal("method_forbidden", f"Method {name!r} is not listed in {label}.__api_methods__")
+    else:
+        if not _defined_below_interface(cls, name):
+            if attr is missing:
+                raise _Refusal("method_not_found", f"Method {name!r} not found on {label}")
+            raise _Refusal("method_forbidden", f"Method {name!r} of {label} comes from Interface and is not callable remotely")
+        if name.startswith("version_") or name == "Config":
+            raise _Refusal("method_forbidden", f"{name!r} on {label} is not callable remotely (versions and Config are not methods)")
+        if name in _HOOKS:
+            raise _Refusal("method_forbidden", f"{name!r} on {label} is a hook served by its own op, not a remotely callable method")
+    if attr is missing or isinstance(attr, type) or not callable(attr):
+        raise _Refusal("method_not_found", f"Method {name!r} not found on {label}")
+
+
+def _remote_method_names(cls: type) -> list[str]:
+    """Every name ``_check_remote`` allows on ``cls``, sorted."""
+    explicit = getattr(cls, "__api_methods__", None)
+    candidates = explicit if explicit is not None else dir(cls)
+    names = set()
+    for name in candidates:
+        if not isinstance(name, str):
+            continue
+        try:
+            _check_remote(cls, "", name)
+        except _Refusal:
+            continue
+        names.add(name)
+    return sorted(names)
+
+
+def _method_kind(fn: Any) -> str:
+    if inspect.isasyncgenfunction(fn):
+        return _AGEN
+    if inspect.iscoroutinefunction(fn):
+        return _ASYNC
+    if inspect.isgeneratorfunction(fn):
+        return _GEN
+    return _SYNC
+
+
+def _defined_below_interface(cls: type, name: str) -> bool:
+    """Whether ``name`` comes from the project's classes rather than from Interface itself."""
+    for klass in cls.__mro__:
+        if klass is Interface:
+            return False
+        if name in vars(klass):
+            return True
+    return False
+

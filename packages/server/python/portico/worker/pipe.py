@@ -1,0 +1,165 @@
+"""The pipes to the gateway: fd 3 carries requests in, fd 4 carries frames out.
+
+Owns the reading side (leader/follower, see ``Pipe.serve``), the one writer every reply, item,
+chunk and event goes through, and how the process leaves when the gateway goes away. It knows
+frames, not what they mean: each request is handed to the dispatcher given to ``serve``.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import os
+import platform
+import sys
+import threading
+from typing import Any, Callable
+
+from .. import _read
+from .._frames import FrameError, FrameReader, encode_frame
+from .protocol import log
+
+#: Upper bound on threads running sync methods at once. Large, because a sleeping or blocked
+#: call holds its thread and must not delay the others; idle threads are reused, not re-created.
+MAX_SYNC_THREADS = 256
+#: gateway → worker and worker → gateway pipes (README "Process").
+REQUEST_FD = 3
+REPLY_FD = 4
+#: Read buffer for fd 3: pipelined requests are parsed from memory instead of one read per frame.
+READ_BUFFER_BYTES = 64 * 1024  # per os.read; a larger request costs a large allocation every read
+#: How long exiting waits for queued replies to reach the gateway.
+EXIT_FLUSH_SECONDS = 5.0
+#: Linux F_SETPIPE_SZ (not exported by the fcntl module before Python 3.10 on every platform).
+_F_SETPIPE_SZ = 1031
+#: Reply pipe capacity asked for: a whole read chunk fits, so a 1 MiB chunk is one write, not sixteen.
+REPLY_PIPE_BYTES = 1 << 20
+
+Work = Callable[[], None]
+"""A sync call ready to run on whichever thread takes it."""
+
+
+class Exit(Exception):
+    """Raised by the ``shutdown`` handler to leave the read loop."""
+
+
+class Pipe:
+    """Reads requests from the gateway and writes every frame back to it."""
+
+    def __init__(self, reply_fd: int, pool: concurrent.futures.ThreadPoolExecutor) -> None:
+        self.writer = _read.ChunkWriter(reply_fd, self._reply_pipe_broken)
+        self.pool = pool
+        # Leader/follower reading (see serve): the thread waiting to take over reading, how many
+        # threads are running a call they read themselves, and how serving ended.
+        self._standby: threading.Lock | None = None
+        self._roles = threading.Lock()
+        self._running_inline = 0
+        self._done = threading.Event()
+        self._status = 0
+        self._reader: FrameReader | None = None
+        self._dispatch: Callable[[dict[str, Any]], Work | None] | None = None
+
+    def send(self, header: dict[str, Any]) -> None:
+        self.writer.put(encode_frame(header))
+
+    def _reply_pipe_broken(self, exc: OSError) -> None:
+        log(f"reply pipe closed ({exc}); exiting")
+        exit_now(1)
+
+    def serve(self, reader: FrameReader, dispatch: Callable[[dict[str, Any]], Work | None]) -> int:
+        """Answer requests until EOF or ``shutdown``; returns the exit status.
+
+        ``dispatch`` handles one request and returns the sync call the reading thread should
+        run, if any (it raises ``Exit`` on ``shutdown``).
+
+        Reading is leader/follower: the thread that reads a sync call runs it itself after
+        handing the reading over to a standby thread. No thread hand-off then sits between a
+        request and its reply (on two cores that hand-off was most of a small call's latency),
+        and a slow call still never stalls the bridge, because someone else reads meanwhile.
+        When further requests are already waiting, the reader keeps reading and the pool runs
+        the call instead: under load, batching beats latency.
+        """
+        self._reader = reader
+        self._dispatch = dispatch
+        self.send({"op": "ready", "pid": os.getpid(), "python": platform.python_version(), "executable": sys.executable})
+        self._lead()
+        self._done.wait()
+        return self._status
+
+    def _lead(self) -> None:
+        """Read and dispatch frames until this thread runs a call and someone else leads."""
+        reader, dispatch = self._reader, self._dispatch
+        assert reader is not None and dispatch is not None
+        while not self._done.is_set():
+            try:
+                frame = reader.read()
+            except FrameError as exc:
+                log(f"malformed frame, exiting: {exc}")
+                return self._stop(2)
+            if frame is None:
+                return self._stop(0)
+            try:
+                work = dispatch(frame[0])
+            except Exit:
+                return self._stop(0)
+            if work is None:
+                continue
+            if reader.ready() or not self._hand_over():
+                self.pool.submit(work)  # requests waiting, or at the thread bound
+                continue
+            try:
+                work()
+            finally:
+                led_again = self._wait_as_standby()
+            if not led_again:
+                return
+
+    def _hand_over(self) -> bool:
+        """Let another thread lead (the standby, or a new one); False at the thread bound."""
+        with self._roles:
+            if self._running_inline >= MAX_SYNC_THREADS:
+                return False
+            self._running_inline += 1
+            standby, self._standby = self._standby, None
+        if standby is not None:
+            standby.release()
+        else:
+            threading.Thread(target=self._lead, name="portico-reader", daemon=True).start()
+        return True
+
+    def _wait_as_standby(self) -> bool:
+        """After a call: wait to lead again if no thread is standing by; else end this thread."""
+        with self._roles:
+            self._running_inline -= 1
+            if self._standby is not None or self._done.is_set():
+                return False
+            turn = self._standby = threading.Lock()
+            turn.acquire()
+        turn.acquire()  # released by the next hand-over, or by _stop
+        return not self._done.is_set()
+
+    def _stop(self, status: int) -> None:
+        with self._roles:
+            self._status = status
+            standby, self._standby = self._standby, None
+        self._done.set()
+        if standby is not None:
+            standby.release()
+
+
+def widen_pipe(fd: int) -> None:
+    """Best effort: grow the reply pipe so bulk reads stream with fewer context switches."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", _F_SETPIPE_SZ), REPLY_PIPE_BYTES)
+    except (ImportError, OSError):
+        pass  # not Linux, or above /proc/sys/fs/pipe-max-size: the default pipe works, only slower
+
+
+def exit_now(status: int) -> None:
+    """Leave now: pool threads may be stuck in user code, so no interpreter shutdown."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
+    os._exit(status)

@@ -1,0 +1,209 @@
+"""Reads: the ``read`` op, streaming an instance's ``read(params)`` hook as ``chunk`` frames.
+
+Owns turning what the hook returns into chunks (the sources are in ``_read.py``), the credit
+window for chunks (the one of streams), and the write path that sends a file's blocks to the
+pipe without copying them in Python.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import functools
+import inspect
+from typing import Any
+
+from .. import _read
+from .._json import dumps
+from . import protocol
+from .call import _Call, close_iterator, run_interruptible
+from .calls import Calls
+from .instances import _Instance
+from .methods import _ASYNC, _GEN, _SYNC, _method_kind
+from .pipe import Pipe, Work
+from .protocol import _Refusal, described, log
+
+#: A read's chunk size when the request names none, and the largest it may name.
+READ_BLOCK_DEFAULT = 1024 * 1024
+READ_BLOCK_MAX = 64 * 1024 * 1024
+#: A chunk of an async read at most this big is written from the event loop; a bigger one is
+#: written by a pool thread, so that a slow pipe never holds up every coroutine for long.
+ASYNC_INLINE_CHUNK = 64 * 1024
+
+
+class Reads:
+    """Runs ``read`` requests through the machinery of calls."""
+
+    def __init__(
+        self, pipe: Pipe, pool: concurrent.futures.ThreadPoolExecutor, loop: asyncio.AbstractEventLoop, calls: Calls
+    ) -> None:
+        self.writer = pipe.writer
+        self.pool = pool
+        self.loop = loop
+        self.calls = calls
+
+    def on_read(self, header: dict[str, Any]) -> Work | None:
+        request_id, uuid, module, config = protocol.instance_fields(header)
+        params = header.get("params")
+        params = {} if params is None else params
+        block = protocol.field(header, "block", int, READ_BLOCK_DEFAULT)
+        if not 1 <= block <= READ_BLOCK_MAX:
+            raise _Refusal("bad_request", f"read: field 'block' must be between 1 and {READ_BLOCK_MAX}")
+        call = self.calls.register(request_id, "read")
+        call.resume = self._drive_read
+        return self.calls.begin(call, uuid, module, config, lambda instance: self._start_read(call, instance, params, block))
+
+    def _start_read(self, call: _Call, instance: _Instance, params: Any, block: int) -> Work | None:
+        """Invoke the ``read`` hook the way its kind needs; a plain one is handed back to run."""
+        hook = getattr(type(instance.obj), "read", None)
+        if hook is None or not callable(hook):
+            raise _Refusal("read_unsupported", f"{instance.label} defines no read(params) hook")
+        bound = instance.obj.read
+        kind = _method_kind(bound)
+        if kind == _GEN:
+            self.pool.submit(self._drive_read, call, _read.IterSource(bound(params), block))  # creating it runs no user code
+            return None
+        if kind != _SYNC and kind != _ASYNC:
+            self.calls.submit_coroutine(call, self._drive_read_async(call, _read.AsyncIterSource(bound(params), block)))
+            return None
+        # A plain or async read runs like any hook; what it returns is then streamed.
+        deliver = functools.partial(self._deliver_read, block=block)
+        return self.calls.start_hook(call, instance, (params,), deliver, self._fail_read)
+
+    def _deliver_read(self, call: _Call, result: Any, block: int) -> None:
+        """Stream what the ``read`` hook returned, or refuse a value a read cannot send."""
+        if inspect.iscoroutine(result):
+            deliver = functools.partial(self._deliver_read, block=block)
+            self.calls.submit_coroutine(call, self.calls.await_hook(call, result, deliver, self._fail_read))
+            return
+        try:
+            source = _read.source_for(result, block)
+        except _read.WrongType as exc:
+            self._fail_read(call, exc)
+            return
+        if isinstance(source, _read.AsyncSource):
+            self.calls.submit_coroutine(call, self._drive_read_async(call, source))
+        elif _on_event_loop():  # reading a file or advancing a sync iterator would block every coroutine
+            self.pool.submit(self._drive_read, call, source)
+        else:
+            self._drive_read(call, source)
+
+    def _fail_read(self, call: _Call, exc: BaseException) -> None:
+        if isinstance(exc, _read.WrongType):
+            self.calls.fail(call, _Refusal("call_failed", str(exc), exception="TypeError"))
+        elif isinstance(exc, FileNotFoundError):
+            self.calls.fail(call, _Refusal("not_found", f"read() raised {described(exc)}", exception=type(exc).__name__))
+        else:
+            self.calls.fail_raised(call, exc)
+
+    def _drive_read(self, call: _Call, source: _read.Source) -> None:
+        """Send a sync source's chunks from a pool thread within the credit window; parked (and
+        resumed by credit, like ``Calls.drive_sync``) while the window is full."""
+        finished = True
+        try:
+            while True:
+                with call.lock:
+                    if call.done:
+                        return
+                    if call.credits <= 0:
+                        call.parked = source
+                        finished = False
+                        return
+                try:
+                    piece = run_interruptible(call, source.pull, (), {})
+                except BaseException as exc:
+                    self._fail_read(call, exc)
+                    return
+                if piece is None:
+                    # Released before the end is announced: a client that saw chunk_done may
+                    # rely on the file being closed (and may replace or delete it).
+                    finished = False
+                    close_iterator(call, source)
+                    self.calls.finish(call, {"op": "end", "id": call.id, "bytes": call.sent})
+                    return
+                sent = self._send_chunk(call, piece)
+                del piece  # before the next pull: the hook may reuse or resize what it yielded
+                if not sent:
+                    return
+        finally:
+            if finished:
+                close_iterator(call, source)
+
+    def _chunk_head(self, call: _Call, size: int) -> bytes:
+        return _read.chunk_head(dumps({"op": "chunk", "id": call.id}).encode("utf-8"), size)
+
+    def _send_chunk(self, call: _Call, piece: memoryview) -> bool:
+        """Write one chunk (blocking until it is in the pipe); False when the read has ended."""
+        size = len(piece)
+
+        def admit() -> bool:  # runs while no other frame can be written
+            with call.lock:
+                if call.done:
+                    return False
+                call.credits -= 1
+                call.sent += size
+                return True
+
+        return self.writer.put_body(self._chunk_head(call, size), piece, admit)
+
+    def _send_chunk_copy(self, call: _Call, piece: memoryview) -> bool:
+        """``_send_chunk`` for a small chunk on the event loop: a copy, but no waiting for a thread."""
+        frame = self._chunk_head(call, len(piece)) + piece
+        with call.lock:
+            if call.done:
+                return False
+            call.credits -= 1
+            call.sent += len(piece)
+            self.writer.put(frame)
+        return True
+
+    async def _drive_read_async(self, call: _Call, source: _read.AsyncSource) -> None:
+        """Send an async source's chunks from the loop; credits wake it like an async stream of ``Calls``."""
+        call.async_wakeup = wakeup = asyncio.Event()
+        closed = False
+        try:
+            while True:
+                while call.credits <= 0 and not call.done:
+                    wakeup.clear()
+                    await wakeup.wait()
+                if call.done:
+                    return
+                try:
+                    piece = await source.pull()
+                except asyncio.CancelledError:
+                    self.calls.fail_foreign_cancel(call)
+                    return
+                except BaseException as exc:
+                    self._fail_read(call, exc)
+                    return
+                if piece is None:
+                    await self._close_async(source)  # before the end is announced, as for sync sources
+                    closed = True
+                    self.calls.finish(call, {"op": "end", "id": call.id, "bytes": call.sent})
+                    return
+                if len(piece) <= ASYNC_INLINE_CHUNK:
+                    sent = self._send_chunk_copy(call, piece)
+                else:
+                    sent = await self.loop.run_in_executor(self.pool, self._send_chunk, call, piece)
+                del piece
+                if not sent:
+                    return
+        finally:
+            if not closed:
+                await self._close_async(source)
+
+    @staticmethod
+    async def _close_async(source: _read.AsyncSource) -> None:
+        try:
+            await source.aclose()
+        except BaseException as exc:
+            log(f"closing the source of read() raised {described(exc)}")
+
+
+def _on_event_loop() -> bool:
+    """Whether the calling thread runs the worker's event loop (where nothing may block)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True

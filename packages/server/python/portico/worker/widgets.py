@@ -1,0 +1,137 @@
+"""Widgets: an instance's widget hooks and where its widget's files come from.
+
+Owns the ops ``widget_get`` (``widget_state``), ``widget_set`` (``widget_update``) and
+``widget_msg`` (``widget_message``), which run like calls through ``Calls``, the shape checks
+of what those hooks return and the error codes of what they raise, and ``widget_assets``.
+Pushes (``push_widget_change`` / ``push_widget_message``) are sent by ``instances.py``.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import collections.abc
+import concurrent.futures
+import os
+import sys
+import traceback
+from typing import Any
+
+from .. import _reflect
+from ..interface import ReadOnly
+from . import protocol
+from .call import _Call
+from .calls import Calls, Finish
+from .lookup import inside_project
+from .modules import Modules
+from .pipe import Pipe, Work
+from .protocol import _Refusal, described, log
+
+
+class Widgets:
+    """Serves the widget ops of one project's instances."""
+
+    def __init__(
+        self, project: str, pipe: Pipe, pool: concurrent.futures.ThreadPoolExecutor, modules: Modules, calls: Calls
+    ) -> None:
+        self.project = project
+        self.pipe = pipe
+        self.pool = pool
+        self.modules = modules
+        self.calls = calls
+
+    def on_widget_get(self, header: dict[str, Any]) -> Work | None:
+        request_id, uuid, module, config = protocol.instance_fields(header)
+        call = self.calls.register(request_id, "widget_state")
+        return self._begin_hook(call, uuid, module, config, (), self._finish_state)
+
+    def on_widget_set(self, header: dict[str, Any]) -> Work | None:
+        request_id, uuid, module, config = protocol.instance_fields(header)
+        changes = protocol.field(header, "changes", dict)
+        call = self.calls.register(request_id, "widget_update")
+
+        def finish(call: _Call, normalized: Any) -> None:
+            self._finish_changes(call, changes if normalized is None else normalized)
+
+        return self._begin_hook(call, uuid, module, config, (changes,), finish)
+
+    def on_widget_msg(self, header: dict[str, Any]) -> Work | None:
+        request_id, uuid, module, config = protocol.instance_fields(header)
+        content = header.get("content")
+        encoded = protocol.field(header, "buffers", list, [])
+        try:
+            buffers = [base64.b64decode(item, validate=True) for item in encoded]
+        except (TypeError, ValueError, binascii.Error):
+            raise _Refusal("bad_request", "widget_msg: field 'buffers' must be a list of base64 strings") from None
+        call = self.calls.register(request_id, "widget_message")
+        finish = lambda call, reply: self.calls.finish_result(call, {"reply": reply, "has_reply": reply is not None})  # noqa: E731
+        return self._begin_hook(call, uuid, module, config, (content, buffers), finish)
+
+    def _begin_hook(
+        self, call: _Call, uuid: str, module: str, config: dict[str, Any], args: tuple[Any, ...], finish: Finish
+    ) -> Work | None:
+        """Run the widget hook ``call.method`` with ``args`` on the instance for ``uuid``, like a call."""
+        return self.calls.begin(
+            call, uuid, module, config, lambda instance: self.calls.start_hook(call, instance, args, finish, self._fail_hook)
+        )
+
+    def _fail_hook(self, call: _Call, exc: BaseException) -> None:
+        if isinstance(exc, ReadOnly):
+            self.calls.fail(call, _Refusal("read_only", str(exc) or "the widget is read-only", exception=type(exc).__name__))
+        elif call.method == "widget_update" and isinstance(exc, (ValueError, TypeError)):
+            message = f"widget_update() refused the changes: {described(exc)}"
+            self.calls.fail(call, _Refusal("invalid_argument", message, exception=type(exc).__name__))
+        else:
+            self.calls.fail_raised(call, exc)
+
+    def _finish_state(self, call: _Call, state: Any) -> None:
+        if not isinstance(state, collections.abc.Mapping):
+            message = f"widget_state() returned {_type_name(state)}; it must return a dict"
+            self.calls.fail(call, _Refusal("call_failed", message, exception="TypeError"))
+            return
+        self.calls.finish_result(call, {"state": state})
+
+    def _finish_changes(self, call: _Call, changes: Any) -> None:
+        if not isinstance(changes, collections.abc.Mapping):
+            message = f"widget_update() returned {_type_name(changes)}; it must return a dict of changes or None"
+            self.calls.fail(call, _Refusal("call_failed", message, exception="TypeError"))
+            return
+        self.calls.finish_result(call, {"changes": changes})
+
+    def on_widget_assets(self, header: dict[str, Any]) -> None:
+        request_id = protocol.request_id(header)
+        module = protocol.field(header, "module", str)
+        self.pool.submit(self._widget_assets, request_id, module)  # importing runs user code
+
+    def _widget_assets(self, request_id: Any, module: str) -> None:
+        try:
+            cls, label = self.modules.interface_class(module)
+            module_file = getattr(sys.modules.get(module), "__file__", None)
+            reply: dict[str, Any] = {"op": "widget_assets", "id": request_id}
+            for asset in _reflect.WIDGET_SIBLINGS:
+                reply[asset] = self._asset(label, asset, _reflect.widget_asset(cls, module_file, asset))
+            self.pipe.send(reply)
+        except _Refusal as refusal:
+            self.pipe.send(protocol.error_header(request_id, refusal))
+        except BaseException as exc:  # a bug here must still answer the request
+            log("widget_assets failed:\n" + "".join(traceback.format_exception(exc)).rstrip())
+            refusal = _Refusal("module_error", f"Finding the widget of {module!r} failed: {described(exc)}")
+            self.pipe.send(protocol.error_header(request_id, refusal))
+
+    def _asset(self, label: str, asset: str, found: tuple[str, str] | None) -> dict[str, str] | None:
+        """The reply's ``esm`` / ``css``: null, ``{inline}``, or ``{path}`` of a file inside the project."""
+        if found is None:
+            return None
+        form, value = found
+        if form == "inline":
+            return {"inline": value}
+        real, root = os.path.realpath(value), os.path.realpath(self.project)
+        if not inside_project(root, real):
+            raise _Refusal("forbidden", f"The widget {asset} of {label} ({value}) lies outside the project")
+        if not os.path.isfile(real):
+            raise _Refusal("not_found", f"The widget {asset} of {label} names {value}, which is not a file")
+        return {"path": real}
+
+
+def _type_name(value: Any) -> str:
+    return "None" if value is None else type(value).__name__
