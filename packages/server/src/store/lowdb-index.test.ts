@@ -39,10 +39,10 @@ const mutation: fc.Arbitrary<Mutation> = fc.oneof(
 function requestArb(pool: InterfaceRecord[]): fc.Arbitrary<FindRequest> {
   return fc.oneof(
     queryArb(pool),
-    fc.tuple(queryArb(pool), fc.constantFrom([], [{ by: 'created_at', direction: 'asc' as const }], [{ by: 'created_at', direction: 'desc' as const }])).map(([query, sort]) => ({
+    fc.tuple(queryArb(pool), fc.constantFrom<FindRequest['sort']>([], [{ by: 'created_at', direction: 'asc' }], [{ by: 'created_at', direction: 'desc' }])).map(([query, sort]) => ({
       module: query.module,
       created_by: query.module == null ? query.created_by : undefined,
-      config: query.config?.filters.length ? { filters: query.config.filters.filter((filter) => (filter.op ?? 'eq') === 'eq').slice(0, 1) } : undefined,
+      config: query.config?.filters?.length ? { filters: query.config.filters.filter((filter) => (filter.op ?? 'eq') === 'eq').slice(0, 1) } : undefined,
       sort,
       include_archived: query.include_archived,
     })),
