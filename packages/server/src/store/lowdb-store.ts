@@ -89,7 +89,7 @@ export class LowdbStore implements Store {
   private journal!: Journal;
   private journalOpenedAt = Date.now();
   private checkpointing: Promise<void> | undefined;
-  private readonly timer: NodeJS.Timeout;
+  private timer: NodeJS.Timeout | undefined;
   private closed = false;
 
   private constructor(
@@ -97,13 +97,7 @@ export class LowdbStore implements Store {
     readonly dir: string,
     private readonly segments: Array<Low<SegmentFile>>,
     private readonly unlock: () => Promise<void>,
-  ) {
-    this.timer = setInterval(() => {
-      const due = this.journal.bytes >= CHECKPOINT_BYTES || (this.journal.bytes > 0 && Date.now() - this.journalOpenedAt >= CHECKPOINT_MS);
-      if (due) void this.checkpoint().catch((err) => process.stderr.write(`store checkpoint failed: ${err}\n`));
-    }, CHECK_EVERY_MS);
-    this.timer.unref();
-  }
+  ) {}
 
   /** Opens (or creates) a project's index: takes its lock, loads segments, replays journals. */
   static async open(project: string, holder?: LockHolder): Promise<LowdbStore> {
@@ -169,6 +163,12 @@ export class LowdbStore implements Store {
     this.journalOpenedAt = Date.now();
     // Fold what was replayed into the segments now, so the old journals can go.
     if (journals.length) await this.checkpoint(journals.map((j) => j.file));
+    // Only now: loading a large index takes seconds, and there is no journal to check before.
+    this.timer = setInterval(() => {
+      const due = this.journal.bytes >= CHECKPOINT_BYTES || (this.journal.bytes > 0 && Date.now() - this.journalOpenedAt >= CHECKPOINT_MS);
+      if (due) void this.checkpoint().catch((err) => process.stderr.write(`store checkpoint failed: ${err}\n`));
+    }, CHECK_EVERY_MS);
+    this.timer.unref();
   }
 
   /**
