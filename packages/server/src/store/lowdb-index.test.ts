@@ -32,18 +32,35 @@ const mutation: fc.Arbitrary<Mutation> = fc.oneof(
 );
 
 /**
- * queryArb's queries, and half the time the same cut down to what the indexes answer without a
- * pass (one field filter, created_at order or a config equality), so the fast plans get as many
- * runs as the fallback.
+ * queryArb's records, each with a config key `half` holding 0 or 1: an equality that matches half
+ * the records, the kind that makes walking a sort order cheaper than reading its matches.
+ */
+function poolArb(): fc.Arbitrary<InterfaceRecord[]> {
+  return recordsArb('r', 30)
+    .filter((pool) => pool.length > 0)
+    .map((pool) => pool.map((r, i) => ({ ...r, config: { ...r.config, half: i % 2 } })));
+}
+
+/**
+ * queryArb's queries, and more often the same cut down to what the indexes answer without a pass
+ * (at most one equality, one sort key, often created_at), so the fast plans get as many runs as
+ * the fallback.
  */
 function requestArb(pool: InterfaceRecord[]): fc.Arbitrary<FindRequest> {
+  const createdAt = fc.constantFrom<FindRequest['sort']>([], [{ by: 'created_at', direction: 'asc' }], [{ by: 'created_at', direction: 'desc' }]);
   return fc.oneof(
     queryArb(pool),
-    fc.tuple(queryArb(pool), fc.constantFrom<FindRequest['sort']>([], [{ by: 'created_at', direction: 'asc' }], [{ by: 'created_at', direction: 'desc' }])).map(([query, sort]) => ({
+    fc.tuple(queryArb(pool), createdAt, fc.boolean(), fc.constantFrom(0, 1)).map(([query, sort, ownSort, half]) => ({
+      config: { filters: [{ path: 'half', value: half }] },
+      sort: ownSort ? (query.sort ?? []).slice(0, 1) : sort,
+      include_archived: query.include_archived,
+    })),
+    fc.tuple(queryArb(pool), createdAt, fc.boolean()).map(([query, sort, ownSort]) => ({
       module: query.module,
       created_by: query.module == null ? query.created_by : undefined,
       config: query.config?.filters?.length ? { filters: query.config.filters.filter((filter) => (filter.op ?? 'eq') === 'eq').slice(0, 1) } : undefined,
-      sort,
+      filters: query.module == null && query.created_by == null && !query.config ? (query.filters ?? []).filter((filter) => (filter.op ?? 'eq') === 'eq').slice(0, 1) : [],
+      sort: ownSort ? (query.sort ?? []).slice(0, 1) : sort,
       include_archived: query.include_archived,
     })),
   );
@@ -91,9 +108,7 @@ function expectSameAnswer(index: RecordIndex, held: Map<string, InterfaceRecord>
 
 /** A pool of records, how many of them to load at first, and steps over them. */
 function scenario<T>(step: (pool: InterfaceRecord[]) => fc.Arbitrary<T>): fc.Arbitrary<[InterfaceRecord[], number, T[]]> {
-  return recordsArb('r', 30)
-    .filter((pool) => pool.length > 0)
-    .chain((pool) => fc.tuple(fc.constant(pool), fc.nat({ max: pool.length }), fc.array(step(pool), { maxLength: 40 })));
+  return poolArb().chain((pool) => fc.tuple(fc.constant(pool), fc.nat({ max: pool.length }), fc.array(step(pool), { maxLength: 40 })));
 }
 
 describe('indexed search against the linear pass', () => {
@@ -121,9 +136,7 @@ describe('indexed search against the linear pass', () => {
   it('pages by cursor like the linear pass while records change between pages, and ends', () => {
     fc.assert(
       fc.property(
-        recordsArb('r', 30)
-          .filter((pool) => pool.length > 0)
-          .chain((pool) => fc.tuple(fc.constant(pool), fc.nat({ max: pool.length }), requestArb(pool), fc.integer({ min: 1, max: 5 }), fc.array(fc.array(mutation, { maxLength: 3 }), { maxLength: 10 }))),
+        poolArb().chain((pool) => fc.tuple(fc.constant(pool), fc.nat({ max: pool.length }), requestArb(pool), fc.integer({ min: 1, max: 5 }), fc.array(fc.array(mutation, { maxLength: 3 }), { maxLength: 10 }))),
         ([pool, loaded, request, limit, between]) => {
           const index = new RecordIndex();
           index.load(pool.slice(0, loaded));
@@ -173,12 +186,21 @@ describe('the plan each common query gets', () => {
   );
   const plan = (request: FindRequest) => index.plan(compileQuery(request));
 
-  it('walks the ordered list for newest first, oldest first and any cursor page of them', () => {
-    expect(plan({})).toEqual({ strategy: 'ordered', via: 'all' });
-    expect(plan({ sort: [{ by: 'created_at', direction: 'asc' }], include_archived: true })).toEqual({ strategy: 'ordered', via: 'all' });
+  it('walks the created_at list for newest first, oldest first and any cursor page of them', () => {
+    expect(plan({})).toEqual({ strategy: 'ordered', via: 'created_at' });
+    expect(plan({ sort: [{ by: 'created_at', direction: 'asc' }], include_archived: true })).toEqual({ strategy: 'ordered', via: 'created_at' });
     const { next_cursor } = index.search(compileQuery({ limit: 25 }));
     expect(next_cursor).not.toBeNull();
-    expect(plan({ limit: 25, cursor: next_cursor })).toEqual({ strategy: 'ordered', via: 'all' });
+    expect(plan({ limit: 25, cursor: next_cursor })).toEqual({ strategy: 'ordered', via: 'created_at' });
+  });
+
+  it('walks the order of a sort path when one equality fills the page soon', () => {
+    const adam = { config: { filters: [{ path: 'optimizer', value: 'adam' }] }, sort: [{ by: 'config.lr', direction: 'desc' as const }] };
+    expect(plan({ ...adam, limit: 2 })).toEqual({ strategy: 'ordered', via: 'config.lr' });
+    const { next_cursor } = index.search(compileQuery({ ...adam, limit: 2 }));
+    expect(plan({ ...adam, limit: 2, cursor: next_cursor })).toEqual({ strategy: 'ordered', via: 'config.lr' });
+    expect(plan({ sort: [{ by: 'lr', config_layer: 'resolved', direction: 'asc' }] })).toEqual({ strategy: 'ordered', via: 'config.lr' });
+    expect(plan({ created_by: 'bob', sort: [{ by: 'config.lr', direction: 'asc' }], limit: 2 })).toEqual({ strategy: 'ordered', via: 'config.lr' });
   });
 
   it('walks a field list for one module, kind, created_by or label, also label eq null', () => {
@@ -189,18 +211,19 @@ describe('the plan each common query gets', () => {
     expect(plan({ filters: [{ path: 'label', op: 'eq', value: null }] })).toEqual({ strategy: 'ordered', via: 'label' });
   });
 
-  it('runs the engine over the smallest candidate set for equalities with other filters or sorts', () => {
+  it('runs the engine over the smallest candidate set for rare equalities, several filters or sort keys', () => {
     const equality = { config: { filters: [{ path: 'optimizer', value: 'adam' }] }, sort: [{ by: 'config.lr', direction: 'desc' as const }] };
-    expect(plan(equality)).toEqual({ strategy: 'candidates', via: 'config.optimizer' });
+    expect(plan({ ...equality, limit: 100 })).toEqual({ strategy: 'candidates', via: 'config.optimizer' });
+    expect(plan({ config: { filters: [{ path: 'lr', value: 0.5 }] }, sort: [{ by: 'config.lr', direction: 'desc' }], limit: 2 })).toEqual({ strategy: 'candidates', via: 'config.lr' });
+    expect(plan({ module: 'm1', sort: [{ by: 'config.lr' }, { by: 'uuid' }] })).toEqual({ strategy: 'candidates', via: 'module' });
     expect(plan({ module: 'm1', created_by: 'bob' })).toEqual({ strategy: 'candidates', via: 'created_by' });
-    expect(plan({ module: 'm1', sort: [{ by: 'uuid', direction: 'asc' }] })).toEqual({ strategy: 'candidates', via: 'module' });
     expect(plan({ filters: [{ path: 'uuid', op: 'in', value: ['u01', 'u02'] }] })).toEqual({ strategy: 'candidates', via: 'uuid' });
     expect(plan({ filters: [{ path: 'config.lr', op: 'in', value: [0.1, 0.2] }, { path: 'config.lr', op: 'gt', value: 0.15 }] })).toEqual({ strategy: 'candidates', via: 'config.lr' });
   });
 
   it('falls back to the linear pass when no filter is an equality', () => {
     expect(plan({ config: { filters: [{ path: 'lr', op: 'gt', value: 1 }] } })).toEqual({ strategy: 'scan' });
-    expect(plan({ sort: [{ by: 'config.lr', direction: 'asc' }] })).toEqual({ strategy: 'scan' });
+    expect(plan({ sort: [{ by: 'config.lr', direction: 'asc' }, { by: 'created_at' }] })).toEqual({ strategy: 'scan' });
     expect(plan({ filters: [{ path: 'archived', value: true }], include_archived: true })).toEqual({ strategy: 'scan' });
   });
 });

@@ -3,38 +3,72 @@
  * touch only what they return instead of every record:
  *
  *   byUuid                              uuid → record
- *   all                                 every record, ordered by created_at, then uuid
+ *   all                                 every record, ordered by created_at (then uuid)
  *   module, kind, created_by, label     value → its records, in the same order
- *   config paths                        value → its records, one map per path, built on first use;
- *                                       at most LIMITS.searchPathIndexes, least recently used goes
+ *   other paths                         per path, built on first use: value → its records (for
+ *                                       `eq`/`in` on a config path), and every record ordered by
+ *                                       the path (for a sort on it); at most
+ *                                       LIMITS.searchPathIndexes paths, least recently used goes
  *
  * `plan` picks how a compiled query is answered; every plan returns exactly what the linear pass
  * (`CompiledQuery.run` over all records) returns:
- *   - ordered:    sort by created_at alone, at most one field equality and no other filter: walk
- *                 that ordered list from the cursor (found by binary search) and stop after the
- *                 page; `total` is the list's size (minus its archived records unless included).
+ *   - ordered:    one sort key and at most one `eq` filter: walk a list already in that order from
+ *                 the cursor (found by binary search), test each record, stop after the page. The
+ *                 list is the filter's own list when it has one in that order (newest first in one
+ *                 module); `total` is the size of the filter's bucket, or of the whole list.
  *   - candidates: the smallest set that an `eq` or `in` filter on a field, the uuid or a config path
  *                 allows; the engine runs over that set only, so `total` is what it counts there.
  *   - scan:       the linear pass over every record.
+ * An ordered walk with a filter is chosen only when it is expected to reach its page sooner than
+ * the candidates plan would read its set (assuming the filter is independent of the order).
  *
  * The structures hold the record objects themselves (search returns them, not copies). An update
  * replaces a record's object, so every structure that held the old one gets the new one.
  */
 import { LIMITS } from '../config/constants.js';
-import { canonicalJson, getter, isCompound, RANK, type CompiledQuery, type Getter, type NormalFilter, type Position, type SearchResult } from './query.js';
+import { canonicalJson, getter, isCompound, sortKey, type CompiledQuery, type Getter, type NormalFilter, type Position, type SearchResult } from './query.js';
 import type { InterfaceRecord } from './store.js';
 
-/** The top-level fields with an ordered list per value. */
+/** The top-level fields with a list per value, ordered by created_at. */
 const FIELDS = ['module', 'kind', 'created_by', 'label'] as const;
 type Field = (typeof FIELDS)[number];
 
-/** How a query is answered; `via` names the structure it reads (`all`, a field, `uuid`, `config.<path>`). */
-export type Plan = { strategy: 'ordered'; via: 'all' | Field } | { strategy: 'candidates'; via: string } | { strategy: 'scan' };
+/** How a query is answered; `via` names the structure it reads (`all`, a field, `uuid`, a path). */
+export type Plan = { strategy: 'ordered'; via: string } | { strategy: 'candidates'; via: string } | { strategy: 'scan' };
 
-/** Records ordered by created_at, then uuid (both by UTF-16 code units, as the engine sorts them). */
+/** A value's place in the sort order: its type rank and in-rank scalar (query.ts `sortKey`). */
+type Key = Array<number | string>;
+
+function compareKeys(a: Key, b: Key): number {
+  if (a[0] !== b[0]) return a[0]! < b[0]! ? -1 : 1;
+  return a[1] === b[1] ? 0 : a[1]! < b[1]! ? -1 : 1;
+}
+
+function keyReader(read: Getter): (record: InterfaceRecord) => Key {
+  return (record) => {
+    const key: Key = [0, 0];
+    sortKey(read(record), key, 0);
+    return key;
+  };
+}
+
+const createdAt = keyReader(getter(['created_at']));
+
+/** Records ordered by one path's value, ascending as the engine sorts it, ties by uuid. */
 class OrderedList {
   readonly items: InterfaceRecord[] = [];
   archived = 0;
+
+  constructor(private readonly key: (record: InterfaceRecord) => Key) {}
+
+  /** The list of `records` (any order); sorts them once. */
+  static of(key: (record: InterfaceRecord) => Key, records: readonly InterfaceRecord[]): OrderedList {
+    const list = new OrderedList(key);
+    const keyed = records.map((record) => ({ key: key(record), record }));
+    keyed.sort((a, b) => compareKeys(a.key, b.key) || (a.record.uuid < b.record.uuid ? -1 : a.record.uuid > b.record.uuid ? 1 : 0));
+    for (const { record } of keyed) list.push(record);
+    return list;
+  }
 
   /** The number of records a query with this archived flag can see. */
   visible(includeArchived: boolean): number {
@@ -42,50 +76,54 @@ class OrderedList {
   }
 
   add(record: InterfaceRecord): void {
-    const { created_at: at, uuid } = record;
-    this.items.splice(this.bound((r) => r.created_at > at || (r.created_at === at && r.uuid > uuid)), 0, record);
+    this.items.splice(this.seek(record, false), 0, record);
     if (record.archived) this.archived++;
   }
 
-  /** Appends a record that sorts after every record held (bulk loads in order). */
+  /** Appends a record that sorts after every record held (lists built in order). */
   push(record: InterfaceRecord): void {
     this.items.push(record);
     if (record.archived) this.archived++;
   }
 
-  /** Swaps `old` for `next` (same created_at and uuid), or removes it when `next` is undefined. */
+  /** Swaps `old` for `next` (same sort value and uuid), or removes it when `next` is undefined. */
   replace(old: InterfaceRecord, next: InterfaceRecord | undefined): void {
-    const { created_at: at, uuid } = old;
-    const i = this.bound((r) => r.created_at > at || (r.created_at === at && r.uuid >= uuid));
+    const i = this.seek(old, true);
     if (next) this.items[i] = next;
     else this.items.splice(i, 1);
     this.archived += (next?.archived ? 1 : 0) - (old.archived ? 1 : 0);
   }
 
   /**
-   * The records in created_at order (`desc`: newest first), ties by uuid ascending either way,
-   * starting at the first group of equal created_at that can follow `after`. The engine skips the
-   * records of that group at or before the cursor.
+   * The records in `direction` order (desc reverses the values, ties stay by uuid ascending, as
+   * the engine sorts), starting at the first group of equal values that can follow `after`. The
+   * engine skips the records of that group at or before the cursor.
    */
   *walk(direction: 'asc' | 'desc', after: Readonly<Position> | null): Generator<InterfaceRecord> {
-    const { items } = this;
-    // Every created_at is a string, so a cursor of a lower rank sorts before all records, a
-    // higher one after all of them; desc reverses that.
-    const rank = after ? (after.key[0] as number) : RANK.string;
-    const value = after?.key[1] as string;
+    const { items, key } = this;
     if (direction === 'asc') {
-      const start = !after || rank < RANK.string ? 0 : rank > RANK.string ? items.length : this.bound((r) => r.created_at >= value);
+      const start = after ? this.bound((record) => compareKeys(key(record), after.key) >= 0) : 0;
       for (let i = start; i < items.length; i++) yield items[i]!;
       return;
     }
-    let end = !after || rank > RANK.string ? items.length : rank < RANK.string ? 0 : this.bound((r) => r.created_at > value);
+    let end = after ? this.bound((record) => compareKeys(key(record), after.key) > 0) : items.length;
     while (end > 0) {
-      const at = items[end - 1]!.created_at;
+      const value = key(items[end - 1]!);
       let begin = end - 1;
-      while (begin > 0 && items[begin - 1]!.created_at === at) begin--;
+      while (begin > 0 && compareKeys(key(items[begin - 1]!), value) === 0) begin--;
       for (let i = begin; i < end; i++) yield items[i]!;
       end = begin;
     }
+  }
+
+  /** Where `record` goes (`at`: where it is), by binary search. */
+  private seek(record: InterfaceRecord, at: boolean): number {
+    const value = this.key(record);
+    const { uuid } = record;
+    return this.bound((other) => {
+      const order = compareKeys(this.key(other), value);
+      return order > 0 || (order === 0 && (other.uuid > uuid || (at && other.uuid === uuid)));
+    });
   }
 
   /** The first index whose record satisfies `past` (false for a prefix, true after it). */
@@ -127,15 +165,29 @@ class ValueMap<B> {
   }
 }
 
-/** The records holding each value at one config path (records missing it are in no bucket). */
-class PathIndex {
-  readonly values = new ValueMap<InterfaceRecord[]>();
+/** The records holding one value, and how many of them are archived. */
+interface Bucket {
+  items: InterfaceRecord[];
+  archived: number;
+}
 
-  constructor(readonly read: Getter) {}
+/** The records holding each value at one path (records missing it are in no bucket). */
+class ValueIndex {
+  readonly values = new ValueMap<Bucket>();
+
+  constructor(
+    private readonly read: Getter,
+    records: readonly InterfaceRecord[],
+  ) {
+    for (const record of records) this.add(record);
+  }
 
   add(record: InterfaceRecord): void {
     const value = this.read(record);
-    if (value !== undefined) this.values.ensure(value, () => []).push(record);
+    if (value === undefined) return;
+    const bucket = this.values.ensure(value, () => ({ items: [], archived: 0 }));
+    bucket.items.push(record);
+    if (record.archived) bucket.archived++;
   }
 
   /** Swaps `old` for `next` in its bucket, or removes it when `next` is undefined. */
@@ -143,27 +195,48 @@ class PathIndex {
     const value = this.read(old);
     const bucket = value === undefined ? undefined : this.values.get(value);
     if (!bucket) return;
-    const i = bucket.indexOf(old);
+    const { items } = bucket;
+    const i = items.indexOf(old);
+    if (old.archived) bucket.archived--;
     // Order inside a bucket is irrelevant (the engine sorts), so a removal swaps in the last one.
-    if (next && this.read(next) === value) bucket[i] = next;
-    else {
-      bucket[i] = bucket.at(-1)!;
-      bucket.pop();
-      if (!bucket.length) this.values.delete(value);
+    if (next && this.read(next) === value) {
+      items[i] = next;
+      if (next.archived) bucket.archived++;
+    } else {
+      items[i] = items.at(-1)!;
+      items.pop();
+      if (!items.length) this.values.delete(value);
       if (next) this.add(next);
     }
   }
 }
 
-const NO_RECORDS = new OrderedList();
+/** What one path has built so far: its value index and its order, each on first use. */
+interface PathIndexes {
+  read: Getter;
+  values?: ValueIndex;
+  order?: OrderedList;
+}
+
+/** A set of records a filter allows. */
+interface Candidates {
+  via: string;
+  records: readonly InterfaceRecord[];
+  /** How many of them a query with this archived flag sees (they are exactly the filter's matches for `eq`). */
+  visible(includeArchived: boolean): number;
+  /** A list ordered by created_at holding exactly these records, when there is one. */
+  list?: OrderedList;
+}
+
+const NO_RECORDS: readonly InterfaceRecord[] = [];
 
 /** Records held in memory and indexed for search. */
 export class RecordIndex {
   private readonly byUuid = new Map<string, InterfaceRecord>();
-  private all = new OrderedList();
+  private all = new OrderedList(createdAt);
   private readonly fields = new Map<Field, ValueMap<OrderedList>>(FIELDS.map((field) => [field, new ValueMap()]));
-  /** Path (dotted, record-level) → its index; Map order is recency of use, oldest first. */
-  private readonly paths = new Map<string, PathIndex>();
+  /** Dotted record-level path → what it has built; Map order is recency of use, oldest first. */
+  private readonly paths = new Map<string, PathIndexes>();
 
   get size(): number {
     return this.byUuid.size;
@@ -181,14 +254,12 @@ export class RecordIndex {
   /** Replaces the whole content with these records; much faster than putting them one by one. */
   load(records: Iterable<InterfaceRecord>): void {
     this.byUuid.clear();
-    this.all = new OrderedList();
+    this.all = OrderedList.of(createdAt, [...records]);
     for (const field of FIELDS) this.fields.set(field, new ValueMap());
     this.paths.clear();
-    const sorted = [...records].sort((a, b) => (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : a.uuid < b.uuid ? -1 : a.uuid > b.uuid ? 1 : 0));
-    for (const record of sorted) {
+    for (const record of this.all.items) {
       this.byUuid.set(record.uuid, record);
-      this.all.push(record);
-      for (const field of FIELDS) this.fields.get(field)!.ensure(record[field], () => new OrderedList()).push(record);
+      for (const field of FIELDS) this.fields.get(field)!.ensure(record[field], () => new OrderedList(createdAt)).push(record);
     }
   }
 
@@ -196,25 +267,31 @@ export class RecordIndex {
   put(record: InterfaceRecord): void {
     const old = this.byUuid.get(record.uuid);
     this.byUuid.set(record.uuid, record);
-    // A replacement with the same created_at and field values (label and archived updates keep
-    // created_at; a label update moves the record between label lists) swaps in place.
-    if (old && old.created_at === record.created_at) this.all.replace(old, record);
+    // Label and archived updates keep created_at, so the record keeps its place in `all`.
+    const placed = old?.created_at === record.created_at;
+    if (old && placed) this.all.replace(old, record);
     else {
       if (old) this.all.replace(old, undefined);
       this.all.add(record);
     }
     for (const field of FIELDS) {
       const values = this.fields.get(field)!;
-      if (old && old[field] === record[field] && old.created_at === record.created_at) {
+      if (old && placed && old[field] === record[field]) {
         values.get(old[field])!.replace(old, record);
         continue;
       }
       if (old) this.removeFromField(values, old[field], old);
-      values.ensure(record[field], () => new OrderedList()).add(record);
+      values.ensure(record[field], () => new OrderedList(createdAt)).add(record);
     }
-    for (const path of this.paths.values()) {
-      if (old) path.replace(old, record);
-      else path.add(record);
+    for (const { read, values, order } of this.paths.values()) {
+      if (old) values?.replace(old, record);
+      else values?.add(record);
+      if (!order) continue;
+      if (old && read(old) === read(record)) order.replace(old, record);
+      else {
+        if (old) order.replace(old, undefined);
+        order.add(record);
+      }
     }
   }
 
@@ -225,7 +302,10 @@ export class RecordIndex {
     this.byUuid.delete(uuid);
     this.all.replace(old, undefined);
     for (const field of FIELDS) this.removeFromField(this.fields.get(field)!, old[field], old);
-    for (const path of this.paths.values()) path.replace(old, undefined);
+    for (const { values, order } of this.paths.values()) {
+      values?.replace(old, undefined);
+      order?.replace(old, undefined);
+    }
     return true;
   }
 
@@ -247,22 +327,27 @@ export class RecordIndex {
 
   private choose(query: CompiledQuery): { plan: Plan; answer: () => SearchResult } {
     const { filters, sort, includeArchived, after } = query.shape;
-    const [first] = sort;
-    if (sort.length === 1 && first!.path.length === 1 && first!.path[0] === 'created_at' && filters.length <= 1) {
-      const [only] = filters;
-      const field = only && fieldOf(only);
-      if (!only || (field && only.op === 'eq')) {
-        const list = field ? (this.fields.get(field)!.get(only!.value) ?? NO_RECORDS) : this.all;
-        return {
-          plan: { strategy: 'ordered', via: field ?? 'all' },
-          answer: () => query.runOrdered(list.walk(first!.direction, after), list.visible(includeArchived)),
-        };
-      }
-    }
-    let best: { via: string; records: readonly InterfaceRecord[] } | undefined;
+    let best: Candidates | undefined;
     for (const filter of filters) {
-      const records = this.candidates(filter);
-      if (records && (!best || records.length < best.records.length)) best = { via: filter.path.join('.'), records };
+      const found = this.candidates(filter);
+      if (found && (!best || found.records.length < best.records.length)) best = found;
+    }
+    const byCreatedAt = sort.length === 1 && sort[0]!.path.length === 1 && sort[0]!.path[0] === 'created_at';
+    if (sort.length === 1 && (filters.length === 0 || (filters.length === 1 && filters[0]!.op === 'eq' && best))) {
+      const { path, direction } = sort[0]!;
+      const walk = (list: OrderedList, total: number, via: string) => ({
+        plan: { strategy: 'ordered' as const, via },
+        answer: () => query.runOrdered(list.walk(direction, after), total),
+      });
+      if (!best) return walk(byCreatedAt ? this.all : this.order(path), this.all.visible(includeArchived), path.join('.'));
+      // The filter's own list is already in the order: the walk reads only the page.
+      if (byCreatedAt && best.list) return walk(best.list, best.list.visible(includeArchived), best.via);
+      // Records the walk passes before its page is full, if the filter's matches are spread evenly.
+      const wanted = (after ? 0 : query.shape.offset) + query.shape.limit + 1;
+      const reads = (wanted * this.size) / Math.max(best.records.length, 1);
+      if (best.records.length && reads < best.records.length) {
+        return walk(byCreatedAt ? this.all : this.order(path), best.visible(includeArchived), path.join('.'));
+      }
     }
     if (best) {
       const { via, records } = best;
@@ -272,37 +357,68 @@ export class RecordIndex {
   }
 
   /** Every record that can match an `eq` or `in` filter (a superset), or undefined when no index helps. */
-  private candidates({ path, op, value }: NormalFilter): readonly InterfaceRecord[] | undefined {
+  private candidates({ path, op, value }: NormalFilter): Candidates | undefined {
     if (op !== 'eq' && op !== 'in') return undefined;
     const wanted = op === 'eq' ? [value] : distinct(value as unknown[]);
+    const via = path.join('.');
     const [root] = path;
-    if (root === 'uuid') return wanted.flatMap((uuid) => this.byUuid.get(uuid as string) ?? []);
-    const field = fieldOf({ path });
-    if (field) return wanted.flatMap((v) => this.fields.get(field)!.get(v)?.items ?? []);
+    if (root === 'uuid') return counted(via, wanted.flatMap((uuid) => this.byUuid.get(uuid as string) ?? []));
+    const field = fieldOf(path);
+    if (field) {
+      const lists = wanted.map((v) => this.fields.get(field)!.get(v));
+      if (lists.length > 1) return counted(via, lists.flatMap((list) => list?.items ?? NO_RECORDS));
+      const list = lists[0] ?? new OrderedList(createdAt);
+      return { via, records: list.items, visible: (includeArchived) => list.visible(includeArchived), list };
+    }
     // A map keyed by whole configs would hold a canonical text per record: not worth its memory.
     if (root !== 'config' || path.length < 2) return undefined;
-    const values = this.pathIndex(path).values;
-    return wanted.flatMap((v) => values.get(v) ?? []);
+    const indexes = this.pathIndexes(path);
+    indexes.values ??= new ValueIndex(indexes.read, this.all.items);
+    const { values } = indexes.values;
+    if (wanted.length > 1) return counted(via, wanted.flatMap((v) => values.get(v)?.items ?? NO_RECORDS));
+    const bucket = values.get(wanted[0]) ?? { items: [], archived: 0 };
+    // Counted as the bucket changes: reading every record's flag costs a cache miss each.
+    return { via, records: bucket.items, visible: (includeArchived) => (includeArchived ? bucket.items.length : bucket.items.length - bucket.archived) };
   }
 
-  /** The path's index, built on first use; the least recently used one goes beyond the cap. */
-  private pathIndex(path: string[]): PathIndex {
+  /** Every record ordered by the path, built on first use. */
+  private order(path: string[]): OrderedList {
+    const indexes = this.pathIndexes(path);
+    indexes.order ??= OrderedList.of(keyReader(indexes.read), this.all.items);
+    return indexes.order;
+  }
+
+  /** The path's indexes, marked as just used; the least recently used path goes beyond the cap. */
+  private pathIndexes(path: string[]): PathIndexes {
     const key = path.join('.');
-    let index = this.paths.get(key);
-    if (index) this.paths.delete(key);
+    let indexes = this.paths.get(key);
+    if (indexes) this.paths.delete(key);
     else {
-      index = new PathIndex(getter(path));
-      for (const record of this.all.items) index.add(record);
+      indexes = { read: getter(path) };
       if (this.paths.size >= LIMITS.searchPathIndexes) this.paths.delete(this.paths.keys().next().value!);
     }
-    this.paths.set(key, index);
-    return index;
+    this.paths.set(key, indexes);
+    return indexes;
   }
 }
 
-function fieldOf(filter: Pick<NormalFilter, 'path'>): Field | undefined {
-  const [root] = filter.path;
-  return filter.path.length === 1 && (FIELDS as readonly string[]).includes(root!) ? (root as Field) : undefined;
+function fieldOf(path: string[]): Field | undefined {
+  const [root] = path;
+  return path.length === 1 && (FIELDS as readonly string[]).includes(root!) ? (root as Field) : undefined;
+}
+
+/** Candidates whose visible records are counted when asked. */
+function counted(via: string, records: readonly InterfaceRecord[]): Candidates {
+  return {
+    via,
+    records,
+    visible(includeArchived) {
+      if (includeArchived) return records.length;
+      let count = 0;
+      for (const record of records) if (!record.archived) count++;
+      return count;
+    },
+  };
 }
 
 /** The `in` list without elements equal under `eq`, so no bucket is taken twice. */

@@ -79,6 +79,8 @@ export interface QueryShape {
   includeArchived: boolean;
   /** The cursor's position: per sort key its type rank and in-rank scalar, then the uuid. */
   after: Readonly<Position> | null;
+  offset: number;
+  limit: number;
 }
 
 /** Sort ranks of value types, ascending (see the semantics above). */
@@ -220,7 +222,7 @@ function compile(request: ParsedFindRequest): CompiledQuery {
       return { items: page, total, next_cursor: null };
     },
     matches,
-    shape: { filters, sort: sorts, includeArchived, after },
+    shape: { filters, sort: sorts, includeArchived, after, offset, limit },
   };
 }
 
@@ -346,7 +348,7 @@ function orderTest(op: 'lt' | 'lte' | 'gt' | 'gte', query: number | string): Tes
 }
 
 /** Writes the value's type rank and in-rank scalar at `key[at]` and `key[at + 1]`. */
-function sortKey(value: unknown, key: Array<number | string>, at: number): void {
+export function sortKey(value: unknown, key: Array<number | string>, at: number): void {
   key[at + 1] = 0;
   if (value === undefined) key[at] = RANK.missing;
   else if (value === null) key[at] = RANK.null;
