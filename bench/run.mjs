@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 // `npm run bench`: every figure beside its floor measured in this same run. Never part of `npm test`.
+// `npm run bench -- index` (or calls, binary, widgets, executions) runs only the sections named.
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { restCalls, wsCallLoop, wsCallPipelined } from './calls.mjs';
@@ -15,80 +16,108 @@ if (!existsSync(path.join(ROOT, 'packages/server/dist/cli/main.js'))) {
   process.exit(1);
 }
 
+const SECTIONS = ['calls', 'binary', 'widgets', 'executions', 'index'];
+const named = process.argv.slice(2);
+const unknown = named.filter((name) => !SECTIONS.includes(name));
+if (unknown.length) {
+  console.error(`Unknown bench section ${unknown.join(', ')}: pick from ${SECTIONS.join(', ')}`);
+  process.exit(1);
+}
+const wanted = (section) => named.length === 0 || named.includes(section);
+
 console.log(`Portico bench — node ${process.version}, ${(await import('node:os')).cpus().length} cores\n`);
 
-const echo = await startWsEcho();
-const project = await demoProject();
-const gw = await startGateway(project.dir);
-try {
-  console.log('Floors');
-  const wsFloor = await wsEchoRtt(echo.url);
-  const pipeFloor = await pipeEchoRtt();
-  const wsFloorTput = await wsEchoThroughput(echo.url, { connections: 8 });
-  const floorP50 = wsFloor.p50 + pipeFloor.p50;
-  const floorP99 = wsFloor.p99 + pipeFloor.p99;
-  report([
-    { name: 'raw ws echo RTT p50', value: wsFloor.p50, unit: ' µs' },
-    { name: 'raw ws echo RTT p99', value: wsFloor.p99, unit: ' µs' },
-    { name: 'raw pipe echo RTT p50 (Node<->Python)', value: pipeFloor.p50, unit: ' µs' },
-    { name: 'raw pipe echo RTT p99', value: pipeFloor.p99, unit: ' µs' },
-    { name: 'floor for a call (ws + pipe) p50', value: floorP50, unit: ' µs' },
-    { name: 'raw ws echo pipelined msgs/s (8 conns)', value: wsFloorTput, unit: '/s' },
-  ]);
+if (SECTIONS.slice(0, 4).some(wanted)) await demoSections();
+if (wanted('index')) await indexSection();
 
-  console.log('\nRemote calls (issue 2): demo streamer.echo through the gateway');
-  const rows = [];
-  for (const connections of [1, 8, 64]) {
-    const r = await wsCallLoop(gw.url, { connections, perConnection: connections === 1 ? 3000 : Math.ceil(6000 / connections) });
-    rows.push(
-      { name: `ws call RTT p50, ${connections} conn`, value: r.p50, unit: ' µs', floor: floorP50, ...(connections === 1 ? { target: 1.5 } : {}) },
-      { name: `ws call RTT p99, ${connections} conn`, value: r.p99, unit: ' µs', floor: floorP99 },
-      { name: `ws calls/s closed loop, ${connections} conn`, value: r.perSecond, unit: '/s' },
-    );
-  }
-  const pipelined = await wsCallPipelined(gw.url, { connections: 8, inFlight: 64 });
-  rows.push({ name: 'ws calls/s pipelined (8 conns x 64)', value: pipelined, unit: '/s', floor: wsFloorTput, target: 10000, higherIsBetter: true });
-  const http = await restCalls(gw.url, { path: '/v1/health', method: 'GET', total: 2000 });
-  const rest = await restCalls(gw.url);
-  rows.push(
-    { name: 'REST GET /v1/health p50 (HTTP stack, no Python)', value: http.p50, unit: ' µs' },
-    { name: 'REST call p50 (keep-alive)', value: rest.p50, unit: ' µs', floor: http.p50 + pipeFloor.p50 },
-    { name: 'REST calls/s (16 concurrent)', value: rest.perSecond, unit: '/s' },
-    { name: 'gateway RSS after the load', value: await rssMb(gw.pid), unit: ' MB' },
-  );
-  report(rows);
-
-  console.log('\nBinary data plane (issue 5): 1 GiB upload and read, 1 MiB frames');
-  const GiB = 1024 ** 3;
-  const binary = await startBinaryFloor();
+/** The sections that share one gateway on the demo project. */
+async function demoSections() {
+  const project = await demoProject();
+  const gw = await startGateway(project.dir);
   try {
-    const floor = await binaryFloor(binary.url, GiB);
-    const through = await binaryGateway(gw.url, gw.pid, project.dir, GiB);
-    report([
-      { name: 'upload MB/s (client -> gateway -> disk, fsync)', value: through.up, unit: ' MB/s', floor: floor.up, target: 0.6 * floor.up, higherIsBetter: true },
-      { name: 'read MB/s (disk -> worker -> gateway -> client)', value: through.down, unit: ' MB/s', floor: floor.down, target: 0.6 * floor.down, higherIsBetter: true },
-      { name: 'gateway peak RSS during the upload', value: through.upPeak, unit: ' MB', target: 200 },
-      { name: 'gateway peak RSS during the read', value: through.downPeak, unit: ' MB', target: 200 },
-    ]);
+    if (wanted('calls')) {
+      const echo = await startWsEcho();
+      try {
+        console.log('Floors');
+        const wsFloor = await wsEchoRtt(echo.url);
+        const pipeFloor = await pipeEchoRtt();
+        const wsFloorTput = await wsEchoThroughput(echo.url, { connections: 8 });
+        const floorP50 = wsFloor.p50 + pipeFloor.p50;
+        const floorP99 = wsFloor.p99 + pipeFloor.p99;
+        report([
+          { name: 'raw ws echo RTT p50', value: wsFloor.p50, unit: ' µs' },
+          { name: 'raw ws echo RTT p99', value: wsFloor.p99, unit: ' µs' },
+          { name: 'raw pipe echo RTT p50 (Node<->Python)', value: pipeFloor.p50, unit: ' µs' },
+          { name: 'raw pipe echo RTT p99', value: pipeFloor.p99, unit: ' µs' },
+          { name: 'floor for a call (ws + pipe) p50', value: floorP50, unit: ' µs' },
+          { name: 'raw ws echo pipelined msgs/s (8 conns)', value: wsFloorTput, unit: '/s' },
+        ]);
+
+        console.log('\nRemote calls (issue 2): demo streamer.echo through the gateway');
+        const rows = [];
+        for (const connections of [1, 8, 64]) {
+          const r = await wsCallLoop(gw.url, { connections, perConnection: connections === 1 ? 3000 : Math.ceil(6000 / connections) });
+          rows.push(
+            { name: `ws call RTT p50, ${connections} conn`, value: r.p50, unit: ' µs', floor: floorP50, ...(connections === 1 ? { target: 1.5 } : {}) },
+            { name: `ws call RTT p99, ${connections} conn`, value: r.p99, unit: ' µs', floor: floorP99 },
+            { name: `ws calls/s closed loop, ${connections} conn`, value: r.perSecond, unit: '/s' },
+          );
+        }
+        const pipelined = await wsCallPipelined(gw.url, { connections: 8, inFlight: 64 });
+        rows.push({ name: 'ws calls/s pipelined (8 conns x 64)', value: pipelined, unit: '/s', floor: wsFloorTput, target: 10000, higherIsBetter: true });
+        const http = await restCalls(gw.url, { path: '/v1/health', method: 'GET', total: 2000 });
+        const rest = await restCalls(gw.url);
+        rows.push(
+          { name: 'REST GET /v1/health p50 (HTTP stack, no Python)', value: http.p50, unit: ' µs' },
+          { name: 'REST call p50 (keep-alive)', value: rest.p50, unit: ' µs', floor: http.p50 + pipeFloor.p50 },
+          { name: 'REST calls/s (16 concurrent)', value: rest.perSecond, unit: '/s' },
+          { name: 'gateway RSS after the load', value: await rssMb(gw.pid), unit: ' MB' },
+        );
+        report(rows);
+      } finally {
+        echo.stop();
+      }
+    }
+
+    if (wanted('binary')) {
+      console.log('\nBinary data plane (issue 5): 1 GiB upload and read, 1 MiB frames');
+      const GiB = 1024 ** 3;
+      const binary = await startBinaryFloor();
+      try {
+        const floor = await binaryFloor(binary.url, GiB);
+        const through = await binaryGateway(gw.url, gw.pid, project.dir, GiB);
+        report([
+          { name: 'upload MB/s (client -> gateway -> disk, fsync)', value: through.up, unit: ' MB/s', floor: floor.up, target: 0.6 * floor.up, higherIsBetter: true },
+          { name: 'read MB/s (disk -> worker -> gateway -> client)', value: through.down, unit: ' MB/s', floor: floor.down, target: 0.6 * floor.down, higherIsBetter: true },
+          { name: 'gateway peak RSS during the upload', value: through.upPeak, unit: ' MB', target: 200 },
+          { name: 'gateway peak RSS during the read', value: through.downPeak, unit: ' MB', target: 200 },
+        ]);
+      } finally {
+        binary.stop();
+      }
+    }
+
+    if (wanted('widgets')) {
+      console.log('\nWidgets (issue 6): widget_set round trip beside the call round trip, same socket and instance');
+      report(await widgetsBench(gw.url));
+    }
+
+    if (wanted('executions')) {
+      console.log('\nExecutions (issue 4): demo trainer runs');
+      report(await executionsBench(gw.url, project.dir));
+    }
   } finally {
-    binary.stop();
+    await gw.stop();
+    await project.remove();
   }
-
-  console.log('\nWidgets (issue 6): widget_set round trip beside the call round trip, same socket and instance');
-  report(await widgetsBench(gw.url));
-
-  console.log('\nExecutions (issue 4): demo trainer runs');
-  report(await executionsBench(gw.url, project.dir));
-} finally {
-  await gw.stop();
-  echo.stop();
-  await project.remove();
 }
 
-console.log('\nConfig index (issue 3): REST search and durable creates on a seeded project');
-const indexProject = await demoProject();
-try {
-  report(await indexBench(indexProject.dir));
-} finally {
-  await indexProject.remove();
+async function indexSection() {
+  console.log('\nConfig index (issues 3, 18): REST search and durable creates on a seeded project');
+  const indexProject = await demoProject();
+  try {
+    report(await indexBench(indexProject.dir));
+  } finally {
+    await indexProject.remove();
+  }
 }
