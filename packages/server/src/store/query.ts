@@ -64,8 +64,6 @@ export interface CompiledQuery {
    * are skipped, so the walk may start anywhere at or before the cursor's position.
    */
   runOrdered(ordered: Iterable<InterfaceRecord>, total: number): SearchResult;
-  /** The filters and archived flag, as `run` applies them to one record. */
-  matches(record: InterfaceRecord): boolean;
   /** What an index planner needs to know about the request. */
   readonly shape: QueryShape;
 }
@@ -84,7 +82,7 @@ export interface QueryShape {
 }
 
 /** Sort ranks of value types, ascending (see the semantics above). */
-export const RANK = { missing: 0, null: 1, false: 2, true: 3, number: 4, string: 5, array: 6, object: 7 } as const;
+const RANK = { missing: 0, null: 1, false: 2, true: 3, number: 4, string: 5, array: 6, object: 7 } as const;
 
 /**
  * Validates and compiles a request. Every problem, including a malformed cursor or one issued
@@ -221,7 +219,6 @@ function compile(request: ParsedFindRequest): CompiledQuery {
       }
       return { items: page, total, next_cursor: null };
     },
-    matches,
     shape: { filters, sort: sorts, includeArchived, after, offset, limit },
   };
 }
