@@ -19,9 +19,13 @@ export function summarize(samplesUs) {
 }
 
 export const us = (ns) => Number(ns) / 1000;
-export const fmt = (v, unit = '') => (Number.isFinite(v) ? `${v >= 100 ? v.toFixed(0) : v.toFixed(1)}${unit}` : 'n/a');
+export const fmt = (v, unit = '') => (Number.isFinite(v) ? `${v >= 100 ? v.toFixed(0) : v >= 1 ? v.toFixed(1) : v.toFixed(3)}${unit}` : 'n/a');
 
-/** Prints one figure beside its floor and the ratio; `target` is the ratio to meet. */
+/**
+ * Prints one figure beside its floor and the ratio; `target` is the ratio to meet. A `baseline`
+ * ({ name, value }) is another way to get the same answer, printed beside the figure with the
+ * speed-up; the target then stays absolute.
+ */
 export function report(rows) {
   const width = Math.max(...rows.map((r) => r.name.length));
   for (const r of rows) {
@@ -32,7 +36,8 @@ export function report(rows) {
     const verdict = met === undefined ? '' : met ? '  ok' : '  MISSED';
     const ratioText = ratio === undefined ? '' : `  (${ratio.toFixed(2)}x floor${r.target !== undefined && !absolute ? `, target <= ${r.target}x` : ''})`;
     const targetText = r.target !== undefined && absolute ? `  (target ${r.higherIsBetter ? '>=' : '<='} ${r.target}${r.unit})` : '';
-    console.log(`  ${r.name.padEnd(width)}  ${fmt(r.value, r.unit).padStart(10)}${r.floor ? `   floor ${fmt(r.floor, r.unit)}` : ''}${ratioText}${targetText}${verdict}`);
+    const baselineText = r.baseline ? `   ${r.baseline.name} ${fmt(r.baseline.value, r.unit)} (${fmt(r.baseline.value / r.value, 'x')} faster)` : '';
+    console.log(`  ${r.name.padEnd(width)}  ${fmt(r.value, r.unit).padStart(10)}${r.floor ? `   floor ${fmt(r.floor, r.unit)}` : ''}${baselineText}${ratioText}${targetText}${verdict}`);
   }
 }
 

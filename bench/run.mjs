@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `npm run bench`: every figure beside its floor measured in this same run. Never part of `npm test`.
 // `npm run bench -- calls binary` runs only the named sections (floors, calls, binary, widgets,
-// executions, index), so a before/after comparison of one part need not wait for all of them.
+// executions, index, slurm), so a before/after comparison of one part need not wait for all of them.
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { restCalls, wsCallLoop, wsCallPipelined } from './calls.mjs';
@@ -17,7 +17,7 @@ if (!existsSync(path.join(ROOT, 'packages/server/dist/cli/main.js'))) {
   process.exit(1);
 }
 
-const SECTIONS = ['floors', 'calls', 'binary', 'widgets', 'executions', 'index'];
+const SECTIONS = ['floors', 'calls', 'binary', 'widgets', 'executions', 'index', 'slurm'];
 const only = process.argv.slice(2);
 for (const name of only) {
   if (!SECTIONS.includes(name)) {
@@ -108,7 +108,7 @@ try {
 }
 
 if (want('index')) {
-  console.log('\nConfig index (issue 3): REST search and durable creates on a seeded project');
+  console.log('\nConfig index (issues 3, 18): REST search and durable creates on a seeded project');
   const indexProject = await demoProject();
   try {
     report(await indexBench(indexProject.dir));
@@ -117,4 +117,4 @@ if (want('index')) {
   }
 }
 
-report(await (await import('./slurm.mjs')).slurmBench());
+if (want('slurm')) report(await (await import('./slurm.mjs')).slurmBench());

@@ -82,6 +82,12 @@ export const LIMITS = {
   slurmCancelGraceMs: 10 * 1000,
   /** Largest source file the source API reads or writes, in bytes (larger: payload_too_large). */
   sourceFileMax: 4 * 1024 * 1024,
+  /**
+   * Config paths the embedded store keeps a value index for (built on a search's first `eq`/`in`
+   * on the path; the least recently used goes). Each costs about one pointer per record holding
+   * the path plus one entry per distinct value.
+   */
+  searchPathIndexes: 8,
   /** Most files GET /v1/source lists (then `truncated`). */
   sourceListMax: 10_000,
   /** How long a source edit waits for each worker to drop the stale modules before answering anyway (ms). */

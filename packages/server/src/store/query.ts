@@ -1,8 +1,9 @@
 /**
  * The config-search engine: validates a `FindRequest` (contract/search.ts), compiles its paths,
- * predicates and sort order once, and runs it over any iterable of records in one linear pass.
- * Stores that hold their records in memory call `search`; the semantics below are the contract
- * a server database implementation must reproduce.
+ * predicates and sort order once, and runs it over any iterable of records in one linear pass
+ * (`run`), or pages records an index already yields in sort order (`runOrdered`). Stores that hold
+ * their records in memory call `search` or plan with `shape` (lowdb-index.ts); the semantics below
+ * are the contract a server database implementation must reproduce.
  *
  * Semantics
  * ---------
@@ -56,7 +57,32 @@ export interface SearchResult {
 export interface CompiledQuery {
   /** Filters, counts and pages the records in one pass; never mutates them. */
   run(records: Iterable<InterfaceRecord>): SearchResult;
+  /**
+   * Pages records that already arrive in this query's sort order, stopping as soon as the page
+   * and one more match are found, so an index can answer without a full pass. The caller owns
+   * `total`, which must be the exact count `run` would report. Records at or before the cursor
+   * are skipped, so the walk may start anywhere at or before the cursor's position.
+   */
+  runOrdered(ordered: Iterable<InterfaceRecord>, total: number): SearchResult;
+  /** What an index planner needs to know about the request. */
+  readonly shape: QueryShape;
 }
+
+/** A request reduced to what decides its result set and order. */
+export interface QueryShape {
+  /** Every filter as a record-level one (field filters become `eq` on the field). */
+  filters: readonly NormalFilter[];
+  /** The sort keys, without the implicit `uuid asc` tiebreak (default: created_at desc). */
+  sort: ReadonlyArray<{ path: string[]; direction: 'asc' | 'desc' }>;
+  includeArchived: boolean;
+  /** The cursor's position: per sort key its type rank and in-rank scalar, then the uuid. */
+  after: Readonly<Position> | null;
+  offset: number;
+  limit: number;
+}
+
+/** Sort ranks of value types, ascending (see the semantics above). */
+const RANK = { missing: 0, null: 1, false: 2, true: 3, number: 4, string: 5, array: 6, object: 7 } as const;
 
 /**
  * Validates and compiles a request. Every problem, including a malformed cursor or one issued
@@ -78,10 +104,10 @@ export function search(records: Iterable<InterfaceRecord>, request: FindRequest)
 }
 
 /** The stored value at a path, or undefined when it is missing (JSON has no undefined). */
-type Getter = (record: InterfaceRecord) => unknown;
+export type Getter = (record: InterfaceRecord) => unknown;
 type Test = (value: unknown) => boolean;
 
-interface NormalFilter {
+export interface NormalFilter {
   /** Record-level segments, e.g. ['config', 'lr'] or ['label']. */
   path: string[];
   op: FilterOp;
@@ -92,7 +118,7 @@ interface NormalFilter {
  * A place in the sort order. `key` holds, per sort key, the value's type rank and a scalar that
  * orders values within the rank, so comparisons never re-walk paths or re-serialize values.
  */
-interface Position {
+export interface Position {
   key: Array<number | string>;
   uuid: string;
 }
@@ -170,6 +196,30 @@ function compile(request: ParsedFindRequest): CompiledQuery {
         next_cursor: last && following > offset + limit ? encodeCursor(hash, last) : null,
       };
     },
+    runOrdered(ordered, total) {
+      const page: InterfaceRecord[] = [];
+      const entry = blank();
+      let skipped = 0;
+      for (const record of ordered) {
+        if (!matches(record)) continue;
+        if (after) {
+          fill(entry, record);
+          if (compare(entry, after) <= 0) continue;
+        }
+        if (skipped < offset) {
+          skipped++;
+          continue;
+        }
+        if (page.length === limit) {
+          // One more match follows the page: it continues after the page's last item.
+          fill(entry, page.at(-1)!);
+          return { items: page, total, next_cursor: encodeCursor(hash, entry) };
+        }
+        page.push(record);
+      }
+      return { items: page, total, next_cursor: null };
+    },
+    shape: { filters, sort: sorts, includeArchived, after, offset, limit },
   };
 }
 
@@ -197,7 +247,8 @@ function defaultValue(op: FilterOp, value: unknown): unknown {
 
 const INDEX = /^(?:0|[1-9][0-9]*)$/;
 
-function getter(path: string[]): Getter {
+/** Reads the value at a record-level path; undefined when the path is missing. */
+export function getter(path: string[]): Getter {
   const [root, ...rest] = path;
   if (root !== 'config') return (record) => (record as unknown as Record<string, unknown>)[root!];
   const steps = rest.map((key) => ({ key, index: INDEX.test(key) ? Number(key) : -1 }));
@@ -218,7 +269,7 @@ function getter(path: string[]): Getter {
   };
 }
 
-function isCompound(value: unknown): value is object {
+export function isCompound(value: unknown): value is object {
   return value !== null && typeof value === 'object';
 }
 
@@ -294,17 +345,17 @@ function orderTest(op: 'lt' | 'lte' | 'gt' | 'gte', query: number | string): Tes
 }
 
 /** Writes the value's type rank and in-rank scalar at `key[at]` and `key[at + 1]`. */
-function sortKey(value: unknown, key: Array<number | string>, at: number): void {
+export function sortKey(value: unknown, key: Array<number | string>, at: number): void {
   key[at + 1] = 0;
-  if (value === undefined) key[at] = 0;
-  else if (value === null) key[at] = 1;
-  else if (value === false) key[at] = 2;
-  else if (value === true) key[at] = 3;
+  if (value === undefined) key[at] = RANK.missing;
+  else if (value === null) key[at] = RANK.null;
+  else if (value === false) key[at] = RANK.false;
+  else if (value === true) key[at] = RANK.true;
   else if (typeof value === 'number' || typeof value === 'string') {
-    key[at] = typeof value === 'number' ? 4 : 5;
+    key[at] = typeof value === 'number' ? RANK.number : RANK.string;
     key[at + 1] = value;
   } else {
-    key[at] = Array.isArray(value) ? 6 : 7;
+    key[at] = Array.isArray(value) ? RANK.array : RANK.object;
     key[at + 1] = canonicalJson(value);
   }
 }
@@ -313,7 +364,7 @@ function sortKey(value: unknown, key: Array<number | string>, at: number): void 
  * Canonical JSON text: object keys sorted by UTF-16 code units, no whitespace. Written here rather
  * than taken from `canonicalize`, which throws on lone surrogates that stored strings may hold.
  */
-function canonicalJson(value: unknown): string {
+export function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
   if (isCompound(value)) {
     const object = value as Record<string, unknown>;
