@@ -413,7 +413,7 @@ describe('invalidation', () => {
     expect((await call('ephemeral', 'value')).body).toEqual({ payload: 42 });
     expect((await api(g, 'DELETE', '/v1/source/ephemeral.py', undefined, WRITE)).status).toBe(204);
     const gone = await api(g, 'POST', '/v1/interfaces/resolve', { target: 'ephemeral' }, AUTH);
-    expect(gone.status).toBe(404);
+    expect([gone.status, gone.body.detail.code]).toEqual([400, 'unknown_module']);
   });
 });
 
