@@ -7,6 +7,7 @@ import { parseArgs } from 'node:util';
 import { DEFAULT_HOST, DEFAULT_PORT, LIMITS, LOCAL_JUPYTER_ORIGINS } from '../config/constants.js';
 import { defaultOptions, isLoopback, type GatewayOptions } from '../config/options.js';
 import { LOG_LEVELS, type LogLevel } from '../ops/logger.js';
+import { isPostgresUrl, redact } from '../store/postgres/postgres-store.js';
 
 /** One row per option: the flag, its environment variable and what it does (README table). */
 export const SERVE_OPTIONS = [
@@ -14,6 +15,12 @@ export const SERVE_OPTIONS = [
   { flag: '--port', env: 'PORTICO_PORT', default: String(DEFAULT_PORT), help: 'Port to listen on (0 picks a free one).' },
   { flag: '--api-token', env: 'PORTICO_API_TOKEN', default: '', help: 'Require Authorization: Bearer <token> on every endpoint but /docs and /openapi.json.' },
   { flag: '--project-roots', env: 'PORTICO_PROJECT_ROOTS', default: '', help: 'Comma-separated directories under which requests may bind other projects.' },
+  {
+    flag: '--store',
+    env: 'PORTICO_STORE',
+    default: 'embedded',
+    help: 'Where the index lives: `embedded` (<project>/.portico/index, one gateway per project) or a postgres://user@host/db URL that several gateways share.',
+  },
   { flag: '--python', env: 'PORTICO_PYTHON', default: 'python3', help: 'Interpreter that runs the project workers.' },
   { flag: '--python-allowlist', env: 'PORTICO_PYTHON_ALLOWLIST', default: '', help: 'Comma-separated further interpreters a request may pick with X-Service-Python.' },
   {
@@ -90,6 +97,20 @@ function allowedOrigins(single: string[] | undefined, lists: string[] | undefine
   return [...new Set([...(isLoopback(host) ? LOCAL_JUPYTER_ORIGINS : []), ...origins])];
 }
 
+/** `embedded` → undefined; a postgres:// URL as given; anything else is refused. */
+export function storeOption(text: string): string | undefined {
+  if (text === 'embedded') return undefined;
+  if (isPostgresUrl(text)) {
+    try {
+      new URL(text);
+      return text;
+    } catch {
+      // refused below
+    }
+  }
+  throw new UsageError(`--store must be 'embedded' or a postgres://user@host/db URL, got '${redact(text)}'`);
+}
+
 export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): GatewayOptions {
   const { values, positionals } = parseArgs({
     args: argv,
@@ -100,6 +121,7 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
       port: { type: 'string' },
       'api-token': { type: 'string' },
       'project-roots': { type: 'string', multiple: true },
+      store: { type: 'string' },
       python: { type: 'string' },
       'python-allowlist': { type: 'string', multiple: true },
       'allow-origin': { type: 'string', multiple: true },
@@ -127,6 +149,7 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     port,
     apiToken: values['api-token'] ?? env.PORTICO_API_TOKEN ?? undefined,
     projectRoots: (values['project-roots'] ?? [env.PORTICO_PROJECT_ROOTS ?? '']).flatMap(list).map((p) => path.resolve(p)),
+    store: storeOption(values.store ?? env.PORTICO_STORE ?? 'embedded'),
     python: values.python ?? env.PORTICO_PYTHON ?? 'python3',
     pythonAllowlist: (values['python-allowlist'] ?? [env.PORTICO_PYTHON_ALLOWLIST ?? '']).flatMap(list),
     allowOrigins: allowedOrigins(values['allow-origin'], values['allow-origins'], env.PORTICO_ALLOW_ORIGINS, values.host ?? env.PORTICO_HOST ?? DEFAULT_HOST),

@@ -81,18 +81,24 @@ export function search(records: Iterable<InterfaceRecord>, request: FindRequest)
 type Getter = (record: InterfaceRecord) => unknown;
 type Test = (value: unknown) => boolean;
 
-interface NormalFilter {
+export interface NormalFilter {
   /** Record-level segments, e.g. ['config', 'lr'] or ['label']. */
   path: string[];
   op: FilterOp;
   value: unknown;
 }
 
+export interface SortKey {
+  /** Record-level segments, as in NormalFilter. */
+  path: string[];
+  direction: 'asc' | 'desc';
+}
+
 /**
  * A place in the sort order. `key` holds, per sort key, the value's type rank and a scalar that
  * orders values within the rank, so comparisons never re-walk paths or re-serialize values.
  */
-interface Position {
+export interface Position {
   key: Array<number | string>;
   uuid: string;
 }
@@ -116,13 +122,7 @@ function compile(request: ParsedFindRequest): CompiledQuery {
     return true;
   };
 
-  const sorts = request.sort.length
-    ? request.sort.map((spec) => ({
-        // The schema has checked both path forms.
-        path: spec.config_layer ? ['config', ...parsePath(spec.by)!] : (parseRecordPath(spec.by) as string[]),
-        direction: spec.direction,
-      }))
-    : [{ path: ['created_at'], direction: 'desc' as const }];
+  const sorts = sortKeys(request);
   const getters = sorts.map((sort) => getter(sort.path));
   const signs = sorts.map((sort) => (sort.direction === 'asc' ? 1 : -1));
   const compare = (a: Position, b: Position): number => {
@@ -171,6 +171,17 @@ function compile(request: ParsedFindRequest): CompiledQuery {
       };
     },
   };
+}
+
+/** The sort keys as record-level paths, or the default created_at desc. */
+function sortKeys(request: ParsedFindRequest): SortKey[] {
+  return request.sort.length
+    ? request.sort.map((spec) => ({
+        // The schema has checked both path forms.
+        path: spec.config_layer ? ['config', ...parsePath(spec.by)!] : (parseRecordPath(spec.by) as string[]),
+        direction: spec.direction,
+      }))
+    : [{ path: ['created_at'], direction: 'desc' as const }];
 }
 
 /** The field filters, `config.filters` and `filters` as one list of record-level filters. */
@@ -313,7 +324,7 @@ function sortKey(value: unknown, key: Array<number | string>, at: number): void 
  * Canonical JSON text: object keys sorted by UTF-16 code units, no whitespace. Written here rather
  * than taken from `canonicalize`, which throws on lone surrogates that stored strings may hold.
  */
-function canonicalJson(value: unknown): string {
+export function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
   if (isCompound(value)) {
     const object = value as Record<string, unknown>;
@@ -329,7 +340,7 @@ function canonicalJson(value: unknown): string {
  * A short digest of what decides the result set and its order. Filters are sorted, since ANDing
  * is order-free, so a reordered but equal query keeps its cursors valid.
  */
-function queryHash(filters: NormalFilter[], sorts: Array<{ path: string[]; direction: string }>, includeArchived: boolean): string {
+function queryHash(filters: NormalFilter[], sorts: SortKey[], includeArchived: boolean): string {
   const normal = {
     filters: filters.map((filter) => canonicalJson([filter.path.join('.'), filter.op, filter.value])).sort(),
     sort: sorts.map((sort) => [sort.path.join('.'), sort.direction]),
@@ -419,4 +430,45 @@ class BoundedHeap<T> {
   sorted(): T[] {
     return this.items.sort(this.compare);
   }
+}
+
+/**
+ * A validated request in the form a store that searches elsewhere (a server database) compiles
+ * from: the same normalized filters and sort keys as this engine, the position a cursor names,
+ * and the cursors this engine would issue, so cursors mean the same in every store.
+ */
+export interface QueryPlan {
+  filters: NormalFilter[];
+  sorts: SortKey[];
+  includeArchived: boolean;
+  limit: number;
+  offset: number;
+  /** Per sort key a type rank and an in-rank scalar (see sortKey), then the uuid; null without a cursor. */
+  after: Position | null;
+  /** The cursor that continues strictly after `record`. */
+  cursorAfter(record: InterfaceRecord): string;
+}
+
+/** Validates a request exactly as compileQuery does (same errors) and returns its plan. */
+export function planQuery(request: FindRequest): QueryPlan {
+  compileQuery(request);
+  const parsed = FindRequest.parse(request);
+  const filters = normalFilters(parsed);
+  const sorts = sortKeys(parsed);
+  const includeArchived = parsed.include_archived ?? parsed.include_hidden ?? false;
+  const hash = queryHash(filters, sorts, includeArchived);
+  const getters = sorts.map((sort) => getter(sort.path));
+  return {
+    filters,
+    sorts,
+    includeArchived,
+    limit: parsed.limit,
+    offset: parsed.offset,
+    after: parsed.cursor == null ? null : decodeCursor(parsed.cursor, hash, sorts.length),
+    cursorAfter(record) {
+      const key = new Array<number | string>(getters.length * 2);
+      getters.forEach((get, i) => sortKey(get(record), key, i * 2));
+      return encodeCursor(hash, { key, uuid: record.uuid });
+    },
+  };
 }
