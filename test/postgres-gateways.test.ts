@@ -94,6 +94,40 @@ describe('two gateways on one PostgreSQL index', () => {
   });
 });
 
+describe('hostile search input', () => {
+  it('is refused with 422 or answered correctly, never a 5xx', async () => {
+    const running = await gateway({ store: postgres.url });
+    const nasty = [`'; DROP TABLE portico_interfaces; --`, '$$ $1 $$', 'a"b\\c', '\u0000', 'é😀\uffff\ud800', ';'];
+    const created = (await api(running, 'POST', '/v1/interfaces', { target: 'counter', version: [{ start: 42 }] })).body;
+    for (const label of nasty) {
+      expect((await api(running, 'PATCH', `/v1/interfaces/${created.uuid}/label`, { label })).status).toBe(200);
+      const found = await api(running, 'POST', '/v1/interfaces/search', { label, filters: [{ path: 'label', op: 'contains', value: label }] });
+      expect(found.status).toBe(200);
+      expect(found.body.items.map((item: { uuid: string }) => item.uuid)).toEqual([created.uuid]);
+    }
+    const bodies: unknown[] = [
+      { config: { filters: [{ path: "a'; --", value: 1 }] } },
+      { config: { filters: [{ path: 'start', op: "eq'; --", value: 1 }] } },
+      { filters: [{ path: 'config.$$', value: 1 }] },
+      { sort: [{ by: 'created_at; DROP TABLE x' }] },
+      { sort: [{ by: 'a"b', config_layer: 'resolved' }] },
+      { cursor: "'; --" },
+      { config: { filters: [{ path: 'start', op: 'in', value: Array.from({ length: 10_000 }, (_, i) => i) }] } },
+      { config: { filters: [{ path: 'start', op: 'nin', value: Array.from({ length: 10_000 }, (_, i) => `x${i}`) }] } },
+      { config: { filters: [{ path: 'start', op: 'gt', value: 1e308 }, { path: 'start', op: 'lt', value: -1e308 }] } },
+      { config: { filters: [{ path: 'é', value: 1 }] } },
+      { config: { filters: [{ path: 'start.ünïcode', value: 'x' }] } },
+      { filters: [{ path: 'config.start', op: 'contains', value: { '$$': ["'"] } }] },
+    ];
+    for (const body of bodies) {
+      const answer = await api(running, 'POST', '/v1/interfaces/search', body);
+      expect([200, 422]).toContain(answer.status);
+    }
+    const inList = await api(running, 'POST', '/v1/interfaces/search', { config: { filters: [{ path: 'start', op: 'in', value: Array.from({ length: 10_000 }, (_, i) => i) }] } });
+    expect(inList.body.items.map((item: { uuid: string }) => item.uuid)).toEqual([created.uuid]);
+  });
+});
+
 describe('losing the database', () => {
   it('answers 503 store_unavailable while it is down and serves again by itself when it is back', async () => {
     const running = await gateway({ store: postgres.url });
