@@ -28,7 +28,7 @@ export function interfaceRoutes(gateway: Gateway) {
       description: 'The non-archived interfaces of the project, newest first.',
       query: ListQuery,
       response: InterfaceList,
-      errors: [401, 403],
+      errors: [401, 403, 503],
       handler: async (ctx, { query }) => interfaces.list(await bindRequest(ctx, gateway), query.limit),
     }),
     route({
@@ -40,7 +40,7 @@ export function interfaceRoutes(gateway: Gateway) {
         'Materializes an interface. The uuid is the content hash of module, resolved config and predicate unless the client supplies one; an existing uuid returns that instance unchanged.',
       body: CreateInterfaceRequest,
       response: InterfaceInfo,
-      errors: [400, 401, 403, 404],
+      errors: [400, 401, 403, 404, 503],
       handler: async (ctx, { body }) => interfaces.create(await bindRequest(ctx, gateway), body),
     }),
     route({
@@ -78,7 +78,7 @@ export function interfaceRoutes(gateway: Gateway) {
         'Filters on module, kind, created_by, label and config paths (eq, ne, lt, lte, gt, gte, in, nin, contains, exists), sorts by several keys with a uuid tiebreaker, pages by limit/offset or by cursor. Archived records are hidden unless include_archived.',
       body: FindRequest,
       response: SearchResponse,
-      errors: [401, 403],
+      errors: [401, 403, 503],
       handler: async (ctx, { body }) => interfaces.search(await bindRequest(ctx, gateway), body),
     }),
     route({
@@ -90,7 +90,7 @@ export function interfaceRoutes(gateway: Gateway) {
         'The resolved config, the uuid it would get and the `portico get` line that creates it; nothing is materialized. Problems answer 400 with issues attached to config paths.',
       body: ResolveRequest,
       response: ResolveResponse,
-      errors: [400, 401, 403, 404],
+      errors: [400, 401, 403, 404, 503],
       handler: async (ctx, { body }) => interfaces.resolve(await bindRequest(ctx, gateway), body.target, body.version),
     }),
     route({
@@ -100,7 +100,7 @@ export function interfaceRoutes(gateway: Gateway) {
       summary: 'Get an interface',
       params: UuidParams,
       response: InterfaceInfo,
-      errors: [401, 403, 404],
+      errors: [401, 403, 404, 503],
       handler: async (ctx, { params }) => interfaces.get(await bindRequest(ctx, gateway), params.uuid),
     }),
     route({
@@ -111,7 +111,7 @@ export function interfaceRoutes(gateway: Gateway) {
       description: 'Removes the record from the index and drops its live instance.',
       params: UuidParams,
       response: null,
-      errors: [401, 403, 404],
+      errors: [401, 403, 404, 503],
       handler: async (ctx, { params }) => interfaces.delete(await bindRequest(ctx, gateway), params.uuid),
     }),
     route({
@@ -123,7 +123,7 @@ export function interfaceRoutes(gateway: Gateway) {
       params: UuidParams,
       body: SetLabelRequest,
       response: InterfaceInfo,
-      errors: [401, 403, 404],
+      errors: [401, 403, 404, 503],
       handler: async (ctx, { params, body }) => interfaces.setLabel(await bindRequest(ctx, gateway), params.uuid, body.label),
     }),
     route({
@@ -135,7 +135,7 @@ export function interfaceRoutes(gateway: Gateway) {
       params: UuidParams,
       query: ArchiveQuery,
       response: InterfaceInfo,
-      errors: [401, 403, 404],
+      errors: [401, 403, 404, 503],
       handler: async (ctx, { params, query }) => interfaces.archive(await bindRequest(ctx, gateway), params.uuid, query.restore),
     }),
   ];
