@@ -26,7 +26,7 @@ export async function seedPostgres(client, project, count, { from = 0, batch = 1
     const end = Math.min(from + count, start + batch) - 1;
     await client.query(
       `WITH n AS (
-         SELECT i, trim_scale((i % 1000)::numeric / 1000) AS lr, trim_scale(((i * 7919) % 101)::numeric / 100) AS beta,
+         SELECT i, trim_scale((i % 1000)::numeric / 1000) AS lr, trim_scale(((i::bigint * 7919) % 101)::numeric / 100) AS beta,
                 (i % 5 = 0) AS warm, (ARRAY['sgd','adam','rmsprop'])[i % 3 + 1] AS optimizer, 't' || (i % 7) AS tag
          FROM generate_series($2::int, $3::int) AS i
        )

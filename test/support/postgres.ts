@@ -4,16 +4,9 @@
  * PORTICO_TEST_POSTGRES. Either way each suite gets a fresh database of its own. Nothing here
  * skips: a suite whose PostgreSQL cannot start fails with the reason.
  */
-import { execFile } from 'node:child_process';
-import { chown, mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir, userInfo } from 'node:os';
-import path from 'node:path';
-import { promisify } from 'node:util';
 import pg from 'pg';
 // @ts-expect-error: a plain .mjs script without types
-import { findPostgresBin } from '../../scripts/provision-postgres.mjs';
-
-const run = promisify(execFile);
+import { startCluster } from '../../scripts/provision-postgres.mjs';
 
 export interface TestPostgres {
   /** A connection string for the suite's own database. */
@@ -24,21 +17,6 @@ export interface TestPostgres {
   start(): Promise<void>;
   /** Drops the database and, for a throwaway cluster, stops it and removes its folder. */
   close(): Promise<void>;
-}
-
-/** initdb and postgres refuse to run as root: as root, run them as the `postgres` user. */
-function asServerUser(bin: string, args: string[]): [string, string[]] {
-  return process.getuid?.() === 0 ? ['runuser', ['-u', 'postgres', '--', bin, ...args]] : [bin, args];
-}
-
-async function serverCommand(bin: string, args: string[]): Promise<void> {
-  const [cmd, argv] = asServerUser(bin, args);
-  try {
-    await run(cmd, argv, { timeout: 60_000 });
-  } catch (err) {
-    const { stdout, stderr } = err as { stdout?: string; stderr?: string };
-    throw new Error(`${path.basename(bin)} ${args.join(' ')} failed: ${(err as Error).message}\n${stdout ?? ''}${stderr ?? ''}`);
-  }
 }
 
 async function createDatabase(adminUrl: string): Promise<{ url: string; drop: () => Promise<void> }> {
@@ -68,7 +46,8 @@ async function createDatabase(adminUrl: string): Promise<{ url: string; drop: ()
 
 /**
  * Starts (or borrows) a PostgreSQL and makes a fresh database on it. `durable: false` turns off
- * fsync in a throwaway cluster, for suites that test semantics and never crash the server.
+ * fsync in a throwaway cluster (scripts/provision-postgres.mjs, startCluster), for suites that
+ * test semantics and never crash the server.
  */
 export async function startPostgres({ durable = true } = {}): Promise<TestPostgres> {
   const named = process.env.PORTICO_TEST_POSTGRES;
@@ -79,39 +58,12 @@ export async function startPostgres({ durable = true } = {}): Promise<TestPostgr
     };
     return { url: db.url, stop: refuse, start: refuse, close: db.drop };
   }
-  const bin = process.env.PORTICO_POSTGRES_BIN ?? findPostgresBin();
-  if (!bin) throw new Error('no PostgreSQL binaries (initdb, pg_ctl): run `npm run provision`, or set PORTICO_TEST_POSTGRES');
-  const dir = await mkdtemp(path.join(tmpdir(), 'portico-pg-'));
-  const data = path.join(dir, 'data');
-  if (process.getuid?.() === 0) {
-    const { uid, gid } = await run('id', ['-u', 'postgres']).then(async ({ stdout }) => ({
-      uid: Number(stdout),
-      gid: Number((await run('id', ['-g', 'postgres'])).stdout),
-    }));
-    await chown(dir, uid, gid);
-  }
-  const user = process.getuid?.() === 0 ? 'postgres' : userInfo().username;
-  const pgCtl = path.join(bin, 'pg_ctl');
-  // No TCP listener: the socket lives in the suite's own folder, so suites never collide on a port.
-  const serverOptions = `-c listen_addresses= -k ${dir} -c max_connections=200${durable ? '' : ' -c fsync=off -c synchronous_commit=off -c full_page_writes=off'}`;
-  const start = () => serverCommand(pgCtl, ['-D', data, '-o', serverOptions, '-l', path.join(dir, 'server.log'), '-w', '-t', '60', 'start']);
-  const stop = () => serverCommand(pgCtl, ['-D', data, '-m', 'fast', '-w', 'stop']);
+  const cluster = await startCluster({ durable });
   try {
-    await serverCommand(path.join(bin, 'initdb'), ['-D', data, '-A', 'trust', '-U', user, '--no-sync', '-E', 'UTF8', '--locale', 'C']);
-    await start();
-    const db = await createDatabase(`postgres://${encodeURIComponent(user)}@localhost/postgres?host=${encodeURIComponent(dir)}`);
-    return {
-      url: db.url,
-      stop,
-      start,
-      async close() {
-        await stop().catch(() => undefined);
-        await rm(dir, { recursive: true, force: true });
-      },
-    };
+    const db = await createDatabase(cluster.url);
+    return { url: db.url, stop: cluster.stop, start: cluster.start, close: cluster.close };
   } catch (err) {
-    await stop().catch(() => undefined);
-    await rm(dir, { recursive: true, force: true });
+    await cluster.close();
     throw err;
   }
 }
