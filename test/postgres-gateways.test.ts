@@ -7,6 +7,7 @@
  */
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SCHEMA_VERSION } from '../packages/server/src/store/postgres/schema.js';
 import { api, cleanup, gateway, tempProject } from './helpers.js';
 import { startPostgres, type TestPostgres } from './support/postgres.js';
 
@@ -91,6 +92,26 @@ describe('two gateways on one PostgreSQL index', () => {
     const project = await tempProject();
     await gateway({ project });
     await expect(gateway({ project })).rejects.toMatchObject({ code: 'conflict' });
+  });
+});
+
+describe('the schema', () => {
+  it('is migrated at start, and a gateway refuses a schema newer than it knows, saying so', async () => {
+    await gateway({ store: postgres.url });
+    const client = new pg.Client({ connectionString: postgres.url });
+    await client.connect();
+    try {
+      const { rows } = await client.query<{ version: number }>('SELECT version FROM portico_schema');
+      expect(rows).toEqual([{ version: SCHEMA_VERSION }]);
+      await client.query('UPDATE portico_schema SET version = $1', [SCHEMA_VERSION + 1]);
+      await expect(gateway({ store: postgres.url })).rejects.toMatchObject({
+        code: 'store_unavailable',
+        message: expect.stringContaining(`schema version ${SCHEMA_VERSION + 1}, newer than this gateway knows (${SCHEMA_VERSION})`),
+      });
+    } finally {
+      await client.query('UPDATE portico_schema SET version = $1', [SCHEMA_VERSION]);
+      await client.end();
+    }
   });
 });
 
