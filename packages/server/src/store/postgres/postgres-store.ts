@@ -12,15 +12,15 @@
  *   new connections on the next call, so the gateway recovers by itself once it is back.
  */
 import pg from 'pg';
+import { LIMITS } from '../../config/constants.js';
 import type { FindRequest, SearchResponse } from '../../contract/search.js';
 import { PorticoError } from '../../errors.js';
-import { removeInterfaceDir, writeRecordFile } from '../files.js';
+import { interfaceDir, removeInterfaceDir, writeRecordFile } from '../files.js';
 import { planQuery } from '../query.js';
 import type { InterfaceRecord, RecordPatch, Store } from '../store.js';
 import { codeText, INSERT_COLUMNS, RECORD_COLUMNS, recordValues, rowRecord, type RecordRow } from './coding.js';
 import { migrate } from './schema.js';
 import { searchStatement } from './search-sql.js';
-import { LIMITS } from '../../config/constants.js';
 
 /** True for a store option naming a PostgreSQL server rather than the embedded store. */
 export function isPostgresUrl(store: string | undefined): store is string {
@@ -142,6 +142,8 @@ export class PostgresStore implements Store {
   }
 
   async insert(record: InterfaceRecord): Promise<{ record: InterfaceRecord; created: boolean }> {
+    // A uuid that cannot name a directory is refused before a row exists (invalid_argument).
+    interfaceDir(this.project, record.uuid);
     const { rows } = await this.index.query<RecordRow>(INSERT, [this.project, ...recordValues(record)]);
     if (rows[0]) {
       // Beside the interface's data, for `portico reindex` and for travel, as the embedded store does.
