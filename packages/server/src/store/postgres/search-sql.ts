@@ -146,19 +146,19 @@ interface SortColumns {
   /** ORDER BY expressions (ascending form). */
   order: string[];
   /** SQL conditions for "this record's key is after / equal to the cursor's" in ascending order. */
-  compare(b: Builder, rank: number, scalar: number | string, desc: boolean): { after: string; equal: string; bound?: string };
+  compare(rank: number, scalar: number | string, desc: boolean): { after: string; equal: string; bound?: string };
 }
 
 function sortColumns(b: Builder, path: string[]): SortColumns {
   const [root] = path;
-  const lt = (desc: boolean) => (desc ? '<' : '>');
+  const beyond = (desc: boolean) => (desc ? '<' : '>');
   if (path.length === 1 && TEXT_FIELDS.has(root!)) {
     // Always a string (rank 5): the column itself orders it, as its indexes do.
     return {
       order: [root!],
-      compare: (_b, _rank, scalar, desc) => {
+      compare: (_rank, scalar, desc) => {
         const at = b.param(codeText(scalar as string));
-        return { after: `${root} ${lt(desc)} ${at}`, equal: `${root} = ${at}`, bound: `${root} ${lt(desc)}= ${at}` };
+        return { after: `${root} ${beyond(desc)} ${at}`, equal: `${root} = ${at}`, bound: `${root} ${beyond(desc)}= ${at}` };
       },
     };
   }
@@ -166,7 +166,7 @@ function sortColumns(b: Builder, path: string[]): SortColumns {
     // Null (rank 1) before strings (rank 5).
     return {
       order: ['(label IS NOT NULL)', 'label'],
-      compare: (_b, rank, scalar, desc) => {
+      compare: (rank, scalar, desc) => {
         if (rank === 1) return { after: desc ? 'false' : 'label IS NOT NULL', equal: 'label IS NULL' };
         const at = b.param(codeText(scalar as string));
         return { after: desc ? `(label IS NULL OR label < ${at})` : `label > ${at}`, equal: `label = ${at}` };
@@ -176,7 +176,7 @@ function sortColumns(b: Builder, path: string[]): SortColumns {
   if (root === 'archived') {
     return {
       order: ['archived'],
-      compare: (_b, rank, _scalar, desc) => {
+      compare: (rank, _scalar, desc) => {
         const value = rank === 3;
         const after = desc ? (value ? 'NOT archived' : 'false') : value ? 'false' : 'archived';
         return { after, equal: value ? 'archived' : 'NOT archived' };
@@ -189,12 +189,12 @@ function sortColumns(b: Builder, path: string[]): SortColumns {
   const text = `(CASE jsonb_typeof(${v}) WHEN 'string' THEN ${v} #>> '{}' WHEN 'array' THEN sort_text ->> ${b.param(path.slice(1).join('.'))} WHEN 'object' THEN sort_text ->> ${b.param(path.slice(1).join('.'))} END) COLLATE "C"`;
   return {
     order: [rank, number, text],
-    compare: (_b, cursorRank, scalar, desc) => {
+    compare: (cursorRank, scalar, desc) => {
       const at = b.param(cursorRank, '::int');
-      const after = `${rank} ${lt(desc)} ${at}`;
+      const after = `${rank} ${beyond(desc)} ${at}`;
       if (cursorRank < 4) return { after, equal: `${rank} = ${at}` };
       const [column, value] = cursorRank === 4 ? [number, b.param(JSON.stringify(scalar), '::numeric')] : [text, b.param(codeText(scalar as string))];
-      return { after: `(${after} OR (${rank} = ${at} AND ${column} ${lt(desc)} ${value}))`, equal: `(${rank} = ${at} AND ${column} = ${value})` };
+      return { after: `(${after} OR (${rank} = ${at} AND ${column} ${beyond(desc)} ${value}))`, equal: `(${rank} = ${at} AND ${column} = ${value})` };
     },
   };
 }
@@ -205,7 +205,7 @@ function afterSql(b: Builder, sorts: Array<{ columns: SortColumns; desc: boolean
   let bound: string | undefined;
   for (let i = sorts.length - 1; i >= 0; i--) {
     const { columns, desc } = sorts[i]!;
-    const cmp = columns.compare(b, after.key[2 * i] as number, after.key[2 * i + 1]!, desc);
+    const cmp = columns.compare(after.key[2 * i] as number, after.key[2 * i + 1]!, desc);
     condition = `(${cmp.after} OR (${cmp.equal} AND ${condition}))`;
     if (i === 0) bound = cmp.bound;
   }
