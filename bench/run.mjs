@@ -7,6 +7,7 @@ import { binaryFloor, binaryGateway, startBinaryFloor } from './binary.mjs';
 import { executionsBench } from './executions.mjs';
 import { widgetsBench } from './widgets.mjs';
 import { indexBench } from './index.mjs';
+import { postgresBench } from './postgres.mjs';
 import { pipeEchoRtt, startWsEcho, wsEchoRtt, wsEchoThroughput } from './floors.mjs';
 import { demoProject, report, ROOT, rssMb, startGateway } from './lib.mjs';
 
@@ -89,6 +90,7 @@ console.log('\nConfig index (issue 3): REST search and durable creates on a seed
 const indexProject = await demoProject();
 try {
   report(await indexBench(indexProject.dir));
+  report(await postgresBench(indexProject.dir));
 } finally {
   await indexProject.remove();
 }
