@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `npm run bench`: every figure beside its floor measured in this same run. Never part of `npm test`.
 // `npm run bench -- calls binary` runs only the named sections (floors, calls, binary, widgets,
-// executions, index, slurm), so a before/after comparison of one part need not wait for all of them.
+// executions, index, postgres, slurm), so a before/after comparison of one part need not wait for all of them.
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { restCalls, wsCallLoop, wsCallPipelined } from './calls.mjs';
@@ -9,6 +9,7 @@ import { binaryFloor, binaryGateway, startBinaryFloor } from './binary.mjs';
 import { executionsBench } from './executions.mjs';
 import { widgetsBench } from './widgets.mjs';
 import { indexBench } from './index.mjs';
+import { postgresBench } from './postgres.mjs';
 import { pipeEchoRtt, startWsEcho, wsEchoRtt, wsEchoThroughput } from './floors.mjs';
 import { demoProject, report, ROOT, rssMb, startGateway } from './lib.mjs';
 
@@ -17,7 +18,7 @@ if (!existsSync(path.join(ROOT, 'packages/server/dist/cli/main.js'))) {
   process.exit(1);
 }
 
-const SECTIONS = ['floors', 'calls', 'binary', 'widgets', 'executions', 'index', 'slurm'];
+const SECTIONS = ['floors', 'calls', 'binary', 'widgets', 'executions', 'index', 'postgres', 'slurm'];
 const only = process.argv.slice(2);
 for (const name of only) {
   if (!SECTIONS.includes(name)) {
@@ -114,6 +115,16 @@ if (want('index')) {
     report(await indexBench(indexProject.dir));
   } finally {
     await indexProject.remove();
+  }
+}
+
+if (want('postgres')) {
+  console.log('\nConfig index on PostgreSQL (issue 18): 1M records seeded in bulk, beside a Map scan');
+  const pgProject = await demoProject();
+  try {
+    report(await postgresBench(pgProject.dir));
+  } finally {
+    await pgProject.remove();
   }
 }
 

@@ -14,6 +14,7 @@ import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureSlurm } from './provision-slurm.mjs';
+import { ensurePostgres } from './provision-postgres.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const CHROMIUM = '/usr/bin/chromium';
@@ -27,9 +28,9 @@ const BASE_PYTHON = 'python3';
 // opens them unmodified when this kernel connects.
 const KERNEL_DISPLAY_NAME = 'Python 3 (ipykernel)';
 
-const log = (line) => console.log(`provision: ${line}`);
+export const log = (line) => console.log(`provision: ${line}`);
 
-class ProvisionError extends Error {}
+export class ProvisionError extends Error {}
 
 /** Runs a command with its output shown; throws a ProvisionError naming it when it fails. */
 function sh(cmd, args, { what, ...opts } = {}) {
@@ -53,11 +54,11 @@ function onPath(cmd) {
 function aptPrefix() {
   if (process.getuid?.() === 0) return [];
   if (onPath('sudo')) return process.stdin.isTTY ? ['sudo'] : ['sudo', '-n'];
-  throw new ProvisionError(`chromium: ${CHROMIUM} is missing, and installing it needs root or sudo; run \`apt-get install -y chromium\` as root`);
+  throw new ProvisionError('installing Debian packages needs root or sudo; run `npm run provision` as root');
 }
 
-function apt(args, what) {
-  if (!onPath('apt-get')) throw new ProvisionError(`${what}: apt-get is not available here; install Debian's chromium package by hand`);
+export function apt(args, what) {
+  if (!onPath('apt-get')) throw new ProvisionError(`${what}: apt-get is not available here; install the Debian package by hand`);
   const [cmd, ...pre] = [...aptPrefix(), 'apt-get'];
   sh(cmd, [...pre, ...args], { what, env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
 }
@@ -118,16 +119,16 @@ export function ensureVenv() {
 export function provision() {
   const started = Date.now();
   const errors = [];
-  for (const step of [ensureChromium, ensureVenv, ensureSlurm]) {
+  const env = { PORTICO_TEST_PYTHON: VENV_PYTHON, PORTICO_CHROMIUM: CHROMIUM };
+  for (const step of [ensureChromium, ensureVenv, ensurePostgres, ensureSlurm]) {
     try {
-      step();
+      Object.assign(env, step());
     } catch (err) {
       const reason = err instanceof ProvisionError ? err.message : `${step.name}: ${err?.stack ?? err}`;
       log(`FAILED ${reason}`);
       errors.push(reason);
     }
   }
-  const env = { PORTICO_TEST_PYTHON: VENV_PYTHON, PORTICO_CHROMIUM: CHROMIUM };
   log(`${errors.length ? `${errors.length} step(s) failed` : 'ready'} in ${((Date.now() - started) / 1000).toFixed(2)} s`);
   return { env, errors };
 }

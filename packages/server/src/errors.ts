@@ -42,6 +42,7 @@ export const ERROR_CODES = {
   worker_unavailable: { status: 503, meaning: 'The Python worker could not be started.' },
   scheduler_unavailable: { status: 503, meaning: 'The cluster scheduler (Slurm) cannot be reached; the run was not submitted.' },
   shutting_down: { status: 503, meaning: 'The gateway is stopping; retry against the next one (sockets close with 1001).' },
+  store_unavailable: { status: 503, meaning: 'The index database cannot be reached (or its schema is newer than this gateway); the gateway reconnects by itself, retry shortly.' },
   oidc_unavailable: { status: 503, meaning: "The OpenID provider's discovery document or keys cannot be fetched; OIDC tokens cannot be checked now." },
   timeout: { status: 504, meaning: 'The call exceeded its time limit and was cancelled.' },
   source_token_required: { status: 403, meaning: 'A source write (PUT or DELETE /v1/source/{path}, POST /v1/source/move) needs the right X-Service-Source-Token besides Authorization.' },

@@ -1,5 +1,5 @@
 /**
- * `portico get`, `portico reindex` and `portico fetch`: the index and remotes from the command
+ * `portico get`, `portico reindex`, `portico index copy` and `portico fetch`: the index and remotes from the command
  * line. `get` runs the same service layer as the gateway, in-process (it takes the project's
  * index lock), or talks to a running gateway with --url.
  */
@@ -10,8 +10,12 @@ import { defaultOptions } from '../config/options.js';
 import { PorticoError } from '../errors.js';
 import { Gateway } from '../service/gateway.js';
 import { RemoteModules } from '../service/remotes.js';
+import { copyIndex } from '../store/copy.js';
+import { readRecordFiles } from '../store/files.js';
 import { LowdbStore } from '../store/lowdb-store.js';
-import { UsageError } from './options.js';
+import { isPostgresUrl, PostgresIndex, PostgresStore } from '../store/postgres/postgres-store.js';
+import type { Store } from '../store/store.js';
+import { storeOption, UsageError } from './options.js';
 
 /** A CLI version word: `~name`, `~name(args)`, `a.b=value`, or a JSON object. */
 export function parseVersionWord(word: string): unknown {
@@ -101,11 +105,81 @@ export async function get(argv: string[]): Promise<number> {
   }
 }
 
+/** `portico reindex` options (its --help). */
+export const REINDEX_OPTIONS = [{ flag: '--store S', help: 'The index to rebuild: embedded, or a postgres:// URL.', default: 'embedded', env: 'PORTICO_STORE' }];
+
 export async function reindex(argv: string[]): Promise<number> {
-  const { positionals } = parseArgs({ args: argv, allowPositionals: true, options: {} });
-  const project = path.resolve(positionals[0] ?? process.cwd());
-  const count = await LowdbStore.reindex(project);
+  const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: { store: { type: 'string' } } });
+  const store = storeOption(values.store ?? process.env.PORTICO_STORE ?? 'embedded');
+  const project = await realpath(path.resolve(positionals[0] ?? process.cwd()));
+  const count = await withStoreErrors('reindex', async () => {
+    if (store === undefined) return LowdbStore.reindex(project);
+    const index = PostgresIndex.connect(store);
+    try {
+      return await (await index.open(project)).replaceAll(await readRecordFiles(project));
+    } finally {
+      await index.close();
+    }
+  });
+  if (count === undefined) return 1;
   process.stdout.write(`Indexed ${count} interface${count === 1 ? '' : 's'} of ${project}\n`);
+  return 0;
+}
+
+/** `portico index copy` options (its --help). */
+export const INDEX_COPY_OPTIONS = [
+  { flag: '--from S', help: 'The source: a project directory (its embedded index) or a postgres:// URL.' },
+  { flag: '--to S', help: 'The target: a project directory or a postgres:// URL.' },
+  { flag: '--project P', help: 'The project the records belong to in PostgreSQL.', default: 'the directory of --from or --to' },
+];
+
+/** Runs a store command; a PorticoError (lock held, database unreachable) is printed and yields undefined. */
+async function withStoreErrors<T>(command: string, work: () => Promise<T>): Promise<T | undefined> {
+  try {
+    return await work();
+  } catch (err) {
+    if (!(err instanceof PorticoError)) throw err;
+    process.stderr.write(`portico ${command}: ${err.code}: ${err.message}\n`);
+    return undefined;
+  }
+}
+
+export async function indexCommand(argv: string[]): Promise<number> {
+  const [sub, ...rest] = argv;
+  if (sub !== 'copy') throw new UsageError(`index takes the subcommand copy, got '${sub ?? ''}'`);
+  const { values } = parseArgs({ args: rest, options: { from: { type: 'string' }, to: { type: 'string' }, project: { type: 'string' } } });
+  if (!values.from || !values.to) throw new UsageError('index copy needs --from and --to');
+  const ends = [values.from, values.to];
+  const dirs = ends.filter((end) => !isPostgresUrl(end));
+  if (dirs.length === 2) throw new UsageError('index copy moves an index into or out of PostgreSQL: one of --from and --to must be a postgres:// URL');
+  const projectText = values.project ?? dirs[0];
+  if (!projectText) throw new UsageError('index copy between two databases needs --project');
+  const project = await realpath(path.resolve(projectText)).catch(() => {
+    throw new UsageError(`Project directory '${path.resolve(projectText)}' does not exist`);
+  });
+  const opened: Array<{ store: Store; close: () => Promise<void> }> = [];
+  const open = async (end: string) => {
+    if (!isPostgresUrl(end)) {
+      if ((await realpath(path.resolve(end))) !== project) throw new UsageError(`--project must be the directory given (${end}) when one is given`);
+      const store = await LowdbStore.open(project);
+      opened.push({ store, close: () => store.close() });
+      return store;
+    }
+    const index = PostgresIndex.connect(storeOption(end)!);
+    opened.push({ store: new PostgresStore(index, project), close: () => index.close() });
+    await index.ready();
+    return opened.at(-1)!.store;
+  };
+  const done = await withStoreErrors('index copy', async () => {
+    try {
+      const [from, to] = [await open(values.from!), await open(values.to!)];
+      return await copyIndex(from, to, ({ read, created, updated }) => process.stderr.write(`  ${read} read, ${created} created, ${updated} updated\n`));
+    } finally {
+      for (const { close } of opened.reverse()) await close();
+    }
+  });
+  if (!done) return 1;
+  process.stdout.write(`Copied the index of ${project}: ${done.read} records, ${done.created} new, ${done.updated} updated, ${done.read - done.created - done.updated} already there\n`);
   return 0;
 }
 

@@ -4,13 +4,15 @@ import path from 'node:path';
 import type { GatewayOptions } from '../config/options.js';
 import { VERSION } from '../config/constants.js';
 import { startServer } from '../server.js';
-import { FETCH_OPTIONS, fetchRemotes, get, GET_OPTIONS, reindex } from './commands.js';
+import { redact } from '../store/postgres/postgres-store.js';
+import { FETCH_OPTIONS, fetchRemotes, get, GET_OPTIONS, INDEX_COPY_OPTIONS, indexCommand, reindex, REINDEX_OPTIONS } from './commands.js';
 import { parseServeArgs, SERVE_OPTIONS, UsageError } from './options.js';
 
 const USAGE = `Usage:
   portico serve [PROJECT] [options]        serve the interface classes of PROJECT (default: .)
   portico get MODULE [VERSION…] [options]  create (or find) an interface and print its InterfaceInfo
-  portico reindex [PROJECT]                rebuild the index from the interface directories
+  portico reindex [PROJECT] [--store S]    rebuild the index from the interface directories
+  portico index copy --from S --to S       copy an index between a project and PostgreSQL
   portico fetch [MODULE] [options]         fetch the remote modules declared in portico.json
   portico COMMAND --help                   the options of one command
 
@@ -48,12 +50,24 @@ Options:
 ${optionLines(GET_OPTIONS)}
   ${'--help'.padEnd(22)} this help
 `,
-  reindex: `Usage: portico reindex [PROJECT]
+  reindex: `Usage: portico reindex [PROJECT] [--store S]
 
 Rebuilds the index of PROJECT (default: the current directory) from its interface directories,
-keeping created_by, label and archived. Stop the gateway serving it first.
+keeping created_by, label and archived, in the embedded store (stop the gateway serving it
+first) or in PostgreSQL (in one transaction, beside running gateways).
 
 Options:
+${optionLines(REINDEX_OPTIONS)}
+  ${'--help'.padEnd(22)} this help
+`,
+  index: `Usage: portico index copy --from S --to S [--project P]
+
+Copies the index of a project from its embedded store into PostgreSQL, or back, keeping uuid,
+created_by, created_at, label and archived. Idempotent and resumable: run it again after an
+interruption. The embedded side must not be served meanwhile (it takes the project's lock).
+
+Options:
+${optionLines(INDEX_COPY_OPTIONS)}
   ${'--help'.padEnd(22)} this help
 `,
   fetch: `Usage: portico fetch [MODULE] [options]
@@ -104,6 +118,8 @@ export async function main(argv: string[]): Promise<number> {
         return await get(rest);
       case 'reindex':
         return await reindex(rest);
+      case 'index':
+        return await indexCommand(rest);
       case 'fetch':
         return await fetchRemotes(rest);
       case '--version':
@@ -135,7 +151,7 @@ function banner(url: string, project: string, options: GatewayOptions): string {
     `Portico ${VERSION} serving ${project}`,
     `  Open     ${url}/   (modules with live widgets)`,
     `  Docs     ${url}/docs   (API ${url}/v1, socket ${url.replace(/^http/, 'ws')}/v1/interfaces/ws)`,
-    `  Store    embedded index in ${path.join(project, '.portico')}`,
+    `  Store    ${options.store ? `PostgreSQL at ${redact(options.store)} (shared with other gateways)` : `embedded index in ${path.join(project, '.portico')}`}`,
     `  Runs     ${options.executor === 'slurm' ? `Slurm jobs (sbatch${options.slurm.partition ? ` --partition=${options.slurm.partition}` : ''}${options.slurm.account ? ` --account=${options.slurm.account}` : ''})` : 'local processes'}`,
     `  Auth     ${authLine(options)}`,
     `  Origins  ${origins}`,

@@ -9,6 +9,7 @@ import { defaultOptions, isLoopback, type GatewayOptions } from '../config/optio
 import { Resources } from '../contract/executions.js';
 import { EXECUTORS, type ExecutorName } from '../executors/executor.js';
 import { LOG_LEVELS, type LogLevel } from '../ops/logger.js';
+import { isPostgresUrl, redact } from '../store/postgres/postgres-store.js';
 
 /** One row per option: the flag, its environment variable and what it does (README table). */
 export const SERVE_OPTIONS = [
@@ -16,6 +17,12 @@ export const SERVE_OPTIONS = [
   { flag: '--port', env: 'PORTICO_PORT', default: String(DEFAULT_PORT), help: 'Port to listen on (0 picks a free one).' },
   { flag: '--api-token', env: 'PORTICO_API_TOKEN', default: '', help: 'Require Authorization: Bearer <token> on every endpoint but /docs and /openapi.json.' },
   { flag: '--project-roots', env: 'PORTICO_PROJECT_ROOTS', default: '', help: 'Comma-separated directories under which requests may bind other projects.' },
+  {
+    flag: '--store',
+    env: 'PORTICO_STORE',
+    default: 'embedded',
+    help: 'Where the index lives: `embedded` (<project>/.portico/index, one gateway per project) or a postgres://user@host/db URL that several gateways share.',
+  },
   { flag: '--python', env: 'PORTICO_PYTHON', default: 'python3', help: 'Interpreter that runs the project workers.' },
   { flag: '--python-allowlist', env: 'PORTICO_PYTHON_ALLOWLIST', default: '', help: 'Comma-separated further interpreters a request may pick with X-Service-Python.' },
   {
@@ -108,6 +115,20 @@ function allowedOrigins(single: string[] | undefined, lists: string[] | undefine
   return [...new Set([...(isLoopback(host) ? LOCAL_JUPYTER_ORIGINS : []), ...origins])];
 }
 
+/** `embedded` → undefined; a postgres:// URL as given; anything else is refused. */
+export function storeOption(text: string): string | undefined {
+  if (text === 'embedded') return undefined;
+  if (isPostgresUrl(text)) {
+    try {
+      new URL(text);
+      return text;
+    } catch {
+      // refused below
+    }
+  }
+  throw new UsageError(`--store must be 'embedded' or a postgres://user@host/db URL, got '${redact(text)}'`);
+}
+
 export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): GatewayOptions {
   const { values, positionals } = parseArgs({
     args: argv,
@@ -118,6 +139,7 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
       port: { type: 'string' },
       'api-token': { type: 'string' },
       'project-roots': { type: 'string', multiple: true },
+      store: { type: 'string' },
       python: { type: 'string' },
       'python-allowlist': { type: 'string', multiple: true },
       'allow-origin': { type: 'string', multiple: true },
@@ -148,6 +170,7 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     port,
     apiToken: values['api-token'] ?? env.PORTICO_API_TOKEN ?? undefined,
     projectRoots: (values['project-roots'] ?? [env.PORTICO_PROJECT_ROOTS ?? '']).flatMap(list).map((p) => path.resolve(p)),
+    store: storeOption(values.store ?? env.PORTICO_STORE ?? 'embedded'),
     python: values.python ?? env.PORTICO_PYTHON ?? 'python3',
     pythonAllowlist: (values['python-allowlist'] ?? [env.PORTICO_PYTHON_ALLOWLIST ?? '']).flatMap(list),
     allowOrigins: allowedOrigins(values['allow-origin'], values['allow-origins'], env.PORTICO_ALLOW_ORIGINS, values.host ?? env.PORTICO_HOST ?? DEFAULT_HOST),

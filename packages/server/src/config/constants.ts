@@ -40,6 +40,10 @@ export const LIMITS = {
   indexLockWaitMs: 30 * 1000,
   /** How often it asks again meanwhile (ms). */
   indexLockRetryMs: 25,
+  /** Connections one gateway keeps at most to a PostgreSQL index (--store postgres://…). */
+  storePoolSize: 20,
+  /** How long a store call waits for a connection to the PostgreSQL index before answering 503 store_unavailable (ms). */
+  storeConnectTimeoutMs: 5 * 1000,
   /** Default bound on a shutdown's drain: in-flight requests and calls may finish this long before they are cut (ms). */
   shutdownDrainMs: 5 * 1000,
   /** Grace period between asking a worker to stop and killing it (ms). */

@@ -12,6 +12,11 @@ export interface GatewayOptions {
   port: number;
   /** When set, every endpoint but /docs and /openapi.json needs `Authorization: Bearer <token>`. */
   apiToken?: string | undefined;
+  /**
+   * Where the index lives: undefined for the embedded store (`<project>/.portico/index/`), or a
+   * `postgres://` connection string for one index shared by several gateways.
+   */
+  store?: string | undefined;
   /** Directories under which requests may bind other projects (empty: only the launch project). */
   projectRoots: string[];
   /** The default interpreter for workers. */

@@ -124,6 +124,6 @@ const STATUS_TEXT: Record<number, string> = {
   412: 'Precondition failed',
   413: 'Payload too large',
   502: 'Worker crashed',
-  503: 'Worker unavailable',
+  503: 'Unavailable: the Python worker (worker_unavailable) or the index database (store_unavailable)',
   504: 'Call timed out',
 };

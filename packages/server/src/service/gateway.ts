@@ -13,6 +13,7 @@ import { PorticoError } from '../errors.js';
 import { KernelPool, type WorkerInfo } from '../kernel/pool.js';
 import { createLogger, type Logger } from '../ops/logger.js';
 import { Metrics } from '../ops/metrics.js';
+import { indexBackend, type IndexBackend } from '../store/backends.js';
 import type { RequestContext } from './context.js';
 import { DataService } from './data.js';
 import { LocalExecutor } from '../executors/local.js';
@@ -86,6 +87,7 @@ export class Gateway {
   private readonly defaultUser = safeUserName();
   private readonly python: string;
   private readonly pythonAllowlist: string[];
+  private readonly backend: IndexBackend;
 
   private constructor(
     readonly options: GatewayOptions,
@@ -95,7 +97,8 @@ export class Gateway {
     this.logger = options.logger ?? createLogger(options.logLevel);
     this.log = options.log ?? ((line) => this.logger.info(line));
     this.metrics = new Metrics({ workers: () => this.pool.list().length, executions: () => this.executionCounts(), schedulerCommands: () => this.executions.executor.commands });
-    this.projects = new ProjectRegistry(project, roots, this.metrics);
+    this.backend = indexBackend(options.store, this.log);
+    this.projects = new ProjectRegistry(project, roots, this.backend, this.metrics);
     this.python = normalizeInterpreter(options.python);
     this.pythonAllowlist = [...new Set(options.pythonAllowlist.map(normalizeInterpreter))];
     this.pool = new KernelPool({
@@ -178,6 +181,7 @@ export class Gateway {
     this.executions.executor.close();
     await this.pool.close();
     await Promise.all((await this.projects.all()).map((p) => p.store.close()));
+    await this.backend.close();
   }
 }
 

@@ -6,9 +6,9 @@
 import { realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { PorticoError } from '../errors.js';
+import type { IndexBackend } from '../store/backends.js';
 import type { LockHolder } from '../store/files.js';
 import { instrumentStore } from '../store/instrumented.js';
-import { LowdbStore } from '../store/lowdb-store.js';
 import type { Metrics } from '../ops/metrics.js';
 import { RunStore } from '../store/runs.js';
 import type { Store } from '../store/store.js';
@@ -75,6 +75,8 @@ export class ProjectRegistry {
   constructor(
     readonly defaultDir: string,
     roots: string[],
+    /** Where the projects' indexes live (embedded or PostgreSQL). */
+    private readonly backend: IndexBackend,
     private readonly metrics?: Metrics,
   ) {
     this.roots = roots.map((root) => path.resolve(root));
@@ -98,7 +100,7 @@ export class ProjectRegistry {
     const dir = requested ? await this.check(requested) : this.defaultDir;
     let project = this.open.get(dir);
     if (!project) {
-      project = LowdbStore.open(dir, this.holder).then((store) => {
+      project = this.backend.open(dir, this.holder).then((store) => {
         const opened = new Project(dir, this.metrics ? instrumentStore(store, this.metrics) : store);
         this.ready.set(dir, opened);
         return opened;

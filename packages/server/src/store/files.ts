@@ -4,7 +4,7 @@
  * one process at a time writing a project's index.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, open, readFile, realpath, rename, rm, unlink } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, realpath, rename, rm, unlink } from 'node:fs/promises';
 import { connect, createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -82,6 +82,14 @@ export async function readRecordFile(dir: string): Promise<InterfaceRecord | und
   } catch {
     return undefined;
   }
+}
+
+/** Every record file under a project's interface directories (what `portico reindex` rebuilds from). */
+export async function readRecordFiles(project: string): Promise<InterfaceRecord[]> {
+  const root = path.join(project, STORE_DIR, INTERFACES_DIR);
+  const names = await readdir(root).catch(() => [] as string[]);
+  const found = await Promise.all(names.map((name) => readRecordFile(path.join(root, name))));
+  return found.filter((record): record is InterfaceRecord => record !== undefined);
 }
 
 /**

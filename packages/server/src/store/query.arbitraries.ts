@@ -1,6 +1,7 @@
 /**
  * Random records and queries for the search property tests (query.test.ts against the engine,
- * lowdb-index.test.ts against the indexed store), and the record factory their examples use.
+ * lowdb-index.test.ts against the indexed store, test/store-conformance.test.ts against every
+ * store), and the record factory their examples use.
  * Few keys and small value pools, so that paths collide and filters hit; queries also draw their
  * paths and values from the records they run on.
  */

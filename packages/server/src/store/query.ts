@@ -114,6 +114,12 @@ export interface NormalFilter {
   value: unknown;
 }
 
+export interface SortKey {
+  /** Record-level segments, as in NormalFilter. */
+  path: string[];
+  direction: 'asc' | 'desc';
+}
+
 /**
  * A place in the sort order. `key` holds, per sort key, the value's type rank and a scalar that
  * orders values within the rank, so comparisons never re-walk paths or re-serialize values.
@@ -142,13 +148,7 @@ function compile(request: ParsedFindRequest): CompiledQuery {
     return true;
   };
 
-  const sorts = request.sort.length
-    ? request.sort.map((spec) => ({
-        // The schema has checked both path forms.
-        path: spec.config_layer ? ['config', ...parsePath(spec.by)!] : (parseRecordPath(spec.by) as string[]),
-        direction: spec.direction,
-      }))
-    : [{ path: ['created_at'], direction: 'desc' as const }];
+  const sorts = sortKeys(request);
   const getters = sorts.map((sort) => getter(sort.path));
   const signs = sorts.map((sort) => (sort.direction === 'asc' ? 1 : -1));
   const compare = (a: Position, b: Position): number => {
@@ -221,6 +221,17 @@ function compile(request: ParsedFindRequest): CompiledQuery {
     },
     shape: { filters, sort: sorts, includeArchived, after, offset, limit },
   };
+}
+
+/** The sort keys as record-level paths, or the default created_at desc. */
+function sortKeys(request: ParsedFindRequest): SortKey[] {
+  return request.sort.length
+    ? request.sort.map((spec) => ({
+        // The schema has checked both path forms.
+        path: spec.config_layer ? ['config', ...parsePath(spec.by)!] : (parseRecordPath(spec.by) as string[]),
+        direction: spec.direction,
+      }))
+    : [{ path: ['created_at'], direction: 'desc' as const }];
 }
 
 /** The field filters, `config.filters` and `filters` as one list of record-level filters. */
@@ -380,7 +391,7 @@ export function canonicalJson(value: unknown): string {
  * A short digest of what decides the result set and its order. Filters are sorted, since ANDing
  * is order-free, so a reordered but equal query keeps its cursors valid.
  */
-function queryHash(filters: NormalFilter[], sorts: Array<{ path: string[]; direction: string }>, includeArchived: boolean): string {
+function queryHash(filters: NormalFilter[], sorts: SortKey[], includeArchived: boolean): string {
   const normal = {
     filters: filters.map((filter) => canonicalJson([filter.path.join('.'), filter.op, filter.value])).sort(),
     sort: sorts.map((sort) => [sort.path.join('.'), sort.direction]),
@@ -470,4 +481,45 @@ class BoundedHeap<T> {
   sorted(): T[] {
     return this.items.sort(this.compare);
   }
+}
+
+/**
+ * A validated request in the form a store that searches elsewhere (a server database) compiles
+ * from: the same normalized filters and sort keys as this engine, the position a cursor names,
+ * and the cursors this engine would issue, so cursors mean the same in every store.
+ */
+export interface QueryPlan {
+  filters: NormalFilter[];
+  sorts: SortKey[];
+  includeArchived: boolean;
+  limit: number;
+  offset: number;
+  /** Per sort key a type rank and an in-rank scalar (see sortKey), then the uuid; null without a cursor. */
+  after: Position | null;
+  /** The cursor that continues strictly after `record`. */
+  cursorAfter(record: InterfaceRecord): string;
+}
+
+/** Validates a request exactly as compileQuery does (same errors) and returns its plan. */
+export function planQuery(request: FindRequest): QueryPlan {
+  compileQuery(request);
+  const parsed = FindRequest.parse(request);
+  const filters = normalFilters(parsed);
+  const sorts = sortKeys(parsed);
+  const includeArchived = parsed.include_archived ?? parsed.include_hidden ?? false;
+  const hash = queryHash(filters, sorts, includeArchived);
+  const getters = sorts.map((sort) => getter(sort.path));
+  return {
+    filters,
+    sorts,
+    includeArchived,
+    limit: parsed.limit,
+    offset: parsed.offset,
+    after: parsed.cursor == null ? null : decodeCursor(parsed.cursor, hash, sorts.length),
+    cursorAfter(record) {
+      const key = new Array<number | string>(getters.length * 2);
+      getters.forEach((get, i) => sortKey(get(record), key, i * 2));
+      return encodeCursor(hash, { key, uuid: record.uuid });
+    },
+  };
 }

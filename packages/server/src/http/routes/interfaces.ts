@@ -28,7 +28,7 @@ export function interfaceRoutes(gateway: Gateway) {
       description: 'The non-archived interfaces of the project, newest first.',
       query: ListQuery,
       response: InterfaceList,
-      errors: [401, 403],
+      errors: [401, 403, 503],
       handler: async (ctx, { query }) => interfaces.list(await bindRequest(ctx, gateway), query.limit),
     }),
     route({
@@ -40,7 +40,7 @@ export function interfaceRoutes(gateway: Gateway) {
         'Materializes an interface. The uuid is the content hash of module, resolved config and predicate unless the client supplies one; an existing uuid returns that instance unchanged.',
       body: CreateInterfaceRequest,
       response: InterfaceInfo,
-      errors: [400, 401, 403, 404],
+      errors: [400, 401, 403, 404, 503],
       handler: async (ctx, { body }) => interfaces.create(await bindRequest(ctx, gateway), body),
     }),
     route({
@@ -79,7 +79,7 @@ export function interfaceRoutes(gateway: Gateway) {
         'Filters on module, kind, created_by, label and config paths (eq, ne, lt, lte, gt, gte, in, nin, contains, exists), sorts by several keys with a uuid tiebreaker, pages by limit/offset or by cursor. Archived records are hidden unless include_archived.',
       body: FindRequest,
       response: SearchItemsResponse,
-      errors: [401, 403],
+      errors: [401, 403, 503],
       handler: async (ctx, { body }) => {
         const bound = await bindRequest(ctx, gateway);
         const page = await interfaces.search(bound, body);
@@ -95,7 +95,7 @@ export function interfaceRoutes(gateway: Gateway) {
         'The resolved config, the uuid it would get and the `portico get` line that creates it; nothing is materialized. Problems answer 400 with issues attached to config paths.',
       body: ResolveRequest,
       response: ResolveResponse,
-      errors: [400, 401, 403, 404],
+      errors: [400, 401, 403, 404, 503],
       handler: async (ctx, { body }) => interfaces.resolve(await bindRequest(ctx, gateway), body.target, body.version),
     }),
     route({
@@ -105,7 +105,7 @@ export function interfaceRoutes(gateway: Gateway) {
       summary: 'Get an interface',
       params: UuidParams,
       response: InterfaceInfo,
-      errors: [401, 403, 404],
+      errors: [401, 403, 404, 503],
       handler: async (ctx, { params }) => interfaces.get(await bindRequest(ctx, gateway), params.uuid),
     }),
     route({
@@ -116,7 +116,7 @@ export function interfaceRoutes(gateway: Gateway) {
       description: 'Removes the record from the index and drops its live instance.',
       params: UuidParams,
       response: null,
-      errors: [401, 403, 404],
+      errors: [401, 403, 404, 503],
       handler: async (ctx, { params }) => interfaces.delete(await bindRequest(ctx, gateway), params.uuid),
     }),
     route({
@@ -128,7 +128,7 @@ export function interfaceRoutes(gateway: Gateway) {
       params: UuidParams,
       body: SetLabelRequest,
       response: InterfaceInfo,
-      errors: [401, 403, 404],
+      errors: [401, 403, 404, 503],
       handler: async (ctx, { params, body }) => interfaces.setLabel(await bindRequest(ctx, gateway), params.uuid, body.label),
     }),
     route({
@@ -140,7 +140,7 @@ export function interfaceRoutes(gateway: Gateway) {
       params: UuidParams,
       query: ArchiveQuery,
       response: InterfaceInfo,
-      errors: [401, 403, 404],
+      errors: [401, 403, 404, 503],
       handler: async (ctx, { params, query }) => interfaces.archive(await bindRequest(ctx, gateway), params.uuid, query.restore),
     }),
   ];

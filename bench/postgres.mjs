@@ -1,0 +1,141 @@
+// Issue 18: the PostgreSQL index at 1M records. Each search is timed through the gateway (REST,
+// with total) and printed beside the same query run by the embedded engine (query.ts) over a plain
+// Map of the same 1M records in this process. Creates go through REST with 16 in flight, and the
+// gateway's RSS is compared before and after the index grew to 1M rows.
+// Runs against a throwaway cluster (scripts/provision-postgres.mjs), or PORTICO_BENCH_POSTGRES.
+import http from 'node:http';
+import { realpath } from 'node:fs/promises';
+import path from 'node:path';
+import pg from 'pg';
+import { ROOT, rssMb, startGateway, summarize, us } from './lib.mjs';
+import { seedPostgres } from './postgres-seed.mjs';
+import { startCluster } from '../scripts/provision-postgres.mjs';
+
+const { search } = await import(path.join(ROOT, 'packages/server/dist/store/query.js'));
+const { planQuery } = await import(path.join(ROOT, 'packages/server/dist/store/query.js'));
+const { PostgresIndex } = await import(path.join(ROOT, 'packages/server/dist/store/postgres/postgres-store.js'));
+
+const RECORDS = 1_000_000;
+
+function post(url, pathname, body, agent) {
+  return new Promise((resolve, reject) => {
+    const text = JSON.stringify(body);
+    const req = http.request(`${url}${pathname}`, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) } }, (res) => {
+      const chunks = [];
+      res.on('data', (c) => chunks.push(c));
+      res.on('end', () => (res.statusCode === 200 ? resolve(JSON.parse(Buffer.concat(chunks))) : reject(new Error(`${pathname} answered ${res.statusCode}: ${Buffer.concat(chunks)}`))));
+    });
+    req.on('error', reject);
+    req.end(text);
+  });
+}
+
+/** The records seedPostgres writes, as plain objects (the Map the embedded engine scans). */
+function seededMap(count) {
+  const map = new Map();
+  for (let i = 0; i < count; i++) {
+    const config = {
+      lr: (i % 1000) / 1000,
+      depth: i % 12,
+      optimizer: ['sgd', 'adam', 'rmsprop'][i % 3],
+      opt: { beta: ((i * 7919) % 101) / 100, warm: i % 5 === 0 },
+      tags: [`t${i % 7}`],
+    };
+    const uuid = `u${String(i).padStart(7, '0')}`;
+    map.set(uuid, {
+      uuid, module: `model${i % 10}`, kind: `Model${i % 3}`, config, predicate: {}, version: [config], label: i % 10 ? null : `run-${i}`, meta: {},
+      created_by: ['ada', 'grace', 'alan', 'barbara'][i % 4], created_at: new Date(Date.UTC(2026, 0, 1) + i * 1000).toISOString(), archived: i % 50 === 0,
+    });
+  }
+  return map;
+}
+
+async function timed(fn, runs) {
+  for (let i = 0; i < 3; i++) await fn(); // warm up
+  const samples = [];
+  for (let i = 0; i < runs; i++) {
+    const t0 = process.hrtime.bigint();
+    await fn();
+    samples.push(us(process.hrtime.bigint() - t0) / 1000);
+  }
+  return summarize(samples);
+}
+
+export async function postgresBench(project) {
+  console.log('\nPostgreSQL index (issue 18): 1M rows, searches through the gateway beside a Map scan');
+  const named = process.env.PORTICO_BENCH_POSTGRES;
+  const cluster = named ? null : await startCluster({ durable: true });
+  const url = named ?? cluster.url;
+  const key = await realpath(project);
+  const rows = [];
+  const gw = await startGateway(project, ['--store', url, '--log-level', 'warn']);
+  // Without keep-alive: the phases between requests (seeding, the Map scans) outlast the server's keep-alive timeout.
+  const agent = new http.Agent({ keepAlive: false, maxSockets: 16 });
+  const admin = new pg.Client({ connectionString: url });
+  await admin.connect();
+  try {
+    await admin.query('DELETE FROM portico_interfaces WHERE project = $1', [key]);
+    await post(gw.url, '/v1/interfaces/search', { limit: 10 }, agent);
+    const emptyRss = await rssMb(gw.pid);
+
+    const t0 = process.hrtime.bigint();
+    await seedPostgres(admin, key, RECORDS);
+    await admin.query('VACUUM ANALYZE portico_interfaces');
+    const seedSeconds = Number(process.hrtime.bigint() - t0) / 1e9;
+    rows.push({ name: `seed ${RECORDS / 1e6}M rows in bulk (INSERT … SELECT generate_series)`, value: seedSeconds, unit: ' s' });
+
+    // A cursor 500k records deep, as the gateway would have issued it.
+    const index = PostgresIndex.connect(url);
+    const deep = (await (await index.open(key)).search({ offset: 500_000, limit: 1 })).items[0];
+    await index.close();
+    const deepCursor = planQuery({ limit: 10 }).cursorAfter(deep);
+    const map = seededMap(RECORDS);
+    // The Map's uuids differ from the seeded md5 ones; the deep cursor for the Map names the same position.
+    const mapDeep = [...map.values()].sort((a, b) => (a.created_at > b.created_at ? -1 : 1))[500_000];
+    const mapCursor = planQuery({ limit: 10 }).cursorAfter(mapDeep);
+
+    const queries = [
+      ['newest first, limit 10', { limit: 10 }],
+      ['module filter', { module: 'model3', limit: 10 }],
+      ['created_by filter', { created_by: 'grace', limit: 10 }],
+      ['config-field equality with sort', { config: { filters: [{ path: 'lr', value: 0.123 }] }, sort: [{ by: 'created_at', direction: 'desc' }], limit: 10 }],
+      ['cursor page 500k deep', { limit: 10, cursor: deepCursor }, { limit: 10, cursor: mapCursor }],
+    ];
+    // The Map scans first, then its memory is freed before the gateway is timed.
+    const mapScans = [];
+    for (const [, request, mapRequest = request] of queries) mapScans.push(await timed(async () => search(map.values(), mapRequest), 5));
+    map.clear();
+    for (const [i, [name, request]] of queries.entries()) {
+      const answer = await post(gw.url, '/v1/interfaces/search', request, agent);
+      const viaGateway = await timed(() => post(gw.url, '/v1/interfaces/search', request, agent), 30);
+      rows.push(
+        { name: `search p50 (with total), ${name} (${answer.total} match)`, value: viaGateway.p50, unit: ' ms', target: 20 },
+        { name: `  same query, embedded engine over a 1M-record Map`, value: mapScans[i].p50, unit: ' ms' },
+      );
+    }
+
+    // Durable creates through REST: new configs, 16 in flight.
+    const creates = 4000;
+    let next = 0;
+    const c0 = process.hrtime.bigint();
+    await Promise.all(
+      Array.from({ length: 16 }, async () => {
+        while (next < creates) {
+          const i = next++;
+          await post(gw.url, '/v1/interfaces', { target: 'counter', version: [{ start: 10_000_000 + i }] }, agent);
+        }
+      }),
+    );
+    rows.push({ name: 'durable creates/s via REST, 16 in flight, 1M rows', value: creates / (Number(process.hrtime.bigint() - c0) / 1e9), unit: '/s', target: 2000, higherIsBetter: true });
+    rows.push(
+      { name: 'gateway RSS, empty index', value: emptyRss, unit: ' MB' },
+      { name: 'gateway RSS, 1M-row index (after the searches and creates)', value: await rssMb(gw.pid), unit: ' MB' },
+    );
+  } finally {
+    agent.destroy();
+    await admin.end();
+    await gw.stop();
+    await cluster?.close();
+  }
+  return rows;
+}

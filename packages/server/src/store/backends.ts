@@ -1,0 +1,23 @@
+/**
+ * The two homes of an index, behind one way of opening a project's store: the embedded store
+ * (one per project, guarded by the project's index lock) or PostgreSQL (one pool for every
+ * project, no lock: the database orders the writers of several gateways).
+ */
+import type { LockHolder } from './files.js';
+import { LowdbStore } from './lowdb-store.js';
+import { isPostgresUrl, PostgresIndex } from './postgres/postgres-store.js';
+import type { Store } from './store.js';
+
+export interface IndexBackend {
+  /** Opens a project's store. */
+  open(project: string, holder?: LockHolder): Promise<Store>;
+  /** Releases what the backend shares between projects (after every store closed). */
+  close(): Promise<void>;
+}
+
+/** The backend for a `--store` value: a postgres:// URL, or undefined for the embedded store. */
+export function indexBackend(store: string | undefined, log?: (line: string) => void): IndexBackend {
+  if (!isPostgresUrl(store)) return { open: (project, holder) => LowdbStore.open(project, holder), close: async () => {} };
+  const index = PostgresIndex.connect(store, log);
+  return { open: (project) => index.open(project), close: () => index.close() };
+}

@@ -1,0 +1,205 @@
+/**
+ * The PostgreSQL store (DESIGN §8): one index shared by every gateway that points at the same
+ * database. A `PostgresIndex` owns the pool (one per gateway and database) and migrates the schema
+ * once; each project gets a `PostgresStore` over it, keyed by the project's directory. There is no
+ * lock: the database orders concurrent writers, so several gateways may serve one project.
+ *
+ * - insert is `INSERT … ON CONFLICT DO NOTHING`: the same uuid created at once through two
+ *   gateways is one record, and both callers get that record.
+ * - update writes only the fields in the patch, so the last write of each field wins.
+ * - Every write is acknowledged only after PostgreSQL committed it (durable with its fsync).
+ * - When the database cannot be reached, calls fail with `store_unavailable` (503); the pool opens
+ *   new connections on the next call, so the gateway recovers by itself once it is back.
+ */
+import pg from 'pg';
+import { LIMITS } from '../../config/constants.js';
+import type { FindRequest, SearchResponse } from '../../contract/search.js';
+import { PorticoError } from '../../errors.js';
+import { interfaceDir, removeInterfaceDir, writeRecordFile } from '../files.js';
+import { planQuery } from '../query.js';
+import type { InterfaceRecord, RecordPatch, Store } from '../store.js';
+import { codeText, INSERT_COLUMNS, RECORD_COLUMNS, recordValues, rowRecord, type RecordRow } from './coding.js';
+import { migrate } from './schema.js';
+import { searchStatement } from './search-sql.js';
+
+/** True for a store option naming a PostgreSQL server rather than the embedded store. */
+export function isPostgresUrl(store: string | undefined): store is string {
+  return store !== undefined && /^postgres(?:ql)?:\/\//.test(store);
+}
+
+/** A connection string with its password masked, for messages. */
+export function redact(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = '***';
+    return parsed.toString();
+  } catch {
+    return url.replace(/\/\/[^@/]*@/, '//***@');
+  }
+}
+
+// SQLSTATE classes and codes that mean "the server is not there (now)", not "the query is wrong":
+// 08 connection exception, 57P01-57P03 shutdown / cannot connect now, 53300 too many connections.
+const UNAVAILABLE_STATES = /^(08|57P0[123]|53300)/;
+const UNAVAILABLE_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOENT', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
+
+/** The PorticoError a driver error becomes: store_unavailable for a lost server, else the error itself. */
+function unavailable(err: unknown, url: string): unknown {
+  if (err instanceof PorticoError) return err;
+  const { code, message } = err as { code?: string; message?: string };
+  const lost =
+    (code !== undefined && (UNAVAILABLE_STATES.test(code) || UNAVAILABLE_ERRNOS.has(code))) ||
+    /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(message ?? '');
+  return lost ? new PorticoError('store_unavailable', `The index database (${redact(url)}) cannot be reached: ${message ?? code}`) : err;
+}
+
+const SELECT = RECORD_COLUMNS.join(', ');
+const INSERT = `INSERT INTO portico_interfaces (project, ${INSERT_COLUMNS.join(', ')})
+VALUES ($1, ${INSERT_COLUMNS.map((_, i) => `$${i + 2}${i >= 7 ? '::jsonb' : ''}`).join(', ')})
+ON CONFLICT (project, uuid) DO NOTHING RETURNING ${SELECT}`;
+
+/** One database's pool and schema, shared by the stores of every project this gateway serves. */
+export class PostgresIndex {
+  private migrated: Promise<void> | undefined;
+
+  private constructor(
+    readonly url: string,
+    private readonly pool: pg.Pool,
+  ) {}
+
+  /** A pool for the database at `url`; nothing connects until the first store opens. */
+  static connect(url: string, log: (line: string) => void = () => {}): PostgresIndex {
+    const pool = new pg.Pool({
+      connectionString: url,
+      max: LIMITS.storePoolSize,
+      connectionTimeoutMillis: LIMITS.storeConnectTimeoutMs,
+      idleTimeoutMillis: 30_000,
+    });
+    // An idle connection the server dropped emits here; without a listener it would crash the process.
+    pool.on('error', (err) => log(`index database connection lost: ${err.message}`));
+    return new PostgresIndex(url, pool);
+  }
+
+  /** Runs a query; a lost server becomes store_unavailable. */
+  async query<R extends pg.QueryResultRow>(text: string, values: unknown[] = []): Promise<pg.QueryResult<R>> {
+    try {
+      return await this.pool.query<R>(text, values);
+    } catch (err) {
+      throw unavailable(err, this.url);
+    }
+  }
+
+  /** Runs `work` in one transaction on one connection; a lost server becomes store_unavailable. */
+  async transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    let client: pg.PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (err) {
+      throw unavailable(err, this.url);
+    }
+    try {
+      await client.query('BEGIN');
+      const result = await work(client);
+      await client.query('COMMIT');
+      return result;
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw unavailable(err, this.url);
+    } finally {
+      client.release();
+    }
+  }
+
+  /** Migrates the schema (once per gateway; again after a failed attempt). */
+  ready(): Promise<void> {
+    this.migrated ??= this.transaction(migrate).catch((err) => {
+      this.migrated = undefined;
+      throw err;
+    });
+    return this.migrated;
+  }
+
+  /** The store of one project. */
+  async open(project: string): Promise<PostgresStore> {
+    await this.ready();
+    return new PostgresStore(this, project);
+  }
+
+  async close(): Promise<void> {
+    await this.pool.end();
+  }
+}
+
+export class PostgresStore implements Store {
+  constructor(
+    readonly index: PostgresIndex,
+    readonly project: string,
+  ) {}
+
+  async get(uuid: string): Promise<InterfaceRecord | undefined> {
+    const { rows } = await this.index.query<RecordRow>(`SELECT ${SELECT} FROM portico_interfaces WHERE project = $1 AND uuid = $2`, [this.project, codeText(uuid)]);
+    return rows[0] && rowRecord(rows[0]);
+  }
+
+  async insert(record: InterfaceRecord): Promise<{ record: InterfaceRecord; created: boolean }> {
+    // A uuid that cannot name a directory is refused before a row exists (invalid_argument).
+    interfaceDir(this.project, record.uuid);
+    const { rows } = await this.index.query<RecordRow>(INSERT, [this.project, ...recordValues(record)]);
+    if (rows[0]) {
+      // Beside the interface's data, for `portico reindex` and for travel, as the embedded store does.
+      await writeRecordFile(this.project, record);
+      return { record: rowRecord(rows[0]), created: true };
+    }
+    // ON CONFLICT waited for the winner's commit, so its row is there to read.
+    const existing = await this.get(record.uuid);
+    if (!existing) throw new PorticoError('conflict', `Interface '${record.uuid}' was deleted while being created; retry`);
+    return { record: existing, created: false };
+  }
+
+  async update(uuid: string, patch: RecordPatch): Promise<InterfaceRecord | undefined> {
+    const sets: string[] = [];
+    const values: unknown[] = [this.project, codeText(uuid)];
+    if (patch.label !== undefined) sets.push(`label = $${values.push(patch.label === null ? null : codeText(patch.label))}`);
+    if (patch.archived !== undefined) sets.push(`archived = $${values.push(patch.archived)}`);
+    const text = sets.length
+      ? `UPDATE portico_interfaces SET ${sets.join(', ')} WHERE project = $1 AND uuid = $2 RETURNING ${SELECT}`
+      : `SELECT ${SELECT} FROM portico_interfaces WHERE project = $1 AND uuid = $2`;
+    const { rows } = await this.index.query<RecordRow>(text, values);
+    if (!rows[0]) return undefined;
+    const record = rowRecord(rows[0]);
+    await writeRecordFile(this.project, record);
+    return record;
+  }
+
+  async delete(uuid: string): Promise<boolean> {
+    const { rowCount } = await this.index.query('DELETE FROM portico_interfaces WHERE project = $1 AND uuid = $2', [this.project, codeText(uuid)]);
+    if (!rowCount) return false;
+    await removeInterfaceDir(this.project, uuid);
+    return true;
+  }
+
+  async search(request: FindRequest): Promise<SearchResponse> {
+    const plan = planQuery(request);
+    const { text, values } = searchStatement(this.project, plan);
+    const { rows } = await this.index.query<RecordRow & { total: string }>(text, values);
+    const items = rows.filter((row) => row.uuid !== null).map(rowRecord);
+    const more = items.length > plan.limit;
+    if (more) items.pop();
+    return { items, total: Number(rows[0]!.total), next_cursor: more ? plan.cursorAfter(items.at(-1)!) : null };
+  }
+
+  /**
+   * Replaces the project's records with `records` in one transaction (portico reindex), keeping
+   * every field as given. Returns how many it wrote.
+   */
+  async replaceAll(records: InterfaceRecord[]): Promise<number> {
+    await this.index.transaction(async (client) => {
+      await client.query('DELETE FROM portico_interfaces WHERE project = $1', [this.project]);
+      for (const record of records) await client.query(INSERT, [this.project, ...recordValues(record)]);
+    });
+    return records.length;
+  }
+
+  /** Nothing to release per project: the pool belongs to the PostgresIndex. */
+  async close(): Promise<void> {}
+}

@@ -1,0 +1,66 @@
+/**
+ * The PostgreSQL schema, versioned. Each migration moves the schema one version up and runs in
+ * the transaction that records the new version; `migrate` runs at start under an advisory lock, so
+ * gateways starting together migrate once. A gateway refuses a schema newer than it knows.
+ *
+ * One table holds every project's records, keyed by (project, uuid). Every string in it is coded
+ * (coding.ts) and every text column uses the "C" collation, so text order is UTF-16 code-unit
+ * order, as the search semantics require. The indexes serve the common searches: newest first
+ * (optionally by module, kind, created_by or label, or among archived records) walk one b-tree in
+ * order; config-field equality uses the GIN index on config. The b-trees carry `archived`, so that
+ * counting the matches for `total` reads the index alone.
+ */
+import type pg from 'pg';
+import { PorticoError } from '../../errors.js';
+
+/** Migration n (1-based) takes the schema from version n - 1 to n. */
+const MIGRATIONS: string[] = [
+  `CREATE TABLE portico_interfaces (
+     project    text COLLATE "C" NOT NULL,
+     uuid       text COLLATE "C" NOT NULL,
+     module     text COLLATE "C" NOT NULL,
+     kind       text COLLATE "C" NOT NULL,
+     label      text COLLATE "C",
+     created_by text COLLATE "C" NOT NULL,
+     created_at text COLLATE "C" NOT NULL,
+     archived   boolean NOT NULL,
+     config     jsonb NOT NULL,
+     predicate  jsonb NOT NULL,
+     version    jsonb NOT NULL,
+     meta       jsonb NOT NULL,
+     sort_text  jsonb NOT NULL,
+     PRIMARY KEY (project, uuid)
+   );
+   CREATE INDEX portico_newest ON portico_interfaces (project, created_at DESC, uuid) INCLUDE (archived);
+   CREATE INDEX portico_newest_archived ON portico_interfaces (project, created_at DESC, uuid) WHERE archived;
+   CREATE INDEX portico_module ON portico_interfaces (project, module, created_at DESC, uuid) INCLUDE (archived);
+   CREATE INDEX portico_kind ON portico_interfaces (project, kind, created_at DESC, uuid) INCLUDE (archived);
+   CREATE INDEX portico_created_by ON portico_interfaces (project, created_by, created_at DESC, uuid) INCLUDE (archived);
+   CREATE INDEX portico_label ON portico_interfaces (project, label, created_at DESC, uuid) INCLUDE (archived);
+   CREATE INDEX portico_config ON portico_interfaces USING gin (config jsonb_path_ops);`,
+];
+
+/** The schema version this gateway writes. */
+export const SCHEMA_VERSION = MIGRATIONS.length;
+
+// Any constant: it names the lock that serializes migrations across gateways.
+const MIGRATION_LOCK = 0x706f7274;
+
+/** Brings the database's schema to SCHEMA_VERSION (inside the caller's transaction); refuses one newer than that. */
+export async function migrate(client: pg.ClientBase): Promise<void> {
+  {
+    await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
+    await client.query('CREATE TABLE IF NOT EXISTS portico_schema (version integer NOT NULL)');
+    const { rows } = await client.query<{ version: number }>('SELECT version FROM portico_schema');
+    const current = rows[0]?.version ?? 0;
+    if (current > SCHEMA_VERSION) {
+      throw new PorticoError(
+        'store_unavailable',
+        `The index database has schema version ${current}, newer than this gateway knows (${SCHEMA_VERSION}): upgrade this gateway to serve it.`,
+      );
+    }
+    for (let version = current + 1; version <= SCHEMA_VERSION; version++) await client.query(MIGRATIONS[version - 1]!);
+    if (!rows.length) await client.query('INSERT INTO portico_schema (version) VALUES ($1)', [SCHEMA_VERSION]);
+    else if (current < SCHEMA_VERSION) await client.query('UPDATE portico_schema SET version = $1', [SCHEMA_VERSION]);
+  }
+}

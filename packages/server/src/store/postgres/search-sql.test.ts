@@ -1,0 +1,77 @@
+/**
+ * The FindRequest → SQL compiler on its own (its semantics are held to the oracle against a real
+ * PostgreSQL in test/store-conformance.test.ts): values only ever travel as parameters, one
+ * statement counts and pages, and the common searches take the shapes their indexes serve.
+ */
+import { describe, expect, it } from 'vitest';
+import type { FindRequest } from '../../contract/search.js';
+import { planQuery } from '../query.js';
+import { codeText } from './coding.js';
+import { searchStatement } from './search-sql.js';
+
+const compile = (request: FindRequest) => searchStatement('/project', planQuery(request));
+
+describe('search compiled to SQL', () => {
+  it('never splices a value into the SQL text', () => {
+    const hostile = [`'; DROP TABLE portico_interfaces; --`, '$$ || $1 $$', '"\\\u0000', 'é😀\uffff'];
+    for (const value of hostile) {
+      const { text, values } = compile({
+        label: value,
+        module: value,
+        config: { filters: [{ path: 'a', value }, { path: 'b', op: 'contains', value }, { path: 'c', op: 'gt', value }] },
+        filters: [{ path: 'created_by', op: 'in', value: [value] }],
+      });
+      expect(text).not.toContain(value);
+      expect(text).not.toContain('DROP');
+      expect(values).toContain(codeText(value));
+    }
+  });
+
+  it('sends a 10 000-element in list as one parameter', () => {
+    const list = Array.from({ length: 10_000 }, (_, i) => `v${i}`);
+    const { text, values } = compile({ config: { filters: [{ path: 'tag', op: 'in', value: list }] } });
+    expect(values.find((value) => Array.isArray(value))).toHaveLength(10_000);
+    expect(text.length).toBeLessThan(2000);
+  });
+
+  it('counts and pages in one statement, fetching one row more than the limit', () => {
+    const { text, values } = compile({ limit: 25, offset: 50 });
+    expect(text.match(/\bSELECT\b/g)).toHaveLength(3);
+    expect(text).toMatch(/count\(\*\)/);
+    expect(values).toContain(26);
+    expect(values).toContain(50);
+  });
+
+  it('orders newest first by the plain columns its index holds, and filters fields by plain equality', () => {
+    const { text } = compile({ module: 'm', created_by: 'ada' });
+    expect(text).toContain('ORDER BY created_at DESC, uuid ASC');
+    expect(text).toMatch(/module = \$\d+/);
+    expect(text).toMatch(/created_by = \$\d+/);
+  });
+
+  it('writes config equality as containment too, so the GIN index answers it', () => {
+    const { text } = compile({ config: { filters: [{ path: 'opt.lr', value: 0.1 }] } });
+    expect(text).toMatch(/config @> \$\d+::jsonb/);
+    // An index segment may address an array: no containment, the exact test alone.
+    expect(compile({ config: { filters: [{ path: 'opt[0]', value: 0.1 }] } }).text).not.toMatch(/config @>/);
+  });
+
+  it('starts a cursor page with a range on the first sort key', () => {
+    const plan = planQuery({ limit: 1 });
+    const cursor = plan.cursorAfter({
+      uuid: 'u1',
+      module: 'm',
+      kind: 'K',
+      config: {},
+      predicate: {},
+      version: [],
+      label: null,
+      meta: {},
+      created_by: 'ada',
+      created_at: '2026-01-01T00:00:00.000Z',
+      archived: false,
+    });
+    const { text } = compile({ limit: 1, cursor });
+    expect(text).toMatch(/created_at <= \$\d+ AND/);
+  });
+});

@@ -1,0 +1,240 @@
+/**
+ * Compiles a search (query.ts, planQuery) into one parameterized PostgreSQL statement with the
+ * semantics documented in query.ts. Values only ever travel as parameters; the SQL text holds
+ * nothing but fixed fragments, column names and parameter numbers.
+ *
+ * A record path becomes a jsonb expression that is SQL NULL when the path is missing (so missing
+ * and JSON null stay apart). Strings are coded (coding.ts), so comparing coded text in the "C"
+ * collation is comparing by UTF-16 code units, and jsonb equality is deep JSON equality (numbers
+ * by value, keys in any order, `true` never 1). A sort key becomes the columns that order it: the
+ * type rank, then the number or the text within the rank (arrays and objects by the canonical text
+ * stored in sort_text). The statement counts every match and returns the page (one row more than
+ * the limit, to tell whether a next page exists) in one round trip.
+ */
+import type { NormalFilter, Position, QueryPlan, SortKey } from '../query.js';
+import { codeText, codeValue, RECORD_COLUMNS } from './coding.js';
+
+export interface Statement {
+  text: string;
+  values: unknown[];
+}
+
+const INDEX = /^(?:0|[1-9][0-9]*)$/;
+const TEXT_FIELDS = new Set(['uuid', 'module', 'kind', 'created_by', 'created_at']);
+
+const isCompound = (value: unknown): value is object => value !== null && typeof value === 'object';
+
+/** The SQL text of one statement, growing its parameter list. */
+class Builder {
+  readonly values: unknown[] = [];
+
+  param(value: unknown, cast = ''): string {
+    this.values.push(value);
+    return `$${this.values.length}${cast}`;
+  }
+
+  /** A JSON value as a jsonb parameter, coded. */
+  json(value: unknown): string {
+    return this.param(JSON.stringify(codeValue(value)), '::jsonb');
+  }
+}
+
+/** The jsonb value at a record path, or SQL NULL when it is missing. */
+function valueAt(b: Builder, path: string[]): string {
+  const [root, ...rest] = path;
+  switch (root) {
+    case 'config':
+      // A numeric segment indexes an array or names an object key, whichever the value is. The
+      // CASE is needed: PostgreSQL answers `scalar -> 0` with the scalar itself.
+      return rest.reduce(
+        (at, segment) =>
+          INDEX.test(segment)
+            ? `(CASE WHEN jsonb_typeof(${at}) = 'array' THEN ${at} -> ${b.param(Number(segment), '::int')} ELSE ${at} -> ${b.param(codeText(segment))} END)`
+            : `(${at} -> ${b.param(codeText(segment))})`,
+        'config',
+      );
+    case 'label':
+      return `coalesce(to_jsonb(label), 'null'::jsonb)`;
+    case 'archived':
+      return 'to_jsonb(archived)';
+    default:
+      return `to_jsonb(${root})`;
+  }
+}
+
+/** The config as nested objects down a path of plain keys, for GIN containment; null when a segment may index an array. */
+function containment(path: string[], value: unknown): unknown {
+  if (path[0] !== 'config' || path.length < 2 || path.some((segment) => INDEX.test(segment))) return null;
+  return path.slice(1).reduceRight<unknown>((inner, key) => ({ [key]: inner }), value);
+}
+
+const ORDER_OPS = { lt: '<', lte: '<=', gt: '>', gte: '>=' } as const;
+
+/** One filter on a top-level text column (module, label, …): plain comparisons that its b-tree index serves. */
+function textFieldFilter(b: Builder, column: string, { op, value }: NormalFilter): string | null {
+  switch (op) {
+    case 'eq':
+      if (typeof value === 'string') return `${column} = ${b.param(codeText(value))}`;
+      return column === 'label' && value === null ? 'label IS NULL' : 'false';
+    case 'in': {
+      const strings = (value as unknown[]).filter((element): element is string => typeof element === 'string');
+      const anyOf = `${column} = ANY(${b.param(strings.map(codeText), '::text[]')})`;
+      return column === 'label' && (value as unknown[]).includes(null) ? `(${anyOf} OR label IS NULL)` : anyOf;
+    }
+    case 'lt':
+    case 'lte':
+    case 'gt':
+    case 'gte':
+      return typeof value === 'string' ? `${column} ${ORDER_OPS[op]} ${b.param(codeText(value))}` : 'false';
+    case 'contains':
+      return typeof value === 'string' ? `strpos(${column}, ${b.param(codeText(value))}) > 0` : 'false';
+    default:
+      return null;
+  }
+}
+
+/** One filter as a SQL condition (never NULL where it matters: every branch is AND-ed under WHERE). */
+function filterSql(b: Builder, filter: NormalFilter): string {
+  const { path, op, value } = filter;
+  const [root] = path;
+  if (path.length === 1 && (TEXT_FIELDS.has(root!) || root === 'label')) {
+    const fast = textFieldFilter(b, root!, filter);
+    if (fast) return fast;
+  }
+  if (root === 'archived' && op === 'eq') {
+    // The plain column, so that the partial index on archived records answers it.
+    return typeof value === 'boolean' ? `archived = ${b.param(value)}` : 'false';
+  }
+  const v = valueAt(b, path);
+  switch (op) {
+    case 'eq': {
+      const equal = `${v} = ${b.json(value)}`;
+      const contained = containment(path, value);
+      // Implied by the equality; written out so that the GIN index on config can answer it.
+      return contained === null ? equal : `config @> ${b.json(contained)} AND ${equal}`;
+    }
+    case 'ne':
+      return `${v} <> ${b.json(value)}`;
+    case 'lt':
+    case 'lte':
+    case 'gt':
+    case 'gte':
+      // CASE, not AND: PostgreSQL may evaluate AND's operands in any order, and the cast fails on a non-number.
+      return typeof value === 'number'
+        ? `(CASE WHEN jsonb_typeof(${v}) = 'number' THEN (${v})::numeric ${ORDER_OPS[op]} ${b.param(JSON.stringify(value), '::numeric')} ELSE false END)`
+        : `(jsonb_typeof(${v}) = 'string' AND (${v} #>> '{}') COLLATE "C" ${ORDER_OPS[op]} ${b.param(codeText(value as string))})`;
+    case 'in':
+    case 'nin': {
+      const elements = (value as unknown[]).map((element) => JSON.stringify(codeValue(element)));
+      const anyOf = `${v} = ANY(${b.param(elements, '::jsonb[]')})`;
+      return op === 'in' ? anyOf : `(${v} IS NOT NULL AND NOT ${anyOf})`;
+    }
+    case 'contains': {
+      const element = isCompound(value)
+        ? `EXISTS (SELECT 1 FROM jsonb_array_elements(${v}) AS element WHERE element = ${b.json(value)})`
+        : `${v} @> ${b.json([value])}`;
+      const inArray = `(CASE WHEN jsonb_typeof(${v}) = 'array' THEN ${element} ELSE false END)`;
+      return typeof value === 'string' ? `((jsonb_typeof(${v}) = 'string' AND strpos(${v} #>> '{}', ${b.param(codeText(value))}) > 0) OR ${inArray})` : inArray;
+    }
+    case 'exists':
+      return value ? `${v} IS NOT NULL` : `${v} IS NULL`;
+  }
+}
+
+/** The columns that order one sort key, ascending, with how a cursor's [rank, scalar] compares to them. */
+interface SortColumns {
+  /** ORDER BY expressions (ascending form). */
+  order: string[];
+  /** SQL conditions for "this record's key is after / equal to the cursor's" in ascending order. */
+  compare(rank: number, scalar: number | string, desc: boolean): { after: string; equal: string; bound?: string };
+}
+
+function sortColumns(b: Builder, path: string[]): SortColumns {
+  const [root] = path;
+  const beyond = (desc: boolean) => (desc ? '<' : '>');
+  if (path.length === 1 && TEXT_FIELDS.has(root!)) {
+    // Always a string (rank 5): the column itself orders it, as its indexes do.
+    return {
+      order: [root!],
+      compare: (_rank, scalar, desc) => {
+        const at = b.param(codeText(scalar as string));
+        return { after: `${root} ${beyond(desc)} ${at}`, equal: `${root} = ${at}`, bound: `${root} ${beyond(desc)}= ${at}` };
+      },
+    };
+  }
+  if (root === 'label') {
+    // Null (rank 1) before strings (rank 5).
+    return {
+      order: ['(label IS NOT NULL)', 'label'],
+      compare: (rank, scalar, desc) => {
+        if (rank === 1) return { after: desc ? 'false' : 'label IS NOT NULL', equal: 'label IS NULL' };
+        const at = b.param(codeText(scalar as string));
+        return { after: desc ? `(label IS NULL OR label < ${at})` : `label > ${at}`, equal: `label = ${at}` };
+      },
+    };
+  }
+  if (root === 'archived') {
+    return {
+      order: ['archived'],
+      compare: (rank, _scalar, desc) => {
+        const value = rank === 3;
+        const after = desc ? (value ? 'NOT archived' : 'false') : value ? 'false' : 'archived';
+        return { after, equal: value ? 'archived' : 'NOT archived' };
+      },
+    };
+  }
+  const v = valueAt(b, path);
+  const rank = `(CASE WHEN ${v} IS NULL THEN 0 ELSE CASE jsonb_typeof(${v}) WHEN 'null' THEN 1 WHEN 'boolean' THEN CASE WHEN ${v} = 'true'::jsonb THEN 3 ELSE 2 END WHEN 'number' THEN 4 WHEN 'string' THEN 5 WHEN 'array' THEN 6 ELSE 7 END END)`;
+  const number = `(CASE WHEN jsonb_typeof(${v}) = 'number' THEN (${v})::numeric END)`;
+  const text = `(CASE jsonb_typeof(${v}) WHEN 'string' THEN ${v} #>> '{}' WHEN 'array' THEN sort_text ->> ${b.param(path.slice(1).join('.'))} WHEN 'object' THEN sort_text ->> ${b.param(path.slice(1).join('.'))} END) COLLATE "C"`;
+  return {
+    order: [rank, number, text],
+    compare: (cursorRank, scalar, desc) => {
+      const at = b.param(cursorRank, '::int');
+      const after = `${rank} ${beyond(desc)} ${at}`;
+      if (cursorRank < 4) return { after, equal: `${rank} = ${at}` };
+      const [column, value] = cursorRank === 4 ? [number, b.param(JSON.stringify(scalar), '::numeric')] : [text, b.param(codeText(scalar as string))];
+      return { after: `(${after} OR (${rank} = ${at} AND ${column} ${beyond(desc)} ${value}))`, equal: `(${rank} = ${at} AND ${column} = ${value})` };
+    },
+  };
+}
+
+/** "After the cursor's position": lexicographic over the sort keys, then uuid ascending. */
+function afterSql(b: Builder, sorts: Array<{ columns: SortColumns; desc: boolean }>, after: Position): string {
+  let condition = `uuid > ${b.param(codeText(after.uuid))}`;
+  let bound: string | undefined;
+  for (let i = sorts.length - 1; i >= 0; i--) {
+    const { columns, desc } = sorts[i]!;
+    const cmp = columns.compare(after.key[2 * i] as number, after.key[2 * i + 1]!, desc);
+    condition = `(${cmp.after} OR (${cmp.equal} AND ${condition}))`;
+    if (i === 0) bound = cmp.bound;
+  }
+  // A plain range on the first key too, so that an index on it starts the scan at the cursor.
+  return bound ? `${bound} AND ${condition}` : condition;
+}
+
+/**
+ * The statement for a planned search in one project. Its rows: `total` on each, and the page's
+ * records (RECORD_COLUMNS, coded), at most limit + 1 of them; one row with null columns when
+ * the page is empty.
+ */
+export function searchStatement(project: string, plan: QueryPlan): Statement {
+  const b = new Builder();
+  const where = [`project = ${b.param(project)}`];
+  if (!plan.includeArchived) where.push('NOT archived');
+  for (const filter of plan.filters) where.push(filterSql(b, filter));
+  const sorts = plan.sorts.map((sort: SortKey) => ({ columns: sortColumns(b, sort.path), desc: sort.direction === 'desc' }));
+  const order = [...sorts.flatMap(({ columns, desc }) => columns.order.map((column) => `${column} ${desc ? 'DESC' : 'ASC'}`)), 'uuid ASC'];
+  const page = [...where];
+  if (plan.after) page.push(afterSql(b, sorts, plan.after));
+  const filters = where.join(' AND ');
+  const text = `SELECT counted.total, page.*
+FROM (SELECT count(*) AS total FROM portico_interfaces WHERE ${filters}) AS counted
+LEFT JOIN LATERAL (
+  SELECT ${RECORD_COLUMNS.join(', ')} FROM portico_interfaces
+  WHERE ${page.join(' AND ')}
+  ORDER BY ${order.join(', ')}
+  LIMIT ${b.param(plan.limit + 1, '::int')} OFFSET ${b.param(plan.offset, '::int')}
+) AS page ON true`;
+  return { text, values: b.values };
+}

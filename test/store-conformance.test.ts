@@ -1,0 +1,183 @@
+/**
+ * Every store against the search semantics and the Store contract: the property tests of
+ * query.test.ts (same generators, same oracle) run through the embedded store and through
+ * PostgreSQL, with records inserted through `insert` and searched through `search`, so the SQL
+ * compiler is held to the same oracle as the in-memory engine.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { FindRequest } from '../packages/server/src/contract/search.js';
+import { LowdbStore } from '../packages/server/src/store/lowdb-store.js';
+import { PostgresIndex } from '../packages/server/src/store/postgres/postgres-store.js';
+import { record, recordsArb, scenario } from '../packages/server/src/store/query.arbitraries.js';
+import { oracleSearch } from '../packages/server/src/store/query.oracle.js';
+import type { InterfaceRecord, Store } from '../packages/server/src/store/store.js';
+import { startPostgres, type TestPostgres } from './support/postgres.js';
+
+const RUNS = 200;
+/** Each run writes a fresh store: hundreds of them take minutes on a shared machine. */
+const PROPERTY_TIMEOUT_MS = 15 * 60 * 1000;
+
+interface StoreKind {
+  name: string;
+  setup(): Promise<void>;
+  teardown(): Promise<void>;
+  /** A fresh, empty store over a fresh project directory. */
+  open(project: string): Promise<Store>;
+}
+
+let postgres: TestPostgres | undefined;
+let index: PostgresIndex | undefined;
+
+const KINDS: StoreKind[] = [
+  {
+    name: 'embedded (lowdb)',
+    setup: async () => {},
+    teardown: async () => {},
+    open: (project) => LowdbStore.open(project),
+  },
+  {
+    name: 'PostgreSQL',
+    async setup() {
+      postgres = await startPostgres({ durable: false });
+      index = PostgresIndex.connect(postgres.url);
+    },
+    async teardown() {
+      await index?.close();
+      await postgres?.close();
+    },
+    open: (project) => index!.open(project),
+  },
+];
+
+/** Uuids become directory names, which take only [A-Za-z0-9_.-]: hex keeps generated ones distinct and in order. */
+function safe(records: InterfaceRecord[]): InterfaceRecord[] {
+  return records.map((r) => ({ ...r, uuid: Buffer.from(r.uuid, 'utf8').toString('hex') }));
+}
+
+
+
+describe.each(KINDS)('$name store', (kind) => {
+  beforeAll(() => kind.setup());
+  afterAll(() => kind.teardown());
+
+  /** Runs `body` on a fresh store holding `records`, then removes it. */
+  async function withStore<T>(records: InterfaceRecord[], body: (store: Store) => Promise<T>): Promise<T> {
+    const project = await mkdtemp(path.join(tmpdir(), 'portico-conformance-'));
+    const store = await kind.open(project);
+    try {
+      await Promise.all(records.map((r) => store.insert(r)));
+      return await body(store);
+    } finally {
+      await store.close();
+      await rm(project, { recursive: true, force: true });
+    }
+  }
+
+  async function walk(store: Store, query: FindRequest, limit: number, between: (page: number) => Promise<void> = async () => {}): Promise<string[]> {
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    for (let page = 0; page < 1000; page++) {
+      const result = await store.search({ ...query, limit, cursor });
+      seen.push(...result.items.map((item) => item.uuid));
+      if (result.next_cursor === null) return seen;
+      expect(result.items).toHaveLength(limit);
+      cursor = result.next_cursor;
+      await between(page);
+    }
+    throw new Error('the cursor walk does not end');
+  }
+
+  it('returns the same page and total as a full filter, sort and slice', async () => {
+    await fc.assert(
+      fc.asyncProperty(scenario(30), fc.integer({ min: 1, max: 10 }), fc.integer({ min: 0, max: 12 }), ([generated, query], limit, offset) => {
+        const records = safe(generated);
+        return withStore(records, async (store) => {
+          const request = { ...query, limit, offset };
+          const expected = oracleSearch(records, request);
+          const result = await store.search(request);
+          expect(result.items.map((item) => item.uuid)).toEqual(expected.items.map((item) => item.uuid));
+          expect(result.total).toBe(expected.total);
+          expect(result.next_cursor === null).toBe(offset + limit >= expected.total);
+        });
+      }),
+      { numRuns: RUNS },
+    );
+  }, PROPERTY_TIMEOUT_MS);
+
+  it('walks every match exactly once, in order, by cursor', async () => {
+    await fc.assert(
+      fc.asyncProperty(scenario(30), fc.integer({ min: 1, max: 7 }), ([generated, query], limit) => {
+        const records = safe(generated);
+        return withStore(records, async (store) => {
+          expect(await walk(store, query, limit)).toEqual(oracleSearch(records, query).all.map((item) => item.uuid));
+        });
+      }),
+      { numRuns: RUNS },
+    );
+  }, PROPERTY_TIMEOUT_MS);
+
+  it('never repeats or skips a record that existed throughout, while records are inserted between pages', async () => {
+    await fc.assert(
+      fc.asyncProperty(scenario(25), fc.array(recordsArb('', 4), { maxLength: 8 }), fc.integer({ min: 1, max: 5 }), ([generated, query], batches, limit) => {
+        const existing = safe(generated);
+        return withStore(existing, async (store) => {
+          const records = [...existing];
+          const seen = await walk(store, query, limit, async (page) => {
+            const batch = safe(batches[page] ?? []).map((added) => ({ ...added, uuid: `new-${page}-${added.uuid}` }));
+            records.push(...batch);
+            await Promise.all(batch.map((r) => store.insert(r)));
+          });
+          const seenSet = new Set(seen);
+          expect(seenSet.size).toBe(seen.length);
+          for (const item of oracleSearch(existing, query).all) expect(seenSet.has(item.uuid)).toBe(true);
+          const finalOrder = oracleSearch(records, query).all.map((item) => item.uuid);
+          expect(finalOrder.filter((uuid) => seenSet.has(uuid))).toEqual(seen);
+        });
+      }),
+      { numRuns: RUNS },
+    );
+  }, PROPERTY_TIMEOUT_MS);
+
+  it('insert: an existing uuid returns the stored record unchanged, created false', async () => {
+    await withStore([], async (store) => {
+      const first = record('same', { n: 1 }, { created_by: 'alice', label: 'one' });
+      expect(await store.insert(first)).toEqual({ record: first, created: true });
+      const again = await store.insert({ ...first, config: { n: 2 }, created_by: 'bob', label: null });
+      expect(again).toEqual({ record: first, created: false });
+      expect(await store.get('same')).toEqual(first);
+    });
+  });
+
+  it('update: label and archived, last write wins; config and created_by stay', async () => {
+    await withStore([record('r', { n: 1 }, { created_by: 'alice' })], async (store) => {
+      await store.update('r', { label: 'first' });
+      await store.update('r', { label: 'second' });
+      const archived = await store.update('r', { archived: true });
+      expect(archived).toMatchObject({ label: 'second', archived: true, created_by: 'alice', config: { n: 1 } });
+      expect(await store.update('r', { label: null })).toMatchObject({ label: null, archived: true });
+      expect(await store.update('missing', { label: 'x' })).toBeUndefined();
+    });
+  });
+
+  it('delete: the record is gone; deleting again says so', async () => {
+    await withStore([record('gone', {})], async (store) => {
+      expect(await store.delete('gone')).toBe(true);
+      expect(await store.get('gone')).toBeUndefined();
+      expect(await store.delete('gone')).toBe(false);
+    });
+  });
+
+  it('keeps every JSON string exactly: U+0000, lone surrogates, astral and private-use characters, odd keys', async () => {
+    const config = { 'a\u0000b': ['\u0000', '\ud800', 'x\udfffy', '😀', '\uffff', ''], '__proto__': { 'é': 1.5, '': null }, big: 1e300, tiny: 5e-324 };
+    const stored = record('odd', config, { label: 'l\u0000\ud83d', meta: { note: '\ud83d' }, predicate: { '\u0000': true } });
+    await withStore([stored], async (store) => {
+      expect(await store.get('odd')).toEqual(stored);
+      const found = await store.search({ config: { filters: [{ path: 'big', op: 'gt', value: 1e299 }] }, label: 'l\u0000\ud83d' });
+      expect(found.items).toEqual([stored]);
+    });
+  });
+});

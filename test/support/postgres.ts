@@ -1,0 +1,69 @@
+/**
+ * A real PostgreSQL for a test suite: a throwaway cluster (initdb in a temporary folder, a unix
+ * socket there, no TCP) started in beforeAll and removed in afterAll, or the server named by
+ * PORTICO_TEST_POSTGRES. Either way each suite gets a fresh database of its own. Nothing here
+ * skips: a suite whose PostgreSQL cannot start fails with the reason.
+ */
+import pg from 'pg';
+// @ts-expect-error: a plain .mjs script without types
+import { startCluster } from '../../scripts/provision-postgres.mjs';
+
+export interface TestPostgres {
+  /** A connection string for the suite's own database. */
+  url: string;
+  /** Stops the server (fast shutdown) when this suite owns it; refuses otherwise. */
+  stop(): Promise<void>;
+  /** Starts the stopped server again on the same socket. */
+  start(): Promise<void>;
+  /** Drops the database and, for a throwaway cluster, stops it and removes its folder. */
+  close(): Promise<void>;
+}
+
+async function createDatabase(adminUrl: string): Promise<{ url: string; drop: () => Promise<void> }> {
+  const name = `portico_test_${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    async drop() {
+      const again = new pg.Client({ connectionString: adminUrl });
+      await again.connect();
+      try {
+        await again.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      } finally {
+        await again.end();
+      }
+    },
+  };
+}
+
+/**
+ * Starts (or borrows) a PostgreSQL and makes a fresh database on it. `durable: false` turns off
+ * fsync in a throwaway cluster (scripts/provision-postgres.mjs, startCluster), for suites that
+ * test semantics and never crash the server.
+ */
+export async function startPostgres({ durable = true } = {}): Promise<TestPostgres> {
+  const named = process.env.PORTICO_TEST_POSTGRES;
+  if (named) {
+    const db = await createDatabase(named);
+    const refuse = async () => {
+      throw new Error('this test stops and starts its PostgreSQL; it needs a throwaway cluster (unset PORTICO_TEST_POSTGRES)');
+    };
+    return { url: db.url, stop: refuse, start: refuse, close: db.drop };
+  }
+  const cluster = await startCluster({ durable });
+  try {
+    const db = await createDatabase(cluster.url);
+    return { url: db.url, stop: cluster.stop, start: cluster.start, close: cluster.close };
+  } catch (err) {
+    await cluster.close();
+    throw err;
+  }
+}
