@@ -13,9 +13,18 @@ import { api, cleanup, Client, gateway, ROOT, tempProject } from './helpers.js';
 const BIN = path.join(ROOT, 'packages/server/bin/portico.js');
 const ROUNDS = 10;
 const spawned: ChildProcess[] = [];
+/** Gateways forked by a parent of their own: killing that parent leaves them running. */
+const forked: number[] = [];
 
 afterAll(async () => {
   for (const child of spawned) child.kill('SIGKILL');
+  for (const pid of forked) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
   await cleanup();
 });
 
@@ -49,6 +58,7 @@ async function serveUnreaped(project: string): Promise<{ parent: ChildProcess; p
   const parent = spawn('python3', ['-c', script, process.execPath, BIN, 'serve', project, '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
   spawned.push(parent);
   const pid = await new Promise<number>((resolve) => parent.stdout!.once('data', (d) => resolve(Number(String(d).split('\n')[0]))));
+  forked.push(pid);
   return { parent, pid, url: await bannerUrl(parent) };
 }
 
