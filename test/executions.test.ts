@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { api, cleanup, gateway, tempProject } from './helpers.js';
+import { api, cleanup, gateway, runEnded, tempProject, waitForRun } from './helpers.js';
 
 afterAll(cleanup);
 
@@ -40,16 +40,8 @@ const EXTRA = {
 
 type Info = { uuid: string; status: string; is_active: boolean; pid: number | null; finished_at: string | null; error: { exception: string } | null };
 
-async function waitFor(g: { url: string }, uuid: string, done: (info: Info) => boolean, timeoutMs = 30_000): Promise<Info> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const info = (await api(g, 'GET', `/v1/executions/${uuid}`)).body as Info;
-    if (done(info)) return info;
-    if (Date.now() > deadline) throw new Error(`run did not get there: ${JSON.stringify(info)}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-const ended = (info: Info) => ['finished', 'failed', 'interrupted'].includes(info.status);
+const waitFor = (g: { url: string }, uuid: string, done: (info: Info) => boolean, timeoutMs = 30_000) => waitForRun<Info>(g, uuid, done, timeoutMs);
+const ended = runEnded;
 
 describe('executions', () => {
   let g: Awaited<ReturnType<typeof gateway>>;

@@ -152,3 +152,17 @@ export async function api(
   }
   return { status: res.status, body: parsed, headers: res.headers };
 }
+
+/** The run's ExecutionInfo once `done` holds for it (polled over REST); throws with the last one after `timeoutMs`. */
+export async function waitForRun<T extends { status: string }>(g: { url: string }, uuid: string, done: (info: T) => boolean, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const info = (await api(g, 'GET', `/v1/executions/${uuid}`)).body as T;
+    if (done(info)) return info;
+    if (Date.now() > deadline) throw new Error(`run did not get there: ${JSON.stringify(info)}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Whether a run has ended, whatever the outcome. */
+export const runEnded = (info: { status: string }): boolean => ['finished', 'failed', 'interrupted'].includes(info.status);

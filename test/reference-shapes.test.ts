@@ -4,7 +4,7 @@
  * §6–§11) beside Portico's own. Each shape is pinned with a real request to a real gateway.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { api, cleanup, gateway, ROOT, tempProject } from './helpers.js';
+import { api, cleanup, gateway, ROOT, runEnded, tempProject, waitForRun } from './helpers.js';
 
 afterAll(cleanup);
 
@@ -204,12 +204,8 @@ describe('search items (POST /v1/interfaces/search)', () => {
 
   async function runToEnd(version: Record<string, unknown>): Promise<{ uuid: string; interfaces: string[] }> {
     const { body } = await api(g, 'POST', '/v1/executions', { interfaces: [{ target: 'trainer', version: [version] }] });
-    for (let i = 0; i < 600; i++) {
-      const info = (await api(g, 'GET', `/v1/executions/${body.uuid}`)).body;
-      if (['finished', 'failed', 'interrupted'].includes(info.status)) return body;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    throw new Error(`run ${body.uuid} did not end`);
+    await waitForRun(g, body.uuid, runEnded);
+    return body;
   }
 
   it('carry id and created_at_ns beside uuid and created_at, and sort by created_at_ns as by created_at', async () => {
@@ -273,7 +269,7 @@ describe('data status, lifecycle, related and provenance', () => {
   it('carry the reference fields beside Portico\'s: available, mounted, local_uri, bytes_missing; cached; each neighbour\'s and node\'s version', async () => {
     const g = await gateway({ project: await tempProject() });
     const { body: run } = await api(g, 'POST', '/v1/executions', { interfaces: [{ target: 'trainer', version: [{ epochs: 1 }], context: [{ target: 'counter', version: [{ start: 3 }] }] }] });
-    for (let i = 0; i < 600 && (await api(g, 'GET', `/v1/executions/${run.uuid}`)).body.status !== 'finished'; i++) await new Promise((r) => setTimeout(r, 50));
+    await waitForRun(g, run.uuid, (info) => info.status === 'finished');
     const [iface] = run.interfaces;
     const data = (await api(g, 'GET', `/v1/interfaces/${iface}/data`)).body;
     expect(data).toMatchObject({ status: 'local', available: true, mounted: true, bytes_missing: false, local_uri: expect.stringContaining(iface) });

@@ -8,7 +8,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { api, cleanup, Client, gateway, tempProject } from './helpers.js';
+import { api, cleanup, Client, gateway, runEnded, tempProject, waitForRun } from './helpers.js';
 import { slurmCluster, type SlurmCluster } from './support/slurm.js';
 
 type Info = {
@@ -70,16 +70,8 @@ const STUBBORN = {
   ].join('\n'),
 };
 
-async function waitFor(g: { url: string }, uuid: string, done: (info: Info) => boolean, timeoutMs = 60_000): Promise<Info> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const info = (await api(g, 'GET', `/v1/executions/${uuid}`)).body as Info;
-    if (done(info)) return info;
-    if (Date.now() > deadline) throw new Error(`run did not get there: ${JSON.stringify(info)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-const ended = (info: Info) => ['finished', 'failed', 'interrupted'].includes(info.status);
+const waitFor = (g: { url: string }, uuid: string, done: (info: Info) => boolean, timeoutMs = 60_000) => waitForRun<Info>(g, uuid, done, timeoutMs);
+const ended = runEnded;
 const trainer = (version: Record<string, unknown>, resources?: Record<string, unknown>) => ({
   interfaces: [{ target: 'trainer', version: [version] }],
   ...(resources ? { resources } : {}),
