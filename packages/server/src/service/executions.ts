@@ -125,8 +125,13 @@ export class ExecutionService {
   async lifecycle(ctx: RequestContext, record: { uuid: string } | undefined): Promise<{ status: Lifecycle; execution_uuid: string | null }> {
     if (!record) return { status: 'draft', execution_uuid: null };
     const [latest] = await this.list(ctx, { interface: record.uuid, limit: 1 });
+    return this.lifecycleAfter(ctx, record.uuid, latest);
+  }
+
+  /** The lifecycle of an interface whose newest run is `latest` (undefined: it never ran). */
+  private async lifecycleAfter(ctx: RequestContext, uuid: string, latest: ExecutionInfo | undefined): Promise<{ status: Lifecycle; execution_uuid: string | null }> {
     if (latest?.is_active || latest?.status === 'pending') return { status: 'running', execution_uuid: latest.uuid };
-    if (await ctx.project.runs.cached(record.uuid)) return { status: 'cached', execution_uuid: latest?.uuid ?? null };
+    if (await ctx.project.runs.cached(uuid)) return { status: 'cached', execution_uuid: latest?.uuid ?? null };
     if (latest && latest.status !== 'finished') return { status: 'failed', execution_uuid: latest.uuid };
     return { status: 'draft', execution_uuid: latest?.uuid ?? null };
   }
@@ -138,8 +143,8 @@ export class ExecutionService {
   async withRunStatus<T extends { uuid: string }>(ctx: RequestContext, items: T[]): Promise<Array<T & { status: Lifecycle; execution_uuid: string | null; run_count: number }>> {
     return Promise.all(
       items.map(async (item) => {
-        const [lifecycle, runs] = await Promise.all([this.lifecycle(ctx, item), this.list(ctx, { interface: item.uuid, limit: Infinity })]);
-        return { ...item, ...lifecycle, run_count: runs.length };
+        const runs = await this.list(ctx, { interface: item.uuid, limit: Infinity });
+        return { ...item, ...(await this.lifecycleAfter(ctx, item.uuid, runs[0])), run_count: runs.length };
       }),
     );
   }
