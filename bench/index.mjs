@@ -1,9 +1,8 @@
 // Issues 3 and 18: search latency, durable creates per second and gateway memory at 10k and 100k
 // records; the embedded store's indexed search beside the same queries on a plain Map scan.
-import http from 'node:http';
 import { open, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { ROOT, rssMb, startGateway, summarize, us } from './lib.mjs';
+import { jsonClient, ROOT, rssMb, startGateway, summarize, us } from './lib.mjs';
 
 const { LowdbStore } = await import(path.join(ROOT, 'packages/server/dist/store/lowdb-store.js'));
 const { search } = await import(path.join(ROOT, 'packages/server/dist/store/query.js'));
@@ -29,22 +28,6 @@ async function seed(project, count) {
     await Promise.all(Array.from({ length: Math.min(batch, count - i) }, (_, k) => store.insert(syntheticRecord(i + k))));
   }
   await store.close();
-}
-
-function client(url, sockets) {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: sockets });
-  const post = (pathname, body) =>
-    new Promise((resolve, reject) => {
-      const text = JSON.stringify(body);
-      const req = http.request(`${url}${pathname}`, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) } }, (res) => {
-        const chunks = [];
-        res.on('data', (c) => chunks.push(c));
-        res.on('end', () => (res.statusCode === 200 ? resolve(JSON.parse(Buffer.concat(chunks))) : reject(new Error(`${pathname} answered ${res.statusCode}: ${Buffer.concat(chunks)}`))));
-      });
-      req.on('error', reject);
-      req.end(text);
-    });
-  return { post, close: () => agent.destroy() };
 }
 
 /** Floor for a durable create: one small append + fdatasync on the same disk. */
@@ -128,7 +111,7 @@ export async function indexBench(project, sizes = [10_000, 100_000]) {
     seeded = size;
     if (size === sizes.at(-1)) rows.push(...(await indexedSearchBench(project, `${size / 1000}k records`)));
     const gw = await startGateway(project, ['--log-level', 'warn']);
-    const c = client(gw.url, 64);
+    const c = jsonClient(gw.url, { sockets: 64 });
     try {
       const query = {
         config: { filters: [{ path: 'lr', op: 'gt', value: 0.5 }, { path: 'optimizer', op: 'in', value: ['adam', 'sgd'] }] },

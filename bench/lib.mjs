@@ -1,5 +1,6 @@
 // Shared bench helpers: percentiles, formatting, spawning the gateway, bounded loops.
 import { spawn } from 'node:child_process';
+import http from 'node:http';
 import { cp, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -69,4 +70,24 @@ export async function rssMb(pid) {
   const { readFile } = await import('node:fs/promises');
   const status = await readFile(`/proc/${pid}/status`, 'utf8');
   return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? NaN) / 1024;
+}
+
+/**
+ * A JSON POST client over one http.Agent (`keepAlive` and `sockets` as http.Agent takes them):
+ * `post(pathname, body)` resolves with the parsed 200 body and rejects on any other status.
+ */
+export function jsonClient(url, { sockets = 16, keepAlive = true } = {}) {
+  const agent = new http.Agent({ keepAlive, maxSockets: sockets });
+  const post = (pathname, body) =>
+    new Promise((resolve, reject) => {
+      const text = JSON.stringify(body);
+      const req = http.request(`${url}${pathname}`, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) } }, (res) => {
+        const chunks = [];
+        res.on('data', (c) => chunks.push(c));
+        res.on('end', () => (res.statusCode === 200 ? resolve(JSON.parse(Buffer.concat(chunks))) : reject(new Error(`${pathname} answered ${res.statusCode}: ${Buffer.concat(chunks)}`))));
+      });
+      req.on('error', reject);
+      req.end(text);
+    });
+  return { post, close: () => agent.destroy() };
 }

@@ -3,11 +3,10 @@
 // Map of the same 1M records in this process. Creates go through REST with 16 in flight, and the
 // gateway's RSS is compared before and after the index grew to 1M rows.
 // Runs against a throwaway cluster (scripts/provision-postgres.mjs), or PORTICO_BENCH_POSTGRES.
-import http from 'node:http';
 import { realpath } from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
-import { ROOT, rssMb, startGateway, summarize, us } from './lib.mjs';
+import { jsonClient, ROOT, rssMb, startGateway, summarize, us } from './lib.mjs';
 import { seedPostgres } from './postgres-seed.mjs';
 import { startCluster } from '../scripts/provision-postgres.mjs';
 
@@ -16,19 +15,6 @@ const { planQuery } = await import(path.join(ROOT, 'packages/server/dist/store/q
 const { PostgresIndex } = await import(path.join(ROOT, 'packages/server/dist/store/postgres/postgres-store.js'));
 
 const RECORDS = 1_000_000;
-
-function post(url, pathname, body, agent) {
-  return new Promise((resolve, reject) => {
-    const text = JSON.stringify(body);
-    const req = http.request(`${url}${pathname}`, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) } }, (res) => {
-      const chunks = [];
-      res.on('data', (c) => chunks.push(c));
-      res.on('end', () => (res.statusCode === 200 ? resolve(JSON.parse(Buffer.concat(chunks))) : reject(new Error(`${pathname} answered ${res.statusCode}: ${Buffer.concat(chunks)}`))));
-    });
-    req.on('error', reject);
-    req.end(text);
-  });
-}
 
 /** The records seedPostgres writes, as plain objects (the Map the embedded engine scans). */
 function seededMap(count) {
@@ -70,12 +56,12 @@ export async function postgresBench(project) {
   const rows = [];
   const gw = await startGateway(project, ['--store', url, '--log-level', 'warn']);
   // Without keep-alive: the phases between requests (seeding, the Map scans) outlast the server's keep-alive timeout.
-  const agent = new http.Agent({ keepAlive: false, maxSockets: 16 });
+  const client = jsonClient(gw.url, { keepAlive: false, sockets: 16 });
   const admin = new pg.Client({ connectionString: url });
   await admin.connect();
   try {
     await admin.query('DELETE FROM portico_interfaces WHERE project = $1', [key]);
-    await post(gw.url, '/v1/interfaces/search', { limit: 10 }, agent);
+    await client.post('/v1/interfaces/search', { limit: 10 });
     const emptyRss = await rssMb(gw.pid);
 
     const t0 = process.hrtime.bigint();
@@ -106,8 +92,8 @@ export async function postgresBench(project) {
     for (const [, request, mapRequest = request] of queries) mapScans.push(await timed(async () => search(map.values(), mapRequest), 5));
     map.clear();
     for (const [i, [name, request]] of queries.entries()) {
-      const answer = await post(gw.url, '/v1/interfaces/search', request, agent);
-      const viaGateway = await timed(() => post(gw.url, '/v1/interfaces/search', request, agent), 30);
+      const answer = await client.post('/v1/interfaces/search', request);
+      const viaGateway = await timed(() => client.post('/v1/interfaces/search', request), 30);
       rows.push(
         { name: `search p50 (with total), ${name} (${answer.total} match)`, value: viaGateway.p50, unit: ' ms', target: 20 },
         { name: `  same query, embedded engine over a 1M-record Map`, value: mapScans[i].p50, unit: ' ms' },
@@ -122,7 +108,7 @@ export async function postgresBench(project) {
       Array.from({ length: 16 }, async () => {
         while (next < creates) {
           const i = next++;
-          await post(gw.url, '/v1/interfaces', { target: 'counter', version: [{ start: 10_000_000 + i }] }, agent);
+          await client.post('/v1/interfaces', { target: 'counter', version: [{ start: 10_000_000 + i }] });
         }
       }),
     );
@@ -132,7 +118,7 @@ export async function postgresBench(project) {
       { name: 'gateway RSS, 1M-row index (after the searches and creates)', value: await rssMb(gw.pid), unit: ' MB' },
     );
   } finally {
-    agent.destroy();
+    client.close();
     await admin.end();
     await gw.stop();
     await cluster?.close();
