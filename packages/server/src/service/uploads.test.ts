@@ -50,3 +50,25 @@ describe('Upload backpressure', () => {
     expect(createHash('sha256').update(await readFile(path.join(root, 'data.bin'))).digest('hex')).toBe(hash.digest('hex'));
   });
 });
+
+describe('Upload refused at once', () => {
+  it('a missing path fails the upload with invalid_frame, and a root that never comes (no connect) is no unhandled rejection', async () => {
+    const failures: string[] = [];
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      new Upload(Promise.reject(new Error('Send connect before chunk_start')), undefined, 'write', {
+        maxBytes: 1 << 20,
+        highWater: 1 << 16,
+        onDrain: () => undefined,
+        onFail: (error) => failures.push(error.code),
+      });
+      await new Promise((r) => setTimeout(r, 50));
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+    expect(failures).toEqual(['invalid_frame']);
+    expect(unhandled).toEqual([]);
+  });
+});

@@ -143,6 +143,9 @@ export class Upload {
       this.fail(toPorticoError(err));
     }
     this.normalized = segments.join('/');
+    // Refused already (bad path): the root is never used, and its failure (no connect yet) is not
+    // this upload's to report, so it must not surface as an unhandled rejection.
+    if (this.failure) root.catch(() => undefined);
     this.opened = this.failure ? Promise.resolve() : root.then((dir) => this.open(dir, segments, relative!)).then(
       (target) => {
         this.target = target;
