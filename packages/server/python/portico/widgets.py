@@ -1,0 +1,198 @@
+"""Serve a published ``anywidget.AnyWidget`` subclass as it is: ``serve(ScatterWidget)``.
+
+Only projects that call ``serve`` import anywidget, ipywidgets and traitlets (through the widget
+class they pass); the gateway and the worker never do.
+
+How the widget maps onto an interface:
+
+- **Assets.** The class's ``_esm`` / ``_css`` (source text, a file path or a ``pathlib.Path``, as
+  anywidget allows) become the module's widget assets, read once when ``serve`` runs. A published
+  widget's files live in site-packages, outside the project, so they are served as source text.
+- **One widget per instance.** Each interface instance builds one widget object when it is
+  created: ``widget_class(**config)`` (the config fields are constructor keyword arguments), or
+  ``create(config)`` when given. The Config is the served class's (none by default); declare one
+  by subclassing::
+
+      class Slider(serve(Slider2D)):
+          class Config:
+              x: float = 0.0
+
+- **State.** The traits tagged ``sync=True`` that the widget class adds to anywidget's are the
+  widget state (``widget_get``); anywidget's and ipywidgets' own (``_model_name``, ``layout``,
+  ``_esm``...) are not. A front end's ``save_changes()`` sets them through ipywidgets'
+  ``set_state`` (traitlets validation; a ``TraitError`` or ``ValueError`` is ``invalid_argument``,
+  an unknown key too) and every attached front end receives the keys set, with the values the
+  widget kept, plus whatever the widget's observers changed meanwhile.
+- **Python changes.** A synced trait set in Python (a remote method, an observer, a thread) is
+  pushed as ``widget_change`` to every attached front end.
+- **Messages.** A front end's ``model.send(content, callbacks, buffers)`` runs the widget's
+  ``on_msg`` handlers as ``handler(widget, content, buffers)``; a handler that raises answers an
+  error to that message (ipywidgets would only log it). ``widget.send(content, buffers)`` reaches
+  every attached front end as ``msg:custom``.
+
+The widget talks to Portico through a comm object (the interface ipywidgets expects of its host,
+as a kernel's or marimo's comm does) installed in place of the inert one ipywidgets makes outside
+a kernel.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from typing import Any, Callable, TypeVar
+
+from ._view import ConfigView
+from .interface import Interface
+
+__all__ = ["serve"]
+
+W = TypeVar("W")
+
+#: Synced traits that anywidget adds to every instance; front-end plumbing, never widget state.
+_ANYWIDGET_INSTANCE_KEYS = frozenset({"_esm", "_css", "_anywidget_id"})
+
+
+def serve(widget_class: type, create: Callable[[ConfigView], Any] | None = None) -> type[Interface]:
+    """An ``Interface`` class that serves ``widget_class`` (an ``anywidget.AnyWidget`` subclass) unchanged.
+
+    Assign it in a project module, which makes it that module's interface class::
+
+        from drawdata import ScatterWidget
+        from portico.widgets import serve
+
+        Scatter = serve(ScatterWidget)
+
+    ``create(config)``, when given, builds the widget of each instance from its resolved config
+    (for widgets whose constructor takes data, such as a table); by default it is
+    ``widget_class(**config)``. The class is named after ``widget_class``, carries its docstring
+    and belongs to the calling module. Raises TypeError when ``widget_class`` is not an AnyWidget
+    subclass.
+    """
+    import anywidget  # the project's dependency, imported only by projects that serve widgets
+
+    if not (isinstance(widget_class, type) and issubclass(widget_class, anywidget.AnyWidget)):
+        raise TypeError(f"serve() takes an anywidget.AnyWidget subclass, not {widget_class!r}")
+    caller = sys._getframe(1).f_globals.get("__name__", __name__)  # as namedtuple does: the module that assigns it
+    namespace = {
+        "__module__": caller,
+        "__qualname__": widget_class.__name__,
+        "__doc__": widget_class.__doc__,
+        "_portico_widget_class": widget_class,
+        "_portico_create": staticmethod(create) if create is not None else None,
+        "_portico_base_keys": frozenset(anywidget.AnyWidget.class_trait_names(sync=True)) | _ANYWIDGET_INSTANCE_KEYS,
+    }
+    for asset in ("_esm", "_css"):
+        source = _asset_source(widget_class, asset)
+        if source:
+            namespace[asset] = source
+    return type(widget_class.__name__, (_ServedWidget,), namespace)
+
+
+def _asset_source(widget_class: type, name: str) -> str | None:
+    """The text of ``_esm`` / ``_css``: anywidget turned files into ``FileContents`` (whose str()
+    is the text); a trait declaration holds it as its default."""
+    value = getattr(widget_class, name, None)
+    value = getattr(value, "default_value", value)  # `_esm = traitlets.Unicode("...")`
+    if value is None:
+        return None
+    return str(value)
+
+
+class _ServedWidget(Interface):
+    """The hooks of a served anywidget; ``serve`` makes a subclass per widget class."""
+
+    _portico_widget_class: type
+    _portico_create: Callable[[ConfigView], Any] | None
+    _portico_base_keys: frozenset[str]
+
+    def __init__(self) -> None:
+        create = self._portico_create
+        widget = create(self.config) if create is not None else self._portico_widget_class(**self.config.to_dict())
+        if not isinstance(widget, self._portico_widget_class):
+            raise TypeError(f"create() returned {type(widget).__name__}, not a {self._portico_widget_class.__name__}")
+        self._widget = widget
+        self._keys = [key for key in widget.keys if key not in self._portico_base_keys]
+        self._applying = threading.local()  # the changes a front end's widget_update is making on this thread
+        inert = widget.comm
+        widget.comm = _Comm(getattr(inert, "comm_id", None), self._forward)  # same id: ipywidgets' registry keeps one entry
+
+    @property
+    def widget(self) -> Any:
+        """The widget object this instance serves (one per instance)."""
+        return self._widget
+
+    def widget_state(self) -> dict[str, Any]:
+        return _bytes_values(self._widget.get_state(self._keys))
+
+    def widget_update(self, changes: dict[str, Any]) -> dict[str, Any]:
+        unknown = sorted(set(changes) - set(self._keys))
+        if unknown:
+            raise ValueError(f"{type(self).__name__} has no synced trait {', '.join(map(repr, unknown))}")
+        import traitlets  # loaded already: the widget class imported it
+
+        captured: dict[str, Any] = {}
+        self._applying.changes = captured
+        try:
+            self._widget.set_state(changes)
+        except traitlets.TraitError as exc:  # traitlets rolled the widget back; a refusal like any other
+            raise ValueError(str(exc)) from None
+        finally:
+            self._applying.changes = None
+        # Side effects first, then the keys set, as the widget kept them (a validator may have coerced them).
+        return {**captured, **_bytes_values(self._widget.get_state(list(changes)))}
+
+    def widget_message(self, content: Any, buffers: list[bytes]) -> None:
+        # ipywidgets' dispatcher would log and swallow a failing handler; calling each handler here
+        # lets the error answer the message that caused it.
+        for handler in list(self._widget._msg_callbacks.callbacks):
+            handler(self._widget, content, buffers)
+
+    def _forward(self, data: dict[str, Any], buffers: list[Any]) -> None:
+        """A message the widget sends its front ends (ipywidgets' comm protocol), as a Portico push."""
+        method = data.get("method")
+        if method == "update":
+            state = _with_buffers(data.get("state", {}), data.get("buffer_paths", []), buffers)
+            state = {key: value for key, value in state.items() if key in self._keys}
+            if not state:
+                return
+            applying = getattr(self._applying, "changes", None)
+            if applying is not None:  # part of the answer to the widget_update in progress
+                applying.update(state)
+            else:
+                self.push_widget_change(state)
+        elif method == "custom":
+            self.push_widget_message(data.get("content"), [bytes(buffer) for buffer in buffers])
+        # "echo_update" is not forwarded: Portico sends every accepted change to all front ends itself.
+
+
+class _Comm:
+    """What ipywidgets requires of its host's comm: an id, ``send``, ``on_msg`` and ``close``."""
+
+    def __init__(self, comm_id: str | None, forward: Callable[[dict[str, Any], list[Any]], None]) -> None:
+        self.comm_id = comm_id
+        self._forward = forward
+
+    def send(self, data: Any = None, metadata: Any = None, buffers: list[Any] | None = None) -> None:
+        if isinstance(data, dict):
+            self._forward(data, list(buffers or ()))
+
+    def on_msg(self, callback: Callable[[Any], None] | None) -> None:
+        """Front-end messages reach the widget through the interface's hooks, not this callback."""
+
+    def close(self, data: Any = None, metadata: Any = None, buffers: Any = None, deleting: bool = False) -> None:
+        """Nothing to tear down: the instance's front ends stay attached to the interface."""
+
+
+def _with_buffers(state: dict[str, Any], paths: list[list[Any]], buffers: list[Any]) -> dict[str, Any]:
+    """``state`` with each binary buffer put back where ipywidgets took it out (``paths[i]``)."""
+    for path, buffer in zip(paths, buffers):
+        target: Any = state
+        for step in path[:-1]:
+            target = target[step]
+        target[path[-1]] = bytes(buffer)
+    return state
+
+
+def _bytes_values(state: dict[str, Any]) -> dict[str, Any]:
+    """Top-level memoryviews (ipywidgets' form of binary traits) as bytes."""
+    return {key: bytes(value) if isinstance(value, memoryview) else value for key, value in state.items()}

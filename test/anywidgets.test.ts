@@ -1,0 +1,183 @@
+/**
+ * Published anywidgets served unchanged through `portico.widgets.serve`, from Node: a real
+ * gateway whose worker runs the test venv's Python (anywidget, wigglystuff, drawdata, quak). The
+ * synced traits are the state, traitlets validation refuses bad changes, Python-side trait changes
+ * and `send()` reach every client, `on_msg` handlers answer `widget_msg`, and the class's
+ * `_esm`/`_css` are the module's assets. The browser suites (e2e/anywidgets*.test.ts) drive the
+ * same fixture project through Chromium and JupyterLab.
+ */
+import { readdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { api, Client, cleanup, gateway, ROOT, tempProject } from './helpers.js';
+import { TEST_PYTHON } from './notebook.js';
+
+export const ANYWIDGET_FIXTURES = path.join(ROOT, 'test/fixtures/anywidgets');
+
+/** The fixture project's modules (slider, matrix, scatter, table) as tempProject files. */
+export async function anywidgetFixtures(): Promise<Record<string, string>> {
+  const files: Record<string, string> = {};
+  for (const name of await readdir(ANYWIDGET_FIXTURES)) files[name] = await readFile(path.join(ANYWIDGET_FIXTURES, name), 'utf8');
+  return files;
+}
+
+const EXTRA = {
+  // A small AnyWidget of the project's own: an observer derives a trait, a handler answers messages.
+  'knob.py': `
+import anywidget
+import traitlets
+
+from portico.widgets import serve
+
+
+class KnobWidget(anywidget.AnyWidget):
+    """A knob whose double follows its value."""
+
+    _esm = "export default { render({ model, el }) { el.textContent = String(model.get('value')); } };"
+    _css = ".knob { color: red; }"
+    value = traitlets.Int(1).tag(sync=True)
+    double = traitlets.Int(2).tag(sync=True)
+    hidden = traitlets.Int(0)  # not synced: never part of the state
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.on_msg(self._answer)
+
+    @traitlets.observe("value")
+    def _follow(self, change):
+        self.double = 2 * change["new"]
+
+    @traitlets.validate("value")
+    def _bounded(self, proposal):
+        if proposal["value"] > 100:
+            raise traitlets.TraitError("value must be at most 100")
+        return proposal["value"]
+
+    def _answer(self, widget, content, buffers):
+        if content == "boom":
+            raise RuntimeError("the knob broke")
+        self.send({"echo": content, "sizes": [len(b) for b in buffers]}, buffers=[b"\\x01\\x02"])
+
+
+class Knob(serve(KnobWidget)):
+    class Config:
+        value: int = 1
+
+    def turn(self, by: int) -> int:
+        self.widget.value += by
+        return self.widget.value
+`,
+  'not_a_widget.py': `
+from portico.widgets import serve
+
+
+class Plain:
+    pass
+
+
+Served = serve(Plain)
+`,
+};
+
+let url: string;
+
+beforeAll(async () => {
+  const project = await tempProject({ ...(await anywidgetFixtures()), ...EXTRA });
+  ({ url } = await gateway({ project, python: TEST_PYTHON }));
+}, 60_000);
+afterAll(cleanup);
+
+describe('serving a published anywidget', { timeout: 60_000 }, () => {
+  it('the synced traits the widget class adds are the state; constructor defaults apply', async () => {
+    const client = await Client.open(url);
+    await client.connect('scatter');
+    const state = await client.request({ type: 'widget_get' });
+    expect(state.payload.state).toEqual({ data: [], brushsize: 40, width: 800, height: 400, n_classes: 4 });
+    client.close();
+  });
+
+  it('config fields are constructor keyword arguments', async () => {
+    const client = await Client.open(url);
+    await client.connect('slider', { version: [{ x: 0.25, y: -0.5 }] });
+    const state = await client.request({ type: 'widget_get' });
+    expect(state.payload.state).toMatchObject({ x: 0.25, y: -0.5, x_bounds: [-1, 1], width: 400 });
+    client.close();
+  });
+
+  it('a change from one client sets the trait in Python and reaches every client with what the widget kept', async () => {
+    const a = await Client.open(url);
+    const b = await Client.open(url);
+    const { payload: info } = await a.connect('knob');
+    await b.connect(info.uuid);
+    const reply = await a.request({ type: 'widget_set', changes: { value: 5 } });
+    // the observer's derived change travels with the change that caused it
+    expect(reply.payload.changes).toEqual({ value: 5, double: 10 });
+    const seen = await b.waitFor((f) => f.type === 'widget_change');
+    expect(seen.payload.changes).toEqual({ value: 5, double: 10 });
+    const state = await api({ url }, 'POST', '/v1/interfaces/call', { target: info.uuid, method: 'widget_state' });
+    expect(state.body.payload).toEqual({ value: 5, double: 10 });
+    a.close();
+    b.close();
+  });
+
+  it('traitlets validation, a wrong type and an unknown key are invalid_argument; the state stays as it was', async () => {
+    const client = await Client.open(url);
+    await client.connect('knob', { version: [{ value: 3 }] });
+    for (const changes of [{ value: 101 }, { value: 'three' }, { hidden: 1 }, { nope: 1 }]) {
+      const refused = await client.request({ type: 'widget_set', changes });
+      expect(refused, JSON.stringify(changes)).toMatchObject({ type: 'error', payload: { code: 'invalid_argument' } });
+    }
+    const bounds = await Client.open(url);
+    await bounds.connect('slider');
+    const inverted = await bounds.request({ type: 'widget_set', changes: { x_bounds: [1, 0] } });
+    expect(inverted.payload).toMatchObject({ code: 'invalid_argument', message: expect.stringContaining('Min must be less than max') });
+    expect((await bounds.request({ type: 'widget_get' })).payload.state.x_bounds).toEqual([-1, 1]);
+    expect((await client.request({ type: 'widget_get' })).payload.state).toEqual({ value: 3, double: 6 });
+    client.close();
+    bounds.close();
+  });
+
+  it('a trait set in Python (a remote method) is pushed to every attached client', async () => {
+    const a = await Client.open(url);
+    const { payload: info } = await a.connect('knob', { version: [{ value: 10 }] });
+    const res = await api({ url }, 'POST', '/v1/interfaces/call', { target: info.uuid, method: 'turn', args: [4] });
+    expect(res.body.payload).toBe(14);
+    await a.waitFor((f) => f.type === 'widget_change' && f.payload.changes.value === 14);
+    await a.waitFor((f) => f.type === 'widget_change' && f.payload.changes.double === 28);
+    a.close();
+  });
+
+  it('on_msg handlers answer widget_msg through send(), buffers included; a handler that raises fails that message only', async () => {
+    const a = await Client.open(url);
+    const b = await Client.open(url);
+    const { payload: info } = await a.connect('knob', { version: [{ value: 20 }] });
+    await b.connect(info.uuid);
+    const broken = await a.request({ type: 'widget_msg', content: 'boom' });
+    expect(broken.payload).toMatchObject({ code: 'call_failed', message: expect.stringContaining('the knob broke') });
+    a.send({ type: 'widget_msg', content: { ping: 1 }, buffers: [Buffer.from([7, 7, 7]).toString('base64')] });
+    for (const client of [a, b]) {
+      const pushed = await client.waitFor((f) => f.type === 'widget_msg' && f.id === undefined);
+      expect(pushed.payload.content).toEqual({ echo: { ping: 1 }, sizes: [3] });
+      expect(pushed.payload.buffers.map((buffer: string) => [...Buffer.from(buffer, 'base64')])).toEqual([[1, 2]]);
+    }
+    a.close();
+    b.close();
+  });
+
+  it("the widget class's _esm and _css are the module's assets, files from site-packages included", async () => {
+    const esm = await fetch(`${url}/v1/project/knob/widget/esm`);
+    expect(esm.status).toBe(200);
+    expect(await esm.text()).toContain("model.get('value')");
+    expect(await (await fetch(`${url}/v1/project/knob/widget/css`)).text()).toBe('.knob { color: red; }');
+    const drawn = await fetch(`${url}/v1/project/scatter/widget/css`);
+    expect(drawn.status).toBe(200);
+    expect((await drawn.text()).length).toBeGreaterThan(1000);
+  });
+
+  it('serve() of a class that is not an AnyWidget makes the module fail to import with a clear message', async () => {
+    const client = await Client.open(url);
+    const refused = await client.request({ type: 'connect', target: 'not_a_widget' });
+    expect(refused.payload).toMatchObject({ code: 'module_error', message: expect.stringContaining('anywidget.AnyWidget subclass') });
+    client.close();
+  });
+});
