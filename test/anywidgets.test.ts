@@ -6,20 +6,9 @@
  * `_esm`/`_css` are the module's assets. The browser suites (e2e/anywidgets*.test.ts) drive the
  * same fixture project through Chromium and JupyterLab.
  */
-import { readdir, readFile } from 'node:fs/promises';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { api, Client, cleanup, gateway, ROOT, tempProject } from './helpers.js';
+import { api, Client, cleanup, fixtureFiles, gateway, tempProject } from './helpers.js';
 import { TEST_PYTHON } from './notebook.js';
-
-export const ANYWIDGET_FIXTURES = path.join(ROOT, 'test/fixtures/anywidgets');
-
-/** The fixture project's modules (slider, matrix, scatter, table) as tempProject files. */
-export async function anywidgetFixtures(): Promise<Record<string, string>> {
-  const files: Record<string, string> = {};
-  for (const name of await readdir(ANYWIDGET_FIXTURES)) files[name] = await readFile(path.join(ANYWIDGET_FIXTURES, name), 'utf8');
-  return files;
-}
 
 const EXTRA = {
   // A small AnyWidget of the project's own: an observer derives a trait, a handler answers messages.
@@ -82,7 +71,7 @@ Served = serve(Plain)
 let url: string;
 
 beforeAll(async () => {
-  const project = await tempProject({ ...(await anywidgetFixtures()), ...EXTRA });
+  const project = await tempProject({ ...(await fixtureFiles('anywidgets')), ...EXTRA });
   ({ url } = await gateway({ project, python: TEST_PYTHON }));
 }, 60_000);
 afterAll(cleanup);

@@ -2,7 +2,7 @@
  * Test helpers: a temporary project (copied from examples/demo or written inline), a real
  * gateway on port 0, and a WebSocket client that records frames in order.
  */
-import { cp, mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdtemp, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -29,6 +29,14 @@ export async function tempProject(files: Record<string, string> = {}, { demo = t
     await writeFile(path.join(dir, name), text);
   }
   return dir;
+}
+
+/** The files of the fixture project test/fixtures/<name> (one folder deep), for tempProject. */
+export async function fixtureFiles(name: string): Promise<Record<string, string>> {
+  const folder = path.join(ROOT, 'test/fixtures', name);
+  const files: Record<string, string> = {};
+  for (const file of await readdir(folder)) files[file] = await readFile(path.join(folder, file), 'utf8');
+  return files;
 }
 
 /** A real gateway on a free loopback port. */

@@ -26,8 +26,10 @@ How the widget maps onto an interface:
 - **Python changes.** A synced trait set in Python (a remote method, an observer, a thread) is
   pushed as ``widget_change`` to every attached front end.
 - **Messages.** A front end's ``model.send(content, callbacks, buffers)`` runs the widget's
-  ``on_msg`` handlers as ``handler(widget, content, buffers)``; a handler that raises answers an
-  error to that message (ipywidgets would only log it). ``widget.send(content, buffers)`` reaches
+  ``on_msg`` handlers as ``handler(widget, content, buffers)``, or its own
+  ``_handle_custom_msg(content, buffers)`` where the class overrides that ipywidgets entry point
+  (as quak does); a handler that raises answers an error to that message (ipywidgets would only
+  log it). ``widget.send(content, buffers)`` reaches
   every attached front end as ``msg:custom``.
 
 The widget talks to Portico through a comm object (the interface ipywidgets expects of its host,
@@ -80,6 +82,7 @@ def serve(widget_class: type, create: Callable[[ConfigView], Any] | None = None)
         "_portico_widget_class": widget_class,
         "_portico_create": staticmethod(create) if create is not None else None,
         "_portico_base_keys": frozenset(anywidget.AnyWidget.class_trait_names(sync=True)) | _ANYWIDGET_INSTANCE_KEYS,
+        "_portico_base_handler": staticmethod(anywidget.AnyWidget._handle_custom_msg),
     }
     for asset in ("_esm", "_css"):
         source = _asset_source(widget_class, asset)
@@ -104,6 +107,7 @@ class _ServedWidget(Interface):
     _portico_widget_class: type
     _portico_create: Callable[[ConfigView], Any] | None
     _portico_base_keys: frozenset[str]
+    _portico_base_handler: Callable[..., None]
 
     def __init__(self) -> None:
         create = self._portico_create
@@ -142,10 +146,15 @@ class _ServedWidget(Interface):
         return {**captured, **_bytes_values(self._widget.get_state(list(changes)))}
 
     def widget_message(self, content: Any, buffers: list[bytes]) -> None:
-        # ipywidgets' dispatcher would log and swallow a failing handler; calling each handler here
+        widget = self._widget
+        if type(widget)._handle_custom_msg is not self._portico_base_handler:
+            # The widget overrides ipywidgets' entry point for custom messages (quak does): as in a kernel, it gets them.
+            widget._handle_custom_msg(content, buffers)
+            return
+        # ipywidgets' own dispatcher would log and swallow a failing handler; calling each here
         # lets the error answer the message that caused it.
-        for handler in list(self._widget._msg_callbacks.callbacks):
-            handler(self._widget, content, buffers)
+        for handler in list(widget._msg_callbacks.callbacks):
+            handler(widget, content, buffers)
 
     def _forward(self, data: dict[str, Any], buffers: list[Any]) -> None:
         """A message the widget sends its front ends (ipywidgets' comm protocol), as a Portico push."""

@@ -1,0 +1,79 @@
+/**
+ * What a user does with each published anywidget of the fixture project (test/fixtures/anywidgets),
+ * and what they then see, shared by the plain-page and the JupyterLab suites: each action drives the
+ * widget with the mouse inside `root` and checks the page and the widget's Python state.
+ */
+import { expect } from 'vitest';
+import type { Locator, Page } from 'playwright-core';
+
+export interface ServedWidget {
+  page: Page;
+  /** The element the widget rendered into. */
+  root: Locator;
+  /** The widget's state as Python holds it now (a remote call of its widget_state hook). */
+  python: () => Promise<Record<string, any>>;
+}
+
+const RENDER_TIMEOUT = 60_000;
+
+async function boxOf(target: Locator): Promise<{ x: number; y: number; width: number; height: number }> {
+  await target.waitFor({ timeout: RENDER_TIMEOUT });
+  await target.scrollIntoViewIfNeeded();
+  const box = await target.boundingBox();
+  if (!box) throw new Error('the element has no box on the page');
+  return box;
+}
+
+/** wigglystuff Slider2D: drag the handle from the centre to 90 px right and 90 px up; x and y read 0.5. */
+export async function dragSlider2D({ page, root, python }: ServedWidget): Promise<void> {
+  const canvas = root.locator('canvas#sliderCanvas');
+  const box = await boxOf(canvas);
+  const border = 1; // the widget draws a 1px border; its handle follows offsetX/Y inside it
+  const centre = { x: box.x + border + 200, y: box.y + border + 200 };
+  await page.mouse.move(centre.x, centre.y);
+  await page.mouse.down();
+  await page.mouse.move(centre.x + 90, centre.y - 90, { steps: 6 });
+  await page.mouse.up();
+  await expect.poll(() => root.locator('#sliderValues').textContent()).toBe('X: 0.50, Y: 0.50');
+  await expect.poll(async () => { const s = await python(); return [s.x, s.y].map((v: number) => v.toFixed(2)); }).toEqual(['0.50', '0.50']);
+}
+
+/** wigglystuff Matrix: drag cell (0, 1) 8 px right (4 steps of 1); the cell and Python read 4. */
+export async function editMatrix({ page, root, python }: ServedWidget): Promise<void> {
+  const cell = root.locator('.matrix-element[data-row="0"][data-col="1"]');
+  const box = await boxOf(cell);
+  expect(await cell.textContent()).toBe('0.0');
+  await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+  await page.mouse.down();
+  await page.mouse.move(box.x + box.width / 2 + 8, box.y + box.height / 2, { steps: 4 });
+  await page.mouse.up();
+  await expect.poll(() => root.locator('.matrix-element[data-row="0"][data-col="1"]').textContent()).toBe('4.0');
+  await expect.poll(async () => (await python()).matrix).toEqual([[0, 4], [0, 0]]);
+}
+
+/** drawdata's own module sets height="auto" on its <svg>, which Chromium reports as an error wherever it runs (JupyterLab too). */
+export function isDrawdataOwnWarning(error: string): boolean {
+  return error.includes('<svg> attribute height: Expected length, "auto"');
+}
+
+/** drawdata ScatterWidget: a stroke across the canvas draws points; Python holds the same points. */
+export async function drawScatter({ page, root, python }: ServedWidget): Promise<void> {
+  const svg = root.locator('svg:has(circle.brush-indicator)'); // the drawing area, not a toolbar icon
+  const box = await boxOf(svg);
+  const from = { x: box.x + box.width * 0.25, y: box.y + box.height * 0.5 };
+  await page.mouse.move(from.x, from.y);
+  await page.mouse.down();
+  await page.mouse.move(from.x + box.width * 0.5, from.y, { steps: 25 });
+  await page.mouse.up();
+  const drawn = root.locator('svg circle.drawn');
+  await expect.poll(() => drawn.count()).toBeGreaterThan(5);
+  const onPage = await drawn.count();
+  const data: Array<{ x: number; y: number; color: string }> = await expect
+    .poll(async () => (await python()).data, { timeout: 20_000 })
+    .toHaveLength(onPage)
+    .then(async () => (await python()).data);
+  // The points lie along the stroke: drawdata's own coordinates (x right, y up from the bottom).
+  const xs = data.map((point) => point.x);
+  expect(Math.max(...xs) - Math.min(...xs)).toBeGreaterThan(200);
+  expect(new Set(data.map((point) => point.color)).size).toBe(1);
+}

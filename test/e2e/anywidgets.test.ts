@@ -1,0 +1,71 @@
+/**
+ * Published anywidgets (wigglystuff, drawdata, quak) served unchanged by portico.widgets.serve and
+ * shown on a plain web page through the widget runtime, in Debian Chromium: the user's mouse
+ * reaches Python, and what Python answers shows on the page.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { launchBrowser, type LaunchedBrowser } from '../browser.js';
+import { api, cleanup, fixtureFiles, gateway, tempProject } from '../helpers.js';
+import { TEST_PYTHON } from '../notebook.js';
+import type { RunningServer } from '../../packages/server/src/index.js';
+import { dragSlider2D, drawScatter, editMatrix, isDrawdataOwnWarning, type ServedWidget } from './anywidget-actions.js';
+import { embed, staticSite } from './pages.js';
+
+const E2E_TIMEOUT = 120_000;
+
+let running: RunningServer;
+let site: { origin: string; close: () => Promise<void> };
+let b: LaunchedBrowser | undefined;
+const sitePages: Record<string, string> = {};
+
+beforeAll(async () => {
+  const project = await tempProject(await fixtureFiles('anywidgets'));
+  site = await staticSite(sitePages);
+  running = await gateway({ project, allowOrigins: [site.origin], python: TEST_PYTHON });
+}, E2E_TIMEOUT);
+
+afterAll(async () => {
+  await b?.close();
+  await site?.close();
+  await cleanup();
+}, E2E_TIMEOUT);
+
+/** A page of the static site showing the fixture module `target`, and how to read its Python state. */
+async function show(target: string): Promise<ServedWidget & { errors: string[]; uuid: string }> {
+  sitePages[`/${target}.html`] = embed(running.url, `target="${target}"`);
+  b ??= await launchBrowser();
+  const { page, errors } = await b.newPage();
+  await page.goto(`${site.origin}/${target}.html`);
+  const uuid = await uuidOf(page);
+  const python = async () => (await api(running, 'POST', '/v1/interfaces/call', { target: uuid, method: 'widget_state' })).body.payload;
+  return { page, root: page.locator('portico-widget'), python, errors, uuid };
+}
+
+async function uuidOf(page: Page): Promise<string> {
+  await page.waitForFunction(() => (document.querySelector('portico-widget') as any)?.handle?.uuid, null, { timeout: 30_000 });
+  return page.evaluate(() => (document.querySelector('portico-widget') as any).handle.uuid as string);
+}
+
+describe('published anywidgets on a plain page', { timeout: E2E_TIMEOUT }, () => {
+  it('wigglystuff Slider2D: a drag of the handle reaches Python', async () => {
+    const served = await show('slider');
+    await dragSlider2D(served);
+    expect(served.errors).toEqual([]);
+    await served.page.close();
+  });
+
+  it('wigglystuff Matrix: a drag on a cell edits the matrix in Python', async () => {
+    const served = await show('matrix');
+    await editMatrix(served);
+    expect(served.errors).toEqual([]);
+    await served.page.close();
+  });
+
+  it('drawdata ScatterWidget: points drawn with the mouse arrive in Python as data', async () => {
+    const served = await show('scatter');
+    await drawScatter(served);
+    expect(served.errors.filter((error) => !isDrawdataOwnWarning(error))).toEqual([]);
+    await served.page.close();
+  });
+});
