@@ -54,6 +54,9 @@ export interface Frame {
   id?: string | number;
   payload?: any;
   final?: boolean;
+  /** How many binary frames follow with this frame's buffers, and those received (see Client). */
+  binary_buffers?: number;
+  attached?: Buffer[];
 }
 
 /** A WebSocket client that keeps every frame it receives, in order, and can wait for one. */
@@ -67,7 +70,10 @@ export class Client {
 
   private constructor(readonly ws: WebSocket) {
     ws.on('message', (data, isBinary) => {
-      if (isBinary) this.onBinary(data as Buffer);
+      // Binary frames right after a frame with `binary_buffers` are its buffers: kept on it as `attached`.
+      const last = this.frames.at(-1);
+      if (isBinary && last?.binary_buffers && (last.attached ??= []).length < last.binary_buffers) last.attached.push(data as Buffer);
+      else if (isBinary) this.onBinary(data as Buffer);
       else this.frames.push(JSON.parse(data.toString()));
       for (const wake of this.waiters.splice(0)) wake();
     });
@@ -96,6 +102,13 @@ export class Client {
 
   sendRaw(data: string | Buffer): void {
     this.ws.send(data);
+  }
+
+  /** Sends a frame with `buffers` as binary frames right after it (`binary_buffers`); returns its id. */
+  sendWithBuffers(frame: Record<string, unknown>, buffers: Buffer[]): string | number {
+    const id = this.send({ ...frame, binary_buffers: buffers.length });
+    for (const buffer of buffers) this.ws.send(buffer, { binary: true });
+    return id;
   }
 
   /** Waits until `predicate` matches a received frame; returns it. */

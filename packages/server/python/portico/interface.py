@@ -11,10 +11,11 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar
 
 from . import _storage
+from ._buffers import checked_buffers, split_buffers
 from ._json import dumps
 from ._view import ConfigView
 
-__all__ = ["Binding", "CallCancelled", "ExecutionInterrupted", "Interface", "NotFound", "ReadOnly", "attach"]
+__all__ = ["Binding", "CallCancelled", "ExecutionInterrupted", "Interface", "NotFound", "ReadOnly", "WidgetReply", "attach"]
 
 
 class CallCancelled(Exception):
@@ -72,6 +73,23 @@ class ExecutionInterrupted(BaseException):
 
     def __init__(self, message: str = "the execution was cancelled") -> None:
         super().__init__(message)
+
+
+@dataclass(frozen=True)
+class WidgetReply:
+    """What ``widget_message`` returns to answer with binary buffers besides the content::
+
+        def widget_message(self, content, buffers):
+            table = self.query(content["sql"])
+            return WidgetReply({"rows": table.num_rows}, [table_to_arrow(table)])
+
+    The sender's ``msg:custom`` handlers receive ``content`` and the buffers as DataViews.
+    ``buffers`` are bytes-like (bytes, bytearray, memoryview). A plain return value is a reply
+    without buffers.
+    """
+
+    content: Any
+    buffers: Iterable[bytes] = ()
 
 
 def _drop_push(uuid: str | None, op: str, fields: dict[str, Any], buffers: list[bytes] | None) -> None:
@@ -180,6 +198,9 @@ class Interface:
     def widget_state(self) -> dict[str, Any]:
         """The widget's full synced state, a JSON object; sent to a front end that (re)connects.
 
+        Values may be binary (``bytes``, ``bytearray``, ``memoryview``, also inside lists and
+        dicts): they travel as raw buffers and the front end sees DataViews, as in anywidget.
+
         Default: the config (read-only, so the default widget never changes).
         """
         return self.config.to_dict()
@@ -189,7 +210,8 @@ class Interface:
 
         Return the normalized changes (a dict, e.g. with a value clamped), or None to broadcast
         ``changes`` as given; every attached front end then receives them. Raise ValueError or
-        TypeError to refuse bad values (``invalid_argument``). Default: raises ``ReadOnly``, since
+        TypeError to refuse bad values (``invalid_argument``). Binary values a front end set
+        (DataView, ArrayBuffer) arrive as ``bytes``. Default: raises ``ReadOnly``, since
         the default state is the config, which cannot change.
         """
         raise ReadOnly(f"{type(self).__name__}'s widget is read-only: its state is its config, which cannot change")
@@ -197,8 +219,12 @@ class Interface:
     def widget_message(self, content: Any, buffers: list[bytes]) -> Any:
         """Handle a custom message from a front end (``model.send(content, callbacks, buffers)``).
 
-        A return value other than None is sent back to that front end as the reply. Default:
-        ignores the message.
+        ``buffers`` are the message's binary buffers as ``bytes``. A return value other than None
+        is sent back to that front end as the reply; return ``WidgetReply(content, buffers)`` to
+        reply with binary buffers too. Messages to one instance (and ``widget_update`` calls)
+        run one at a time, in the order they arrived, as a Jupyter kernel handles a widget's
+        comm messages; other instances and method calls run meanwhile. An exception answers an
+        error to this message only; the widget stays live. Default: ignores the message.
         """
         return None
 
@@ -206,11 +232,13 @@ class Interface:
         """Push changed state keys to every front end attached to this instance.
 
         Thread-safe and ordered like ``emit()`` (before the result of the call that pushed).
-        Raises TypeError when ``changes`` is not a dict of JSON values.
+        Values may be binary, as in ``widget_state``. Raises TypeError when ``changes`` is not a
+        dict of JSON and binary values.
         """
         if not isinstance(changes, Mapping):
             raise TypeError(f"push_widget_change() takes a dict of changes, not {type(changes).__name__}")
-        self._push("widget_change", {"changes": dict(changes)}, None)
+        plain, paths, buffers = split_buffers(dict(changes))
+        self._push("widget_change", {"changes": plain, **({"buffer_paths": paths} if paths else {})}, buffers)
 
     def push_widget_message(self, content: Any, buffers: Iterable[bytes] | None = None) -> None:
         """Send a custom message (JSON ``content`` and optional binary ``buffers``) to every front
@@ -219,12 +247,7 @@ class Interface:
         Thread-safe and ordered like ``emit()``. Raises TypeError when ``content`` is not JSON or a
         buffer is not bytes-like.
         """
-        raw: list[bytes] = []
-        for buffer in buffers or ():
-            if not isinstance(buffer, (bytes, bytearray, memoryview)):
-                raise TypeError(f"push_widget_message() buffers must be bytes-like, not {type(buffer).__name__}")
-            raw.append(bytes(buffer))
-        self._push("widget_msg", {"content": content}, raw)
+        self._push("widget_msg", {"content": content}, checked_buffers("push_widget_message()", buffers))
 
     def _push(self, op: str, fields: dict[str, Any], buffers: list[bytes] | None) -> None:
         binding = self._portico_binding()

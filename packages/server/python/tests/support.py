@@ -184,10 +184,15 @@ class WorkerProcess:
 
     # -- requests ------------------------------------------------------------------------------
 
-    def request(self, op: str, **fields: Any) -> int:
+    def request(self, op: str, body: bytes = b"", **fields: Any) -> int:
         self._next_id += 1
-        self.send({"op": op, "id": self._next_id, **fields})
+        self.send_raw(encode({"op": op, "id": self._next_id, **fields}, body))
         return self._next_id
+
+    def body_of(self, frame: dict[str, Any]) -> bytes:
+        """The body of a frame received (``frames`` holds it; compared by identity)."""
+        with self._cond:
+            return next(body for f, body in zip(self.frames, self.bodies) if f is frame) or b""
 
     def call(
         self,

@@ -5,7 +5,6 @@ worker ops widget_get / widget_set / widget_msg / widget_assets, with the widget
 
 from __future__ import annotations
 
-import base64
 import os
 import shutil
 import tempfile
@@ -173,8 +172,9 @@ BAD_STATE = """
 """
 
 
-def b64(data: bytes) -> str:
-    return base64.b64encode(data).decode()
+def carrying(*buffers: bytes) -> dict[str, Any]:
+    """The request fields that carry ``buffers`` in the frame body, as the gateway sends them."""
+    return {"buffer_lengths": [len(b) for b in buffers], "body": b"".join(buffers)}
 
 
 class WidgetOpsTest(WorkerTestCase):
@@ -199,7 +199,7 @@ class WidgetOpsTest(WorkerTestCase):
         self.assertEqual(self.get("plain", "p1")["state"]["start"], 3)
 
     def test_default_message_has_no_reply(self) -> None:
-        request = self.op("widget_msg", "plain", "p1", content={"any": 1}, buffers=[b64(b"x")])
+        request = self.op("widget_msg", "plain", "p1", content={"any": 1}, **carrying(b"x"))
         self.assertEqual(self.worker.result(request), {"reply": None, "has_reply": False})
 
     def test_invalid_config_is_refused_when_creating(self) -> None:
@@ -255,7 +255,7 @@ class WidgetOpsTest(WorkerTestCase):
     # -- widget_msg and pushes ------------------------------------------------------------------
 
     def test_message_reply_and_buffers(self) -> None:
-        request = self.op("widget_msg", "slider", "s4", {"start": 1}, content="sizes", buffers=[b64(b"abc"), b64(b""), b64(bytes(range(256)))])
+        request = self.op("widget_msg", "slider", "s4", {"start": 1}, content="sizes", **carrying(b"abc", b"", bytes(range(256))))
         self.assertEqual(self.worker.result(request), {"reply": [3, 0, 256], "has_reply": True})
         request = self.op("widget_msg", "slider", "s4", {"start": 1}, content={"k": [1]})
         self.assertEqual(self.worker.result(request), {"reply": {"echo": {"k": [1]}}, "has_reply": True})
@@ -270,9 +270,9 @@ class WidgetOpsTest(WorkerTestCase):
         self.assertEqual(error["code"], "unserializable_result")
 
     def test_bad_buffers_are_bad_requests(self) -> None:
-        for buffers in (["not base64!"], [5], "abc"):
-            with self.subTest(buffers=buffers):
-                error = self.worker.error(self.op("widget_msg", "slider", "s4", {"start": 1}, content=1, buffers=buffers))
+        for lengths, body in (([5], b"abc"), ([-1], b""), ("abc", b"abc"), ([True], b"a"), ([], b"extra")):
+            with self.subTest(lengths=lengths, body=body):
+                error = self.worker.error(self.op("widget_msg", "slider", "s4", {"start": 1}, content=1, buffer_lengths=lengths, body=body))
                 self.assertEqual(error["code"], "bad_request")
 
     def test_pushes_reach_the_gateway_before_the_reply(self) -> None:
@@ -283,10 +283,11 @@ class WidgetOpsTest(WorkerTestCase):
             frames,
             [
                 {"op": "widget_change", "uuid": "s5", "changes": {"value": 7}},
-                {"op": "widget_msg", "uuid": "s5", "content": {"note": "hi"}, "buffers": [b64(b"\x00\x01"), b64(b"zz")]},
+                {"op": "widget_msg", "uuid": "s5", "content": {"note": "hi"}, "buffer_lengths": [2, 2]},
                 {"op": "result", "id": request, "payload": {"reply": "pushed", "has_reply": True}},
             ],
         )
+        self.assertEqual(self.worker.body_of(frames[1]), b"\x00\x01zz")
 
     def test_push_from_a_method_and_from_another_thread(self) -> None:
         request = self.worker.call("bump", module="slider", uuid="s6", config={"start": 10})
@@ -297,7 +298,7 @@ class WidgetOpsTest(WorkerTestCase):
         request = self.worker.call("push_from_thread", module="slider", uuid="s6", config={"start": 10})
         self.assertEqual(self.worker.result(request), "ok")
         pushed = self.worker.wait_for(lambda f: f.get("uuid") == "s6" and f["op"] == "widget_msg")
-        self.assertEqual(pushed, {"op": "widget_msg", "uuid": "s6", "content": "from a thread", "buffers": []})
+        self.assertEqual(pushed, {"op": "widget_msg", "uuid": "s6", "content": "from a thread"})
 
     def test_an_unserializable_push_raises_type_error_in_the_caller(self) -> None:
         result = self.worker.result(self.worker.call("bad_push", module="slider", uuid="s7", config={"start": 1}))
@@ -562,12 +563,19 @@ class HooksTest(unittest.TestCase):
         pushes: list[Any] = []
         obj = bound(Counter(), pushes)
         obj.push_widget_change({"a": 1})
+        obj.push_widget_change({"image": b"\x01\x02", "layers": [{"data": memoryview(b"\x03")}]})
         obj.push_widget_message({"b": 2}, [b"x", bytearray(b"y"), memoryview(b"z")])
         obj.push_widget_message("plain")
         self.assertEqual(
             pushes,
             [
-                ("u", "widget_change", {"changes": {"a": 1}}, None),
+                ("u", "widget_change", {"changes": {"a": 1}}, []),
+                (
+                    "u",
+                    "widget_change",
+                    {"changes": {"image": None, "layers": [{"data": None}]}, "buffer_paths": [["image"], ["layers", 0, "data"]]},
+                    [b"\x01\x02", b"\x03"],
+                ),
                 ("u", "widget_msg", {"content": {"b": 2}}, [b"x", b"y", b"z"]),
                 ("u", "widget_msg", {"content": "plain"}, []),
             ],

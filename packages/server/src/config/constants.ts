@@ -57,6 +57,14 @@ export const LIMITS = {
   fileReadMax: 16 * 1024 * 1024,
   /** Default largest WebSocket upload (`--upload-max`), in bytes. */
   uploadMaxDefault: 16 * 1024 ** 3,
+  /**
+   * Default most bytes of binary buffers one widget frame carries (`--widget-buffer-max`): the
+   * buffers of a message, a set, a state, a reply or a push, together; one buffer is also bounded
+   * by maxMessageBytes, the largest WebSocket message.
+   */
+  widgetBufferMaxDefault: 64 * 1024 * 1024,
+  /** Most binary buffers one widget frame carries. */
+  widgetBuffersMax: 64,
   /** Bytes an upload may have received but not yet written before the socket stops reading (backpressure). */
   uploadHighWaterBytes: 16 * 1024 * 1024,
   /** Bytes of one binary frame of a read (chunk_start mode read); the worker never sends a larger chunk. */

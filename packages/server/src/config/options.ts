@@ -27,6 +27,8 @@ export interface GatewayOptions {
   allowOrigins: string[];
   /** Largest upload one chunk_start … chunk_end sequence may carry, in bytes. */
   uploadMax: number;
+  /** Most bytes of binary buffers one widget frame may carry (a message, a set, a state, a reply, a push). */
+  widgetBufferMax: number;
   /** OpenID Connect issuer whose JWT access tokens are accepted (discovery at <issuer>/.well-known/openid-configuration). */
   oidcIssuer?: string | undefined;
   /** The `aud` an OIDC access token must carry. */
@@ -63,6 +65,7 @@ export function defaultOptions(overrides: Partial<GatewayOptions> = {}): Gateway
     pythonAllowlist: [],
     allowOrigins: [],
     uploadMax: LIMITS.uploadMaxDefault,
+    widgetBufferMax: LIMITS.widgetBufferMaxDefault,
     oidcUserClaim: 'sub',
     enableSourceApi: false,
     insecure: false,

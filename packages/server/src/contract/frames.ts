@@ -6,6 +6,26 @@ import { LIMITS } from '../config/constants.js';
 import { JsonObject, Version } from './common.js';
 import { z } from './zod.js';
 
+const Base64Buffers = z
+  .array(z.string().max(LIMITS.maxMessageBytes).regex(/^[A-Za-z0-9+/]*={0,2}$/, 'not base64'))
+  .max(LIMITS.widgetBuffersMax)
+  .optional()
+  .describe('Binary buffers as base64 strings (the compatible form; binary_buffers avoids the base64 overhead).');
+
+const BinaryBuffers = z
+  .number()
+  .int()
+  .min(1)
+  .max(LIMITS.widgetBuffersMax)
+  .optional()
+  .describe('Number of binary WebSocket frames that follow this frame at once and carry its buffers, in order; nothing else is sent between them.');
+
+const BufferPaths = z
+  .array(z.array(z.union([z.string(), z.number().int().min(0)])).min(1))
+  .max(LIMITS.widgetBuffersMax)
+  .optional()
+  .describe('Where each buffer goes in the state or changes, in buffer order: a list of keys and list indices, e.g. [["image"], ["layers", 0, "data"]].');
+
 const Id = z
   .union([z.string().max(256), z.number()])
   .optional()
@@ -22,6 +42,10 @@ export const ClientFrames = {
     label: z.string().nullable().optional().describe('Mutable label to set on a newly created instance.'),
     project: z.string().nullable().optional().describe('Project directory to bind; overrides header and query.'),
     meta: JsonObject.optional().describe('Client metadata stored with the interface.'),
+    buffers: z
+      .enum(['base64', 'binary'])
+      .optional()
+      .describe('How widget buffers reach this socket: base64 strings in payload.buffers (default), or binary frames right after their frame (binary_buffers counts them).'),
   }),
   call: z.object({
     type: z.literal('call'),
@@ -45,13 +69,17 @@ export const ClientFrames = {
   widget_set: z.object({
     type: z.literal('widget_set'),
     id: Id,
-    changes: JsonObject.describe('Changed keys and values; the interface widget_update normalizes or rejects them.'),
+    changes: JsonObject.describe('Changed keys and values; the interface widget_update normalizes or rejects them. Binary values are null here and travel as buffers.'),
+    buffer_paths: BufferPaths,
+    buffers: Base64Buffers,
+    binary_buffers: BinaryBuffers,
   }),
   widget_msg: z.object({
     type: z.literal('widget_msg'),
     id: Id,
     content: z.unknown().describe('Message body for the interface widget_message(content, buffers).'),
-    buffers: z.array(z.string().max(LIMITS.maxMessageBytes)).max(64).optional().describe('Binary buffers, base64-encoded.'),
+    buffers: Base64Buffers,
+    binary_buffers: BinaryBuffers,
   }),
   ping: z.object({ type: z.literal('ping'), id: Id }),
   close: z.object({ type: z.literal('close'), id: Id }),
@@ -102,16 +130,32 @@ export const ServerFrames = {
       'Upload: the normalized path, bytes_written and mode, once the file is durable under its name. Read: bytes_sent.',
     ),
   }),
-  widget_state: z.object({ type: z.literal('widget_state'), id: Id, payload: Payload(z.object({ state: JsonObject }), 'The widget full state (its widget_state()).') }),
+  widget_state: z.object({
+    type: z.literal('widget_state'),
+    id: Id,
+    payload: Payload(
+      z.object({ state: JsonObject, buffer_paths: BufferPaths, buffers: Base64Buffers }),
+      'The widget full state (its widget_state()); binary values are null in state and travel as buffers (base64 here, or binary frames), placed by buffer_paths.',
+    ),
+    binary_buffers: BinaryBuffers,
+  }),
   widget_change: z.object({
     type: z.literal('widget_change'),
     id: Id,
-    payload: Payload(z.object({ changes: JsonObject }), 'Normalized changes: the answer to a widget_set (with its id) and, without id, to every other attached client; also push_widget_change.'),
+    payload: Payload(
+      z.object({ changes: JsonObject, buffer_paths: BufferPaths, buffers: Base64Buffers }),
+      'Normalized changes: the answer to a widget_set (with its id) and, without id, to every other attached client; also push_widget_change. Binary values as in widget_state.',
+    ),
+    binary_buffers: BinaryBuffers,
   }),
   widget_msg: z.object({
     type: z.literal('widget_msg'),
     id: Id,
-    payload: Payload(z.object({ content: z.unknown(), buffers: z.array(z.string()) }), 'A reply to a client widget_msg (with its id), or push_widget_message (without); buffers base64.'),
+    payload: Payload(
+      z.object({ content: z.unknown(), buffers: Base64Buffers }),
+      'A reply to a client widget_msg (with its id), or push_widget_message (without); buffers base64 here (always present, maybe empty) unless the socket asked for binary frames.',
+    ),
+    binary_buffers: BinaryBuffers,
   }),
   widget_reload: z.object({
     type: z.literal('widget_reload'),
@@ -129,7 +173,7 @@ export const FRAME_SUMMARIES: Record<'client_to_server' | 'server_to_client', Re
     chunk_end: 'Finish the active upload; answered with chunk_done once the bytes are durable under the final name.',
     widget_get: 'Request the widget full state; answered with widget_state.',
     widget_set: 'Apply changes through the interface widget_update; answered with widget_change (same id) and sent to every other attached client; a rejection answers error (code read_only or invalid_argument): roll back.',
-    widget_msg: 'Custom message to widget_message(content, buffers); a reply comes back as widget_msg with the same id.',
+    widget_msg: 'Custom message to widget_message(content, buffers); a reply comes back as widget_msg with the same id. Messages and sets to one interface run one at a time, in the order they arrived.',
     ping: 'Liveness probe; answered with pong. Works before connect.',
     close: 'Teardown: cancels calls in flight, detaches, evicts the instance when no other client is attached, closes with 1000.',
   },
@@ -146,7 +190,7 @@ export const FRAME_SUMMARIES: Record<'client_to_server' | 'server_to_client', Re
     pong: 'Reply to ping.',
     output: '/v1/executions/ws: output appended to the run’s output.log, in order.',
     status: '/v1/executions/ws: the ExecutionInfo whenever its status changes.',
-    widget_msg: 'A reply to the client widget_msg with the same id, or (without id) a push_widget_message to every attached client; buffers travel base64 in payload.buffers.',
+    widget_msg: 'A reply to the client widget_msg with the same id, or (without id) a push_widget_message to every attached client; buffers travel base64 in payload.buffers, or as binary frames (binary_buffers) on a socket connected with buffers: binary.',
   },
 };
 

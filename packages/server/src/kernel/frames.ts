@@ -10,15 +10,33 @@ export interface BridgeFrame {
 
 const EMPTY = Buffer.alloc(0);
 
-/** Encodes one frame as the buffers to write: prefix and header in one, the body never copied. */
-export function encodeFrame(header: object, body: Buffer = EMPTY): Buffer[] {
+/**
+ * Encodes one frame as the buffers to write: prefix and header in one, the body never copied
+ * (several buffers, widget buffers say, make one body by following each other).
+ */
+export function encodeFrame(header: object, body: Buffer | readonly Buffer[] = EMPTY): Buffer[] {
+  const parts = Buffer.isBuffer(body) ? [body] : body;
+  const bodyLen = parts.reduce((sum, part) => sum + part.length, 0);
   const json = JSON.stringify(header);
   const headerLen = Buffer.byteLength(json, 'utf8');
   const head = Buffer.allocUnsafe(8 + headerLen);
   head.writeUInt32BE(headerLen, 0);
-  head.writeUInt32BE(body.length, 4);
+  head.writeUInt32BE(bodyLen, 4);
   head.write(json, 8, 'utf8');
-  return body.length ? [head, body] : [head];
+  return [head, ...parts.filter((part) => part.length > 0)];
+}
+
+/**
+ * The buffers a frame body carries, cut by the header's `buffer_lengths` (views, no copy).
+ * Throws when the lengths do not describe the body.
+ */
+export function splitBody(lengths: unknown, body: Buffer): Buffer[] {
+  if (lengths === undefined || lengths === null) lengths = [];
+  if (!Array.isArray(lengths) || !lengths.every((n) => Number.isInteger(n) && n >= 0)) throw new Error('buffer_lengths must be a list of non-negative integers');
+  const total = (lengths as number[]).reduce((sum, n) => sum + n, 0);
+  if (total !== body.length) throw new Error(`buffer_lengths add up to ${total} bytes but the body has ${body.length}`);
+  let offset = 0;
+  return (lengths as number[]).map((n) => body.subarray(offset, (offset += n)));
 }
 
 /**

@@ -9,7 +9,7 @@ import path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { LIMITS } from '../config/constants.js';
 import { PorticoError, type ErrorCode, type Issue } from '../errors.js';
-import { FrameDecoder, encodeFrame, type BridgeFrame } from './frames.js';
+import { FrameDecoder, encodeFrame, splitBody, type BridgeFrame } from './frames.js';
 
 /** The bundled Python package folder (`packages/server/python`), put on the worker's PYTHONPATH. */
 export const PYTHON_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../python');
@@ -27,6 +27,8 @@ export interface WorkerOptions {
 export interface Push {
   type: 'event' | 'widget_change' | 'widget_msg' | 'widget_reload';
   payload: unknown;
+  /** Binary buffers of a widget push (the values at `payload.buffer_paths`, or a message's buffers). */
+  buffers?: Buffer[];
 }
 
 export interface Resolved {
@@ -59,9 +61,11 @@ export interface WidgetRequest {
   module: string;
   config: Record<string, unknown>;
   changes?: Record<string, unknown>;
+  /** Where in `changes` each buffer goes (widget_set). */
+  buffer_paths?: unknown[];
   content?: unknown;
-  /** base64 */
-  buffers?: string[];
+  /** Binary buffers: a message's, or the binary values of `changes`; sent raw in the frame body. */
+  buffers?: Buffer[];
 }
 
 export type WidgetAsset = { inline: string } | { path: string };
@@ -73,7 +77,7 @@ export type WidgetAsset = { inline: string } | { path: string };
 export type ItemSink = (payload: unknown) => void | Promise<void>;
 
 /** How a call ended: its result, the end of its stream, or an error. */
-export type CallOutcome = { ok: true; streamed: boolean; payload?: unknown } | { ok: false; error: PorticoError };
+export type CallOutcome = { ok: true; streamed: boolean; payload?: unknown; buffers?: Buffer[] } | { ok: false; error: PorticoError };
 
 export interface CallHandlers {
   /** Aborting it cancels the call in the worker (one listener per signal, however many calls). */
@@ -308,10 +312,13 @@ export class Worker {
   /**
    * A widget operation on an instance: `widget_get` (its state), `widget_set` (its
    * widget_update with `changes`; the payload holds the normalized changes) or `widget_msg`
-   * (its widget_message with `content` and base64 `buffers`). Never rejects.
+   * (its widget_message with `content` and `buffers`). Buffers go raw in the frame body, and
+   * come back in the outcome's `buffers`. Never rejects.
    */
   widget(op: 'widget_get' | 'widget_set' | 'widget_msg', req: WidgetRequest, signal?: AbortSignal): Promise<CallOutcome> {
-    return this.request({ op, ...req }, { signal, timeoutMs: LIMITS.callTimeoutMs });
+    const { buffers = [], ...fields } = req;
+    const header = buffers.length ? { op, ...fields, buffer_lengths: buffers.map((b) => b.length) } : { op, ...fields };
+    return this.request(header, { signal, timeoutMs: LIMITS.callTimeoutMs }, buffers);
   }
 
   /** Where a module's widget front end comes from: inline source, a file, or nothing. */
@@ -338,7 +345,7 @@ export class Worker {
     this.child?.kill(signal);
   }
 
-  private request(header: Record<string, unknown>, handlers: CallHandlers = {}): Promise<CallOutcome> {
+  private request(header: Record<string, unknown>, handlers: CallHandlers = {}, body: Buffer[] = []): Promise<CallOutcome> {
     const { signal, onItem, onSettled, timeoutMs = Infinity } = handlers;
     const early = this.exitError ?? (signal?.aborted ? new PorticoError('cancelled', 'The call was cancelled') : undefined);
     if (early) {
@@ -361,7 +368,7 @@ export class Worker {
           resolve(outcome);
         },
       });
-      this.send({ ...header, id });
+      this.send({ ...header, id }, body);
     });
   }
 
@@ -389,7 +396,7 @@ export class Worker {
   }
 
   private dispatch(header: BridgeFrame['header'], body: Buffer): void {
-    const push = pushOf(header);
+    const push = this.pushOf(header, body);
     if (push) {
       this.options.onPush?.(String(header.uuid), push);
       return;
@@ -409,8 +416,11 @@ export class Worker {
       }
       case 'end':
         return entry.settle({ ok: true, streamed: true, payload: header.bytes });
-      case 'result':
-        return entry.settle({ ok: true, streamed: false, payload: header.payload });
+      case 'result': {
+        const buffers = this.buffersOf(header, body);
+        if (!buffers) return entry.settle({ ok: false, error: new PorticoError('internal', 'The worker sent buffers that do not match their lengths') });
+        return entry.settle({ ok: true, streamed: false, payload: header.payload, ...(buffers.length ? { buffers } : {}) });
+      }
       case 'resolved':
       case 'modules':
       case 'schema':
@@ -428,10 +438,37 @@ export class Worker {
     if (this.pending.has(id)) this.send({ op: 'credit', id, n: 1 });
   }
 
+  /** The buffers of a frame's body (`buffer_lengths`); undefined, and logged, when they do not fit. */
+  private buffersOf(header: BridgeFrame['header'], body: Buffer): Buffer[] | undefined {
+    try {
+      return splitBody(header.buffer_lengths, body);
+    } catch (err) {
+      this.log(`bridge: ${header.op} frame: ${(err as Error).message}`);
+      return undefined;
+    }
+  }
+
+  /** The client frame an unsolicited worker frame becomes, if it is one. */
+  private pushOf(header: BridgeFrame['header'], body: Buffer): Push | undefined {
+    switch (header.op) {
+      case 'event':
+        return { type: 'event', payload: header.payload };
+      case 'widget_change':
+      case 'widget_msg': {
+        if (header.op === 'widget_msg' && header.id !== undefined) return undefined; // a request's echo, never sent
+        const buffers = this.buffersOf(header, body) ?? [];
+        const payload = header.op === 'widget_change' ? { changes: header.changes, ...(header.buffer_paths ? { buffer_paths: header.buffer_paths } : {}) } : { content: header.content ?? null };
+        return { type: header.op, payload, buffers };
+      }
+      default:
+        return undefined;
+    }
+  }
+
   /** Queues a frame; everything queued in one tick goes out in a single write. */
-  private send(header: object): void {
+  private send(header: object, body: Buffer[] = []): void {
     if (!this.toWorker || this.exitError) return;
-    this.outbox.push(...encodeFrame(header));
+    this.outbox.push(...encodeFrame(header, body));
     if (this.flushScheduled) return;
     this.flushScheduled = true;
     queueMicrotask(() => {
@@ -448,20 +485,6 @@ export class Worker {
 
   private log(line: string): void {
     (this.options.log ?? ((l: string) => process.stderr.write(l + '\n')))(`[worker ${this.pid ?? '?'}] ${line}`);
-  }
-}
-
-/** The client frame an unsolicited worker frame becomes, if it is one. */
-function pushOf(header: BridgeFrame['header']): Push | undefined {
-  switch (header.op) {
-    case 'event':
-      return { type: 'event', payload: header.payload };
-    case 'widget_change':
-      return { type: 'widget_change', payload: { changes: header.changes } };
-    case 'widget_msg':
-      return header.id === undefined ? { type: 'widget_msg', payload: { content: header.content ?? null, buffers: header.buffers ?? [] } } : undefined;
-    default:
-      return undefined;
   }
 }
 

@@ -112,7 +112,7 @@ export class Gateway {
     const executor = options.executor === 'slurm' ? new SlurmExecutor(options.slurm, this.log) : new LocalExecutor(this.log);
     this.executions = new ExecutionService(this.interfaces, executor, this.log);
     this.data = new DataService(this.interfaces);
-    this.widgets = new WidgetService(this.pool, this.remotes);
+    this.widgets = new WidgetService(this.pool, this.remotes, options.widgetBufferMax);
     this.lineage = new LineageService(this.interfaces, this.executions);
   }
 

@@ -1,7 +1,9 @@
 /**
  * Widgets, transport-free. The Python instance is the source of truth for a widget's state:
  * a client's changes go through its `widget_update`, and the normalized changes it returns reach
- * every client attached to the interface. The front-end module (anywidget ES module) and its
+ * every client attached to the interface. Binary values of state and changes travel apart as
+ * raw buffers with `buffer_paths` (where each goes), message buffers as raw buffers, as in
+ * anywidget; every widget frame's buffers are bounded together by `--widget-buffer-max`. The front-end module (anywidget ES module) and its
  * stylesheet are served with strong ETags, and a change of either file on disk tells every
  * attached client to hot-reload.
  */
@@ -9,6 +11,7 @@ import { createHash } from 'node:crypto';
 import { watch, type FSWatcher } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { LIMITS } from '../config/constants.js';
 import { PorticoError } from '../errors.js';
 import type { KernelPool } from '../kernel/pool.js';
 import type { CallOutcome, WidgetAsset, WidgetRequest } from '../kernel/worker.js';
@@ -33,6 +36,26 @@ export interface WidgetAssetBody {
   hasStylesheet: boolean;
 }
 
+/** Binary buffers of a widget frame; for state and changes, `buffer_paths` says where each one goes. */
+export interface WidgetBuffers {
+  buffer_paths?: unknown[];
+  buffers: Buffer[];
+}
+
+export type WidgetState = { state: Record<string, unknown> } & WidgetBuffers;
+export type WidgetChanges = { changes: Record<string, unknown> } & WidgetBuffers;
+export type WidgetReply = { reply: unknown; has_reply: boolean; buffers: Buffer[] };
+
+/**
+ * Throws `payload_too_large` when `buffers` hold more than `max` bytes (or more than
+ * LIMITS.widgetBuffersMax buffers) together; `what` names the frame for the message.
+ */
+export function checkWidgetBuffers(buffers: readonly { byteLength: number }[], max: number, what: string): void {
+  const total = buffers.reduce((sum, b) => sum + b.byteLength, 0);
+  if (total > max) throw new PorticoError('payload_too_large', `${what} carries ${total} bytes of buffers; at most ${max} are allowed (--widget-buffer-max)`);
+  if (buffers.length > LIMITS.widgetBuffersMax) throw new PorticoError('payload_too_large', `${what} carries ${buffers.length} buffers; at most ${LIMITS.widgetBuffersMax} are allowed`);
+}
+
 /** How long a burst of file events is gathered before one reload goes out (editors write in steps). */
 const RELOAD_DEBOUNCE_MS = 50;
 
@@ -50,28 +73,38 @@ export class WidgetService {
   constructor(
     private readonly pool: KernelPool,
     private readonly remotes: RemoteModules,
+    /** Most bytes of buffers one widget frame carries (`--widget-buffer-max`). */
+    readonly bufferMax: number = LIMITS.widgetBufferMaxDefault,
   ) {}
 
-  /** The widget's full state (its `widget_state()`). */
-  async state(ctx: RequestContext, record: InterfaceInfo, signal?: AbortSignal): Promise<Record<string, unknown>> {
-    const outcome = await this.run(ctx, record, 'widget_get', {}, signal);
-    return (outcome as { state: Record<string, unknown> }).state;
+  /** The widget's full state (its `widget_state()`), binary values as buffers. */
+  async state(ctx: RequestContext, record: InterfaceInfo, signal?: AbortSignal): Promise<WidgetState> {
+    const { payload, buffers } = await this.run(ctx, record, 'widget_get', {}, signal);
+    return { ...(payload as { state: Record<string, unknown>; buffer_paths?: unknown[] }), buffers };
   }
 
   /**
    * Applies a client's changes through `widget_update`; the normalized changes go to every
    * other attached client (`except` is the caller, which answers its own client) and are returned.
+   * Changes run after every set and message to this instance that came before (one lane per instance).
    */
-  async update(ctx: RequestContext, record: InterfaceInfo, changes: Record<string, unknown>, except?: Listener, signal?: AbortSignal): Promise<Record<string, unknown>> {
-    const outcome = await this.run(ctx, record, 'widget_set', { changes }, signal);
-    const normalized = (outcome as { changes: Record<string, unknown> }).changes;
-    ctx.project.push(record.uuid, { type: 'widget_change', payload: { changes: normalized } }, except);
+  async update(ctx: RequestContext, record: InterfaceInfo, changes: WidgetChanges, except?: Listener, signal?: AbortSignal): Promise<WidgetChanges> {
+    checkWidgetBuffers(changes.buffers, this.bufferMax, 'widget_set');
+    const { payload, buffers } = await this.run(ctx, record, 'widget_set', changes, signal);
+    const normalized = { ...(payload as { changes: Record<string, unknown>; buffer_paths?: unknown[] }), buffers };
+    const { buffers: _, ...fields } = normalized;
+    ctx.project.push(record.uuid, { type: 'widget_change', payload: fields, buffers }, except);
     return normalized;
   }
 
-  /** A custom message from a front end; the reply (when `widget_message` returns one) goes back to it. */
-  async message(ctx: RequestContext, record: InterfaceInfo, content: unknown, buffers: string[], signal?: AbortSignal): Promise<{ reply: unknown; has_reply: boolean }> {
-    return (await this.run(ctx, record, 'widget_msg', { content, buffers }, signal)) as { reply: unknown; has_reply: boolean };
+  /**
+   * A custom message from a front end, with its buffers; the reply (when `widget_message`
+   * returns one, with buffers when it is a WidgetReply) goes back to it.
+   */
+  async message(ctx: RequestContext, record: InterfaceInfo, content: unknown, buffers: Buffer[], signal?: AbortSignal): Promise<WidgetReply> {
+    checkWidgetBuffers(buffers, this.bufferMax, 'widget_msg');
+    const outcome = await this.run(ctx, record, 'widget_msg', { content, buffers }, signal);
+    return { ...(outcome.payload as { reply: unknown; has_reply: boolean }), buffers: outcome.buffers };
   }
 
   /**
@@ -83,13 +116,14 @@ export class WidgetService {
     const arg = (name: string) => (args.length ? args[0] : kwargs[name]);
     switch (method) {
       case 'widget_state':
-        return { payload: await this.state(ctx, record, signal) };
+        // REST carries no buffers: binary values read as null there.
+        return { payload: (await this.state(ctx, record, signal)).state };
       case 'widget_update': {
         const changes = arg('changes');
         if (!changes || typeof changes !== 'object' || Array.isArray(changes)) {
           throw new PorticoError('invalid_argument', 'widget_update takes one object of changes (args: [{…}] or kwargs: {changes: {…}})');
         }
-        return { payload: await this.update(ctx, record, changes as Record<string, unknown>, undefined, signal) };
+        return { payload: (await this.update(ctx, record, { changes: changes as Record<string, unknown>, buffers: [] }, undefined, signal)).changes };
       }
       case 'widget_message':
         return { payload: (await this.message(ctx, record, arg('content'), [], signal)).reply ?? null };
@@ -98,11 +132,13 @@ export class WidgetService {
     }
   }
 
-  private async run(ctx: RequestContext, record: InterfaceInfo, op: 'widget_get' | 'widget_set' | 'widget_msg', extra: Partial<WidgetRequest>, signal?: AbortSignal): Promise<unknown> {
+  private async run(ctx: RequestContext, record: InterfaceInfo, op: 'widget_get' | 'widget_set' | 'widget_msg', extra: Partial<WidgetRequest>, signal?: AbortSignal): Promise<{ payload: unknown; buffers: Buffer[] }> {
     const worker = await this.pool.get(ctx.project.dir, ctx.python);
     const outcome: CallOutcome = await worker.widget(op, { uuid: record.uuid, module: record.module, config: record.config, ...extra }, signal);
     if (!outcome.ok) throw outcome.error;
-    return outcome.payload;
+    const buffers = outcome.buffers ?? [];
+    checkWidgetBuffers(buffers, this.bufferMax, `The answer of ${op === 'widget_get' ? 'widget_state' : op === 'widget_set' ? 'widget_update' : 'widget_message'}()`);
+    return { payload: outcome.payload, buffers };
   }
 
   /**

@@ -13,6 +13,7 @@ import type { BindInput, Gateway } from '../service/gateway.js';
 import type { CallOutcome, InterfaceInfo } from '../service/interfaces.js';
 import type { Listener } from '../service/projects.js';
 import { Upload, uploadRoot } from '../service/uploads.js';
+import { checkWidgetBuffers } from '../service/widgets.js';
 import type { FrameId } from './decode.js';
 import { SocketSession } from './socket-session.js';
 
@@ -40,12 +41,14 @@ export class Session extends SocketSession<ClientFrame> {
   private connecting: Promise<void> | undefined;
   /** Aborted when the socket goes away: cancels every call it started. */
   private readonly controller = new AbortController();
+  /** The client asked (connect `buffers: binary`) for widget buffers as binary frames, not base64. */
+  private binaryBuffers = false;
 
   constructor(socket: WebSocket, gateway: Gateway, binding: BindInput, log: (line: string) => void) {
     super(socket, gateway, binding, log, ClientFrames);
   }
 
-  protected async handle(frame: ClientFrame): Promise<void> {
+  protected async handle(frame: ClientFrame, buffers: Buffer[]): Promise<void> {
     switch (frame.type) {
       case 'connect':
         return this.connect(frame);
@@ -58,29 +61,54 @@ export class Session extends SocketSession<ClientFrame> {
       case 'widget_get':
       case 'widget_set':
       case 'widget_msg':
-        return this.widget(frame);
+        return this.widget(frame, buffers);
     }
   }
 
-  /** Widget frames; the gateway answers the sender, and widget_set reaches every other client too. */
   /** An upload or read spans frames: the socket is busy until it ends. */
   override get idle(): boolean {
     return super.idle && this.transfer === undefined;
   }
 
-  private async widget(frame: Frame<'widget_get' | 'widget_set' | 'widget_msg'>): Promise<void> {
+  /**
+   * Widget frames; the gateway answers the sender, and widget_set reaches every other client too.
+   * `attached` are the buffers that came as binary frames; else base64 ones in the frame count.
+   */
+  private async widget(frame: Frame<'widget_get' | 'widget_set' | 'widget_msg'>, attached: Buffer[]): Promise<void> {
     const { ctx, record, listener } = await this.connected(frame.type);
     const { widgets } = this.gateway;
     const signal = this.controller.signal;
     if (frame.type === 'widget_get') {
-      this.send({ type: 'widget_state', id: frame.id, payload: { state: await widgets.state(ctx, record, signal) } });
-    } else if (frame.type === 'widget_set') {
-      const changes = await widgets.update(ctx, record, frame.changes, listener, signal);
-      this.send({ type: 'widget_change', id: frame.id, payload: { changes } });
-    } else {
-      const { reply, has_reply } = await widgets.message(ctx, record, frame.content ?? null, frame.buffers ?? [], signal);
-      if (has_reply) this.send({ type: 'widget_msg', id: frame.id, payload: { content: reply, buffers: [] } });
+      const { buffers, ...payload } = await widgets.state(ctx, record, signal);
+      this.sendWidget({ type: 'widget_state', id: frame.id, payload }, buffers);
+      return;
     }
+    const buffers = attached.length > 0 ? attached : (frame.buffers ?? []).map((b) => Buffer.from(b, 'base64'));
+    if (frame.type === 'widget_set') {
+      const changes = { changes: frame.changes, ...(frame.buffer_paths ? { buffer_paths: frame.buffer_paths } : {}), buffers };
+      const { buffers: normalized, ...payload } = await widgets.update(ctx, record, changes, listener, signal);
+      this.sendWidget({ type: 'widget_change', id: frame.id, payload }, normalized);
+    } else {
+      const reply = await widgets.message(ctx, record, frame.content ?? null, buffers, signal);
+      if (reply.has_reply) this.sendWidget({ type: 'widget_msg', id: frame.id, payload: { content: reply.reply } }, reply.buffers);
+    }
+  }
+
+  /**
+   * Sends a widget frame with its buffers: as binary frames right after it (`binary_buffers`)
+   * when the client asked for them, else base64 in `payload.buffers` (always present on widget_msg,
+   * as clients of the base64 form expect). Text and binary frames go out in one synchronous
+   * step, so nothing can come between them.
+   */
+  private sendWidget(frame: { type: string; id?: FrameId; payload: Record<string, unknown> }, buffers: Buffer[]): void {
+    if (this.socket.readyState !== this.socket.OPEN) return;
+    if (this.binaryBuffers && buffers.length > 0) {
+      this.socket.send(JSON.stringify({ ...frame, binary_buffers: buffers.length }));
+      for (const buffer of buffers) this.socket.send(buffer, { binary: true });
+      return;
+    }
+    const encoded = buffers.length > 0 || frame.type === 'widget_msg' ? { buffers: buffers.map((b) => b.toString('base64')) } : {};
+    this.send({ ...frame, payload: { ...frame.payload, ...encoded } });
   }
 
   /** The connection, once a connect pipelined ahead of this frame has finished. */
@@ -202,7 +230,8 @@ export class Session extends SocketSession<ClientFrame> {
         meta: frame.meta ?? {},
       });
       if (this.closed) return;
-      const listener: Listener = (push) => this.send({ type: push.type, payload: push.payload });
+      this.binaryBuffers = frame.buffers === 'binary';
+      const listener: Listener = (push) => this.forward(push);
       const detach = ctx.project.attach(record.uuid, record.module, listener);
       this.connection = { ctx, record, listener, detach };
       this.send({ type: 'connected', id: frame.id, payload: record });
@@ -213,6 +242,18 @@ export class Session extends SocketSession<ClientFrame> {
     } finally {
       this.connecting = undefined;
     }
+  }
+
+  /** A push of the interface; one whose buffers exceed the bound is refused with an error frame. */
+  private forward(push: Parameters<Listener>[0]): void {
+    if (push.type !== 'widget_change' && push.type !== 'widget_msg') return this.send({ type: push.type, payload: push.payload });
+    try {
+      checkWidgetBuffers(push.buffers ?? [], this.gateway.widgets.bufferMax, `A ${push.type} push`);
+    } catch (err) {
+      this.log(`${(err as Error).message}; not sent`);
+      return this.sendError(undefined, err as PorticoError);
+    }
+    this.sendWidget({ type: push.type, payload: push.payload as Record<string, unknown> }, push.buffers ?? []);
   }
 
   private async call(frame: Frame<'call'>): Promise<void> {

@@ -1,7 +1,8 @@
 /**
  * What every socket session shares: frames decoded and validated against the endpoint's
  * schemas, each handled without blocking the next, failures answered as `error` frames (the
- * socket stays usable), ping/close, and one teardown when the socket goes away.
+ * socket stays usable), ping/close, and one teardown when the socket goes away. A frame with
+ * `binary_buffers: n` is handled once the n binary frames right after it (its buffers) are in.
  */
 import type { WebSocket } from 'ws';
 import type { z } from '../contract/zod.js';
@@ -9,12 +10,25 @@ import { PorticoError, toPorticoError } from '../errors.js';
 import type { BindInput, Gateway } from '../service/gateway.js';
 import { decodeFrame, type FrameId } from './decode.js';
 
+/** A frame waiting for the binary frames that carry its buffers. */
+interface Awaiting<F> {
+  frame: F;
+  id: FrameId;
+  count: number;
+  received: number;
+  buffers: Buffer[];
+  bytes: number;
+  /** Over the bound: the rest of its buffers are swallowed, then this answers it. */
+  refused?: PorticoError;
+}
+
 export abstract class SocketSession<F extends { type: string; id?: FrameId }> {
   protected closed = false;
   /** Frames being handled now (a call runs until its result or last stream item is sent). */
   private handling = 0;
   /** Frames handled since the socket opened (for its access line). */
   frames = 0;
+  private awaiting: Awaiting<F> | undefined;
 
   constructor(
     protected readonly socket: WebSocket,
@@ -29,8 +43,11 @@ export abstract class SocketSession<F extends { type: string; id?: FrameId }> {
     socket.on('error', (err) => this.log(`websocket error: ${err.message}`));
   }
 
-  /** Handles one valid frame other than ping and close; throw a PorticoError to answer an error. */
-  protected abstract handle(frame: F): Promise<void>;
+  /**
+   * Handles one valid frame other than ping and close, with the buffers that came as binary
+   * frames after it (`binary_buffers`); throw a PorticoError to answer an error.
+   */
+  protected abstract handle(frame: F, buffers: Buffer[]): Promise<void>;
 
   /**
    * Closes the socket with `code` (4401: its credential expired). Everything the session started
@@ -66,10 +83,40 @@ export abstract class SocketSession<F extends { type: string; id?: FrameId }> {
 
   private receive(data: Buffer, isBinary: boolean): void {
     if (this.closed) return;
+    const awaiting = this.awaiting;
+    if (awaiting && isBinary) return this.collect(awaiting, data);
+    if (awaiting) {
+      this.awaiting = undefined;
+      const error = new PorticoError('invalid_frame', `'${awaiting.frame.type}' announced ${awaiting.count} binary frames with its buffers but a text frame came after ${awaiting.received}; it was not delivered`);
+      this.sendError(awaiting.id, error);
+    }
     if (isBinary) return this.receiveBinary(data);
     const decoded = decodeFrame<F>(data, this.schemas);
     if (!decoded.ok) return this.sendError(decoded.id, decoded.error);
-    const { frame } = decoded;
+    const count = (decoded.frame as { binary_buffers?: number }).binary_buffers;
+    if (count) {
+      this.awaiting = { frame: decoded.frame, id: decoded.id, count, received: 0, buffers: [], bytes: 0 };
+      return;
+    }
+    this.dispatch(decoded.frame, decoded.id, []);
+  }
+
+  /** One buffer of the awaited frame; the frame is handled (or refused) once all are in. */
+  private collect(awaiting: Awaiting<F>, data: Buffer): void {
+    awaiting.bytes += data.length;
+    const max = this.gateway.widgets.bufferMax;
+    if (!awaiting.refused && awaiting.bytes > max) {
+      awaiting.refused = new PorticoError('payload_too_large', `'${awaiting.frame.type}' carries more than ${max} bytes of buffers (--widget-buffer-max); nothing of it was delivered`);
+      awaiting.buffers = []; // swallow the rest, keep nothing
+    }
+    if (!awaiting.refused) awaiting.buffers.push(data);
+    if (++awaiting.received < awaiting.count) return;
+    this.awaiting = undefined;
+    if (awaiting.refused) this.sendError(awaiting.id, awaiting.refused);
+    else this.dispatch(awaiting.frame, awaiting.id, awaiting.buffers);
+  }
+
+  private dispatch(frame: F, id: FrameId, buffers: Buffer[]): void {
     if (frame.type === 'ping') return this.send({ type: 'pong', id: frame.id });
     if (frame.type === 'close') {
       if (!this.closed) this.teardown();
@@ -80,17 +127,17 @@ export abstract class SocketSession<F extends { type: string; id?: FrameId }> {
     this.frames += 1;
     const started = performance.now();
     let code: string | undefined;
-    this.handle(frame)
+    this.handle(frame, buffers)
       .catch((err) => {
         if (!(err instanceof PorticoError)) this.log(`frame '${frame.type}' failed: ${(err as Error)?.stack ?? err}`);
         const error = toPorticoError(err);
         code = error.code;
-        this.sendError(decoded.id, error);
+        this.sendError(id, error);
       })
       .finally(() => {
         this.handling -= 1;
         // One line per frame at debug level; the socket's own line (info) comes when it closes.
-        this.gateway.logger.debug({ frame: frame.type, id: decoded.id, ...(code ? { code } : {}), duration_ms: Math.round((performance.now() - started) * 100) / 100 }, 'frame');
+        this.gateway.logger.debug({ frame: frame.type, id, ...(code ? { code } : {}), duration_ms: Math.round((performance.now() - started) * 100) / 100 }, 'frame');
       });
   }
 }

@@ -17,6 +17,7 @@ import inspect
 import traceback
 from typing import Any, Callable
 
+from .._buffers import join_body
 from .._frames import encode_frame
 from ..interface import CallCancelled, NotFound
 from . import protocol
@@ -78,9 +79,14 @@ class Calls:
             _Refusal("call_failed", f"{call.method}() raised {described(exc)}", exception=type(exc).__name__),
         )
 
-    def finish_result(self, call: _Call, payload: Any) -> None:
+    def finish_result(self, call: _Call, payload: Any, buffers: list[bytes] | None = None) -> None:
+        """Answers ``payload``; ``buffers`` (widget binary values) go in the frame body."""
         try:
-            frame = encode_frame({"op": "result", "id": call.id, "payload": payload})
+            if buffers:
+                lengths, body = join_body(buffers)
+                frame = encode_frame({"op": "result", "id": call.id, "payload": payload, "buffer_lengths": lengths}, body)
+            else:
+                frame = encode_frame({"op": "result", "id": call.id, "payload": payload})
         except Exception as exc:  # any failure of user types while encoding
             self.fail(call, _Refusal("unserializable_result", f"Result of {call.method}() is not JSON: {exc}"))
             return

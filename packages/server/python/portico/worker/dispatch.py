@@ -61,8 +61,6 @@ class Worker:
             "call": self.calls.on_call,
             "read": self.reads.on_read,
             "widget_get": self.widgets.on_widget_get,
-            "widget_set": self.widgets.on_widget_set,
-            "widget_msg": self.widgets.on_widget_msg,
             "widget_assets": self.widgets.on_widget_assets,
             "invalidate": self.modules.on_invalidate,
             "credit": self.calls.on_credit,
@@ -70,20 +68,26 @@ class Worker:
             "release": self.instances.on_release,
             "shutdown": self._on_shutdown,
         }
+        # Ops whose frame body carries binary buffers (buffer_lengths).
+        self._body_handlers: dict[str, Callable[[dict[str, Any], bytes], Work | None]] = {
+            "widget_set": self.widgets.on_widget_set,
+            "widget_msg": self.widgets.on_widget_msg,
+        }
 
     def serve(self, reader: Any) -> int:
         """Answer requests from ``reader`` (a FrameReader on fd 3) until EOF or ``shutdown``."""
         return self.pipe.serve(reader, self.dispatch)
 
-    def dispatch(self, header: dict[str, Any]) -> Work | None:
+    def dispatch(self, header: dict[str, Any], body: bytes = b"") -> Work | None:
         """Handle one request; returns the sync call the reading thread should run, if any."""
         op = header.get("op")
         handler = self._handlers.get(op) if isinstance(op, str) else None
-        if handler is None:
+        with_body = self._body_handlers.get(op) if isinstance(op, str) else None
+        if handler is None and with_body is None:
             self._bad_request(header, f"unknown op {op!r}" if op is not None else "the frame has no 'op'")
             return None
         try:
-            return handler(header)
+            return with_body(header, body) if with_body is not None else handler(header)  # type: ignore[misc]
         except _Refusal as refusal:
             # Only requests reach here; their `id` is their own (credit/cancel log instead).
             if refusal.code == "bad_request" and header.get("op") not in _REQUESTS:

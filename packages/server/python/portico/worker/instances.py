@@ -8,7 +8,6 @@ with ``run.py``.
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import threading
 import traceback
@@ -16,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .. import config as _config
+from .._buffers import join_body
 from .._frames import encode_frame
 from .._view import ConfigView
 from ..interface import Binding, Interface, attach
@@ -113,11 +113,13 @@ class Instances:
         put_unsolicited(self.pipe.writer, encode_frame({"op": "event", "uuid": uuid, "payload": payload}))
 
     def _push(self, uuid: str | None, op: str, fields: dict[str, Any], buffers: list[bytes] | None) -> None:
-        """``push_widget_change`` / ``push_widget_message``: like ``_emit``, another op."""
+        """``push_widget_change`` / ``push_widget_message``: like ``_emit``, another op; the
+        buffers travel in the frame body."""
         header = {"op": op, "uuid": uuid, **fields}
-        if buffers is not None:
-            header["buffers"] = [base64.b64encode(buffer).decode("ascii") for buffer in buffers]
-        put_unsolicited(self.pipe.writer, encode_frame(header))
+        body = b""
+        if buffers:
+            header["buffer_lengths"], body = join_body(buffers)
+        put_unsolicited(self.pipe.writer, encode_frame(header, body))
 
 
 def create_instance(

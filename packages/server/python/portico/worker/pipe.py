@@ -55,7 +55,7 @@ class Pipe:
         self._done = threading.Event()
         self._status = 0
         self._reader: FrameReader | None = None
-        self._dispatch: Callable[[dict[str, Any]], Work | None] | None = None
+        self._dispatch: Callable[[dict[str, Any], bytes], Work | None] | None = None
 
     def send(self, header: dict[str, Any]) -> None:
         self.writer.put(encode_frame(header))
@@ -64,10 +64,10 @@ class Pipe:
         log(f"reply pipe closed ({exc}); exiting")
         exit_now(1)
 
-    def serve(self, reader: FrameReader, dispatch: Callable[[dict[str, Any]], Work | None]) -> int:
+    def serve(self, reader: FrameReader, dispatch: Callable[[dict[str, Any], bytes], Work | None]) -> int:
         """Answer requests until EOF or ``shutdown``; returns the exit status.
 
-        ``dispatch`` handles one request and returns the sync call the reading thread should
+        ``dispatch`` handles one request (header and body) and returns the sync call the reading thread should
         run, if any (it raises ``Exit`` on ``shutdown``).
 
         Reading is leader/follower: the thread that reads a sync call runs it itself after
@@ -97,7 +97,7 @@ class Pipe:
             if frame is None:
                 return self._stop(0)
             try:
-                work = dispatch(frame[0])
+                work = dispatch(*frame)
             except Exit:
                 return self._stop(0)
             if work is None:

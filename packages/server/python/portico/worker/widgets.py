@@ -4,21 +4,28 @@ Owns the ops ``widget_get`` (``widget_state``), ``widget_set`` (``widget_update`
 ``widget_msg`` (``widget_message``), which run like calls through ``Calls``, the shape checks
 of what those hooks return and the error codes of what they raise, and ``widget_assets``.
 Pushes (``push_widget_change`` / ``push_widget_message``) are sent by ``instances.py``.
+
+``widget_set`` and ``widget_msg`` to one instance go through that instance's lane: they run one
+at a time in arrival order, as a Jupyter kernel handles a widget's comm messages (quak's SQL
+queries rely on it), while other instances and method calls run meanwhile. Binary values and
+message buffers travel in the frame body (``buffer_lengths``), never as base64.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
+import collections
 import collections.abc
 import concurrent.futures
+import functools
 import os
 import sys
+import threading
 import traceback
 from typing import Any
 
 from .. import _reflect
-from ..interface import ReadOnly
+from .._buffers import checked_buffers, put_buffers, split_body, split_buffers
+from ..interface import ReadOnly, WidgetReply
 from . import protocol
 from .call import _Call
 from .calls import Calls, Finish
@@ -39,33 +46,76 @@ class Widgets:
         self.pool = pool
         self.modules = modules
         self.calls = calls
+        # uuid → the queued ops of its lane; present while the lane is being drained.
+        self._lanes: dict[str, collections.deque[Work]] = {}
+        self._lanes_lock = threading.Lock()
 
     def on_widget_get(self, header: dict[str, Any]) -> Work | None:
         request_id, uuid, module, config = protocol.instance_fields(header)
         call = self.calls.register(request_id, "widget_state")
         return self._begin_hook(call, uuid, module, config, (), self._finish_state)
 
-    def on_widget_set(self, header: dict[str, Any]) -> Work | None:
+    def on_widget_set(self, header: dict[str, Any], body: bytes) -> Work | None:
         request_id, uuid, module, config = protocol.instance_fields(header)
         changes = protocol.field(header, "changes", dict)
+        try:
+            put_buffers(changes, protocol.field(header, "buffer_paths", list, []), _buffers_of(header, body))
+        except ValueError as exc:
+            raise _Refusal("bad_request", f"widget_set: {exc}") from None
         call = self.calls.register(request_id, "widget_update")
 
         def finish(call: _Call, normalized: Any) -> None:
             self._finish_changes(call, changes if normalized is None else normalized)
 
-        return self._begin_hook(call, uuid, module, config, (changes,), finish)
+        return self._queue(call, uuid, module, config, (changes,), finish)
 
-    def on_widget_msg(self, header: dict[str, Any]) -> Work | None:
+    def on_widget_msg(self, header: dict[str, Any], body: bytes) -> Work | None:
         request_id, uuid, module, config = protocol.instance_fields(header)
         content = header.get("content")
-        encoded = protocol.field(header, "buffers", list, [])
-        try:
-            buffers = [base64.b64decode(item, validate=True) for item in encoded]
-        except (TypeError, ValueError, binascii.Error):
-            raise _Refusal("bad_request", "widget_msg: field 'buffers' must be a list of base64 strings") from None
+        buffers = _buffers_of(header, body)
         call = self.calls.register(request_id, "widget_message")
-        finish = lambda call, reply: self.calls.finish_result(call, {"reply": reply, "has_reply": reply is not None})  # noqa: E731
-        return self._begin_hook(call, uuid, module, config, (content, buffers), finish)
+        return self._queue(call, uuid, module, config, (content, buffers), self._finish_reply)
+
+    def _queue(self, call: _Call, uuid: str, module: str, config: dict[str, Any], args: tuple[Any, ...], finish: Finish) -> Work | None:
+        """Runs the hook after every op queued before it for ``uuid``; returns the work that
+        drains the lane when the lane was idle (else a thread draining it runs this one too)."""
+        op = functools.partial(self._run_queued, call, uuid, module, config, args, finish)
+        with self._lanes_lock:
+            lane = self._lanes.get(uuid)
+            if lane is not None:
+                lane.append(op)
+                return None
+            self._lanes[uuid] = collections.deque([op])
+        return functools.partial(self._drain, uuid)
+
+    def _drain(self, uuid: str) -> None:
+        while True:
+            with self._lanes_lock:
+                lane = self._lanes[uuid]
+                if not lane:
+                    del self._lanes[uuid]
+                    return
+                op = lane.popleft()
+            op()
+
+    def _run_queued(self, call: _Call, uuid: str, module: str, config: dict[str, Any], args: tuple[Any, ...], finish: Finish) -> None:
+        """The hook from start to end (an ``async def`` one awaited), so the next op of the
+        lane starts only after it; every outcome is answered, never raised."""
+        if call.done:  # cancelled while queued
+            return
+        try:
+            instance = self.calls.instances.instance(uuid, module, config)
+            work = self.calls.start_hook(call, instance, args, finish, self._fail_hook)
+        except _Refusal as refusal:
+            self.calls.fail(call, refusal)
+            return
+        except BaseException as exc:
+            self._fail_hook(call, exc)
+            return
+        if work is not None:
+            work()
+        if call.future is not None:
+            concurrent.futures.wait([call.future])
 
     def _begin_hook(
         self, call: _Call, uuid: str, module: str, config: dict[str, Any], args: tuple[Any, ...], finish: Finish
@@ -89,14 +139,27 @@ class Widgets:
             message = f"widget_state() returned {_type_name(state)}; it must return a dict"
             self.calls.fail(call, _Refusal("call_failed", message, exception="TypeError"))
             return
-        self.calls.finish_result(call, {"state": state})
+        plain, paths, buffers = split_buffers(state)
+        self.calls.finish_result(call, _with_paths({"state": plain}, paths), buffers)
 
     def _finish_changes(self, call: _Call, changes: Any) -> None:
         if not isinstance(changes, collections.abc.Mapping):
             message = f"widget_update() returned {_type_name(changes)}; it must return a dict of changes or None"
             self.calls.fail(call, _Refusal("call_failed", message, exception="TypeError"))
             return
-        self.calls.finish_result(call, {"changes": changes})
+        plain, paths, buffers = split_buffers(changes)
+        self.calls.finish_result(call, _with_paths({"changes": plain}, paths), buffers)
+
+    def _finish_reply(self, call: _Call, reply: Any) -> None:
+        if isinstance(reply, WidgetReply):
+            try:
+                buffers = checked_buffers("WidgetReply", reply.buffers)
+            except TypeError as exc:
+                self.calls.fail(call, _Refusal("call_failed", f"widget_message() returned {exc}", exception="TypeError"))
+                return
+            self.calls.finish_result(call, {"reply": reply.content, "has_reply": True}, buffers)
+        else:
+            self.calls.finish_result(call, {"reply": reply, "has_reply": reply is not None})
 
     def on_widget_assets(self, header: dict[str, Any]) -> None:
         request_id = protocol.request_id(header)
@@ -131,6 +194,19 @@ class Widgets:
         if not os.path.isfile(real):
             raise _Refusal("not_found", f"The widget {asset} of {label} names {value}, which is not a file")
         return {"path": real}
+
+
+def _buffers_of(header: dict[str, Any], body: bytes) -> list[bytes]:
+    """The buffers a request's body carries (``buffer_lengths``); ``bad_request`` when they do not fit."""
+    try:
+        return split_body(header.get("buffer_lengths"), body)
+    except ValueError as exc:
+        raise _Refusal("bad_request", f"{header.get('op')}: {exc}") from None
+
+
+def _with_paths(payload: dict[str, Any], paths: list[Any]) -> dict[str, Any]:
+    """``payload`` with ``buffer_paths`` when it has binary values (plain JSON state keeps its shape)."""
+    return {**payload, "buffer_paths": paths} if paths else payload
 
 
 def _type_name(value: Any) -> str:
