@@ -77,3 +77,39 @@ export async function drawScatter({ page, root, python }: ServedWidget): Promise
   expect(Math.max(...xs) - Math.min(...xs)).toBeGreaterThan(200);
   expect(new Set(data.map((point) => point.color)).size).toBe(1);
 }
+
+/** The id in the first data cell of each row quak shows now. */
+async function shownIds(table: Locator): Promise<number[]> {
+  return table.locator('tbody tr').evaluateAll((rows) => rows.map((row) => Number(row.querySelectorAll('td')[1]?.textContent)).filter(Number.isFinite));
+}
+
+/**
+ * quak over the fixture's 100,000-row DuckDB table: the first rows and the row count show;
+ * scrolling to the bottom shows rows quak fetched from Python; brushing the `id` histogram
+ * filters the rows, and the query in Python (quak's `sql` trait) says so.
+ */
+export async function exploreQuak({ page, root, python }: ServedWidget): Promise<void> {
+  const table = root.locator('.quak .table-container');
+  await table.locator('tbody tr').first().waitFor({ timeout: RENDER_TIMEOUT });
+  const footer = root.locator('.quak').getByText(/rows$/);
+  await expect.poll(() => footer.textContent()).toBe('100,000 rows');
+  await expect.poll(() => shownIds(table)).toEqual(expect.arrayContaining([0, 1, 2]));
+  expect(await table.locator('tbody tr').first().textContent()).toContain('row 0');
+
+  // Scrolling: quak asks Python for the next rows (SQL with an offset) as the end comes into view.
+  const loaded = Math.max(...(await shownIds(table)));
+  for (let i = 0; i < 3; i++) await table.evaluate((el) => el.scrollTo(0, el.scrollHeight));
+  await expect.poll(async () => Math.max(...(await shownIds(table))), { timeout: 30_000 }).toBeGreaterThan(loaded);
+  await table.evaluate((el) => el.scrollTo(0, 0));
+
+  // Filtering: brush the right half of the id histogram; the rows shown and the count follow.
+  const overlay = table.locator('thead th').nth(1).locator('.interval-x rect.overlay');
+  const box = await boxOf(overlay);
+  await page.mouse.move(box.x + box.width * 0.5, box.y + box.height / 2);
+  await page.mouse.down();
+  await page.mouse.move(box.x + box.width - 1, box.y + box.height / 2, { steps: 8 });
+  await page.mouse.up();
+  await expect.poll(() => footer.textContent(), { timeout: 30_000 }).toMatch(/^[\d,]+ of 100,000 rows$/);
+  await expect.poll(async () => Math.min(...(await shownIds(table))), { timeout: 30_000 }).toBeGreaterThan(40_000);
+  await expect.poll(async () => (await python()).sql).toMatch(/WHERE/i);
+}

@@ -12,7 +12,7 @@ import { launchBrowser, type LaunchedBrowser } from '../browser.js';
 import { api, cleanup, fixtureFiles, gateway, tempProject } from '../helpers.js';
 import { TEST_PYTHON } from '../notebook.js';
 import type { RunningServer } from '../../packages/server/src/index.js';
-import { dragSlider2D, drawScatter, editMatrix, isDrawdataOwnWarning, type ServedWidget } from './anywidget-actions.js';
+import { dragSlider2D, drawScatter, editMatrix, exploreQuak, isDrawdataOwnWarning, type ServedWidget } from './anywidget-actions.js';
 import { command, firstFreePort, installExtension, openNotebook, startLab, type RunningLab } from './lab.js';
 
 const TIMEOUT = 240_000;
@@ -45,7 +45,7 @@ beforeAll(async () => {
   running = await gateway({ project: await tempProject(await fixtureFiles('anywidgets')), python: TEST_PYTHON, allowOrigins: [labUrl] });
   const notebooks = path.join(work, 'notebooks');
   await mkdir(notebooks, { recursive: true });
-  await writeFile(path.join(notebooks, 'anywidgets.ipynb'), notebook(['slider', 'matrix', 'scatter']));
+  await writeFile(path.join(notebooks, 'anywidgets.ipynb'), notebook(['slider', 'matrix', 'scatter', 'table']));
   lab = await startLab(await installExtension(path.join(work, 'jupyter'), running.url), notebooks, port);
   b = await launchBrowser();
   ({ page, errors } = await b.newPage());
@@ -86,6 +86,10 @@ describe('published anywidgets in JupyterLab', { timeout: TIMEOUT }, () => {
 
   it('drawdata ScatterWidget: points drawn in the notebook arrive in Python as data', async () => {
     await drawScatter(await output('circle.brush-indicator'));
+  });
+
+  it('quak: the rows of a 100k-row table show in the notebook; scrolling and filtering query Python and update it', async () => {
+    await exploreQuak(await output('.quak .table-container'));
   });
 
   it('no widget logged an error in the page (but drawdata\'s own svg warning)', () => {

@@ -9,7 +9,7 @@ import { launchBrowser, type LaunchedBrowser } from '../browser.js';
 import { api, cleanup, fixtureFiles, gateway, tempProject } from '../helpers.js';
 import { TEST_PYTHON } from '../notebook.js';
 import type { RunningServer } from '../../packages/server/src/index.js';
-import { dragSlider2D, drawScatter, editMatrix, isDrawdataOwnWarning, type ServedWidget } from './anywidget-actions.js';
+import { dragSlider2D, drawScatter, editMatrix, exploreQuak, isDrawdataOwnWarning, type ServedWidget } from './anywidget-actions.js';
 import { embed, staticSite } from './pages.js';
 
 const E2E_TIMEOUT = 120_000;
@@ -66,6 +66,13 @@ describe('published anywidgets on a plain page', { timeout: E2E_TIMEOUT }, () =>
     const served = await show('scatter');
     await drawScatter(served);
     expect(served.errors.filter((error) => !isDrawdataOwnWarning(error))).toEqual([]);
+    await served.page.close();
+  });
+
+  it('quak: the rows of a 100k-row table show; scrolling and filtering query Python and update the page', async () => {
+    const served = await show('table');
+    await exploreQuak(served);
+    expect(served.errors).toEqual([]);
     await served.page.close();
   });
 });

@@ -43,6 +43,7 @@ import sys
 import threading
 from typing import Any, Callable, TypeVar
 
+from ._buffers import put_buffers
 from ._view import ConfigView
 from .interface import Interface
 
@@ -126,7 +127,7 @@ class _ServedWidget(Interface):
         return self._widget
 
     def widget_state(self) -> dict[str, Any]:
-        return _bytes_values(self._widget.get_state(self._keys))
+        return self._widget.get_state(self._keys)
 
     def widget_update(self, changes: dict[str, Any]) -> dict[str, Any]:
         unknown = sorted(set(changes) - set(self._keys))
@@ -143,7 +144,7 @@ class _ServedWidget(Interface):
         finally:
             self._applying.changes = None
         # Side effects first, then the keys set, as the widget kept them (a validator may have coerced them).
-        return {**captured, **_bytes_values(self._widget.get_state(list(changes)))}
+        return {**captured, **self._widget.get_state(list(changes))}
 
     def widget_message(self, content: Any, buffers: list[bytes]) -> None:
         widget = self._widget
@@ -160,7 +161,7 @@ class _ServedWidget(Interface):
         """A message the widget sends its front ends (ipywidgets' comm protocol), as a Portico push."""
         method = data.get("method")
         if method == "update":
-            state = _with_buffers(data.get("state", {}), data.get("buffer_paths", []), buffers)
+            state = put_buffers(data.get("state", {}), data.get("buffer_paths", []), [bytes(buffer) for buffer in buffers])
             state = {key: value for key, value in state.items() if key in self._keys}
             if not state:
                 return
@@ -190,18 +191,3 @@ class _Comm:
 
     def close(self, data: Any = None, metadata: Any = None, buffers: Any = None, deleting: bool = False) -> None:
         """Nothing to tear down: the instance's front ends stay attached to the interface."""
-
-
-def _with_buffers(state: dict[str, Any], paths: list[list[Any]], buffers: list[Any]) -> dict[str, Any]:
-    """``state`` with each binary buffer put back where ipywidgets took it out (``paths[i]``)."""
-    for path, buffer in zip(paths, buffers):
-        target: Any = state
-        for step in path[:-1]:
-            target = target[step]
-        target[path[-1]] = bytes(buffer)
-    return state
-
-
-def _bytes_values(state: dict[str, Any]) -> dict[str, Any]:
-    """Top-level memoryviews (ipywidgets' form of binary traits) as bytes."""
-    return {key: bytes(value) if isinstance(value, memoryview) else value for key, value in state.items()}
