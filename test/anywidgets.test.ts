@@ -56,6 +56,36 @@ class Knob(serve(KnobWidget)):
         self.widget.value += by
         return self.widget.value
 `,
+  // A binary trait, as anywidgets carry images and arrays: bytes in Python, DataView in the page.
+  'picture.py': `
+import anywidget
+import traitlets
+
+from portico.widgets import serve
+
+
+class PictureWidget(anywidget.AnyWidget):
+    _esm = "export default { render({ model, el }) { el.textContent = String(model.get('size')); } };"
+    image = traitlets.Bytes(b"").tag(sync=True)
+    size = traitlets.Int(0).tag(sync=True)
+
+    @traitlets.observe("image")
+    def _measure(self, change):
+        self.size = len(change["new"])
+
+
+class Picture(serve(PictureWidget)):
+    def fill(self, n: int) -> int:
+        self.widget.image = bytes(range(n))
+        return self.widget.size
+`,
+  'wrong_create.py': `
+from wigglystuff import Slider2D
+
+from portico.widgets import serve
+
+Wrong = serve(Slider2D, create=lambda config: "not a widget")
+`,
   'not_a_widget.py': `
 from portico.widgets import serve
 
@@ -151,6 +181,32 @@ describe('serving a published anywidget', { timeout: 60_000 }, () => {
     }
     a.close();
     b.close();
+  });
+
+  it('a binary trait travels as a buffer both ways and comes back to a client that reconnects', async () => {
+    const a = await Client.open(url);
+    const { payload: info } = await a.connect('picture');
+    const image = Buffer.from([9, 8, 7, 6, 5]);
+    const set = await a.request({ type: 'widget_set', changes: { image: null }, buffer_paths: [['image']], buffers: [image.toString('base64')] });
+    expect(set.payload).toMatchObject({ changes: { image: null, size: 5 }, buffer_paths: [['image']], buffers: [image.toString('base64')] });
+    // Python set from a method: the bytes reach the page as a buffer of the change
+    await api({ url }, 'POST', '/v1/interfaces/call', { target: info.uuid, method: 'fill', args: [3] });
+    const pushed = await a.waitFor((f) => f.type === 'widget_change' && f.id === undefined && f.payload.buffer_paths?.length === 1);
+    expect(pushed.payload.buffers).toEqual([Buffer.from([0, 1, 2]).toString('base64')]);
+    const again = await Client.open(url);
+    await again.connect(info.uuid);
+    const state = await again.request({ type: 'widget_get' });
+    expect(state.payload).toEqual({ state: { image: null, size: 3 }, buffer_paths: [['image']], buffers: [Buffer.from([0, 1, 2]).toString('base64')] });
+    a.close();
+    again.close();
+  });
+
+  it('a create() that returns something else than the widget class fails the instance with a clear message', async () => {
+    const client = await Client.open(url);
+    await client.connect('wrong_create');
+    const refused = await client.request({ type: 'widget_get' });
+    expect(refused.payload).toMatchObject({ code: 'call_failed', message: expect.stringContaining('create() returned str, not a Slider2D') });
+    client.close();
   });
 
   it("the widget class's _esm and _css are the module's assets, files from site-packages included", async () => {
