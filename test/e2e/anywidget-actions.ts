@@ -113,3 +113,16 @@ export async function exploreQuak({ page, root, python }: ServedWidget): Promise
   await expect.poll(async () => Math.min(...(await shownIds(table))), { timeout: 30_000 }).toBeGreaterThan(40_000);
   await expect.poll(async () => (await python()).sql).toMatch(/WHERE/i);
 }
+
+/** Each fixture module, a selector found only in its widget, and what a user does with it. */
+export const PUBLISHED_WIDGETS: Array<{ target: string; marker: string; story: string; act: (widget: ServedWidget) => Promise<void> }> = [
+  { target: 'slider', marker: 'canvas#sliderCanvas', story: 'wigglystuff Slider2D: a drag of the handle reaches Python', act: dragSlider2D },
+  { target: 'matrix', marker: '.matrix-element', story: 'wigglystuff Matrix: a drag on a cell edits the matrix in Python', act: editMatrix },
+  { target: 'scatter', marker: 'circle.brush-indicator', story: 'drawdata ScatterWidget: points drawn with the mouse arrive in Python as data', act: drawScatter },
+  {
+    target: 'table',
+    marker: '.quak .table-container',
+    story: 'quak: the rows of a 100k-row table show; scrolling and filtering query Python and update the page',
+    act: exploreQuak,
+  },
+];

@@ -12,7 +12,7 @@ import { launchBrowser, type LaunchedBrowser } from '../browser.js';
 import { api, cleanup, fixtureFiles, gateway, tempProject } from '../helpers.js';
 import { TEST_PYTHON } from '../notebook.js';
 import type { RunningServer } from '../../packages/server/src/index.js';
-import { dragSlider2D, drawScatter, editMatrix, exploreQuak, isDrawdataOwnWarning, type ServedWidget } from './anywidget-actions.js';
+import { isDrawdataOwnWarning, PUBLISHED_WIDGETS, type ServedWidget } from './anywidget-actions.js';
 import { command, firstFreePort, installExtension, openNotebook, startLab, type RunningLab } from './lab.js';
 
 const TIMEOUT = 240_000;
@@ -45,7 +45,7 @@ beforeAll(async () => {
   running = await gateway({ project: await tempProject(await fixtureFiles('anywidgets')), python: TEST_PYTHON, allowOrigins: [labUrl] });
   const notebooks = path.join(work, 'notebooks');
   await mkdir(notebooks, { recursive: true });
-  await writeFile(path.join(notebooks, 'anywidgets.ipynb'), notebook(['slider', 'matrix', 'scatter', 'table']));
+  await writeFile(path.join(notebooks, 'anywidgets.ipynb'), notebook(PUBLISHED_WIDGETS.map((widget) => widget.target)));
   lab = await startLab(await installExtension(path.join(work, 'jupyter'), running.url), notebooks, port);
   b = await launchBrowser();
   ({ page, errors } = await b.newPage());
@@ -76,23 +76,13 @@ async function output(marker: string): Promise<ServedWidget> {
 }
 
 describe('published anywidgets in JupyterLab', { timeout: TIMEOUT }, () => {
-  it('wigglystuff Slider2D: a drag of the handle in the notebook reaches Python', async () => {
-    await dragSlider2D(await output('canvas#sliderCanvas'));
-  });
+  for (const { marker, story, act } of PUBLISHED_WIDGETS) {
+    it(`${story} (in a notebook output)`, async () => {
+      await act(await output(marker));
+    });
+  }
 
-  it('wigglystuff Matrix: a drag on a cell in the notebook edits the matrix in Python', async () => {
-    await editMatrix(await output('.matrix-element'));
-  });
-
-  it('drawdata ScatterWidget: points drawn in the notebook arrive in Python as data', async () => {
-    await drawScatter(await output('circle.brush-indicator'));
-  });
-
-  it('quak: the rows of a 100k-row table show in the notebook; scrolling and filtering query Python and update it', async () => {
-    await exploreQuak(await output('.quak .table-container'));
-  });
-
-  it('no widget logged an error in the page (but drawdata\'s own svg warning)', () => {
+  it("no widget logged an error in the page (but drawdata's own svg warning)", () => {
     expect(errors.filter((error) => !isDrawdataOwnWarning(error))).toEqual([]);
   });
 });

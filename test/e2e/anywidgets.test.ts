@@ -9,7 +9,7 @@ import { launchBrowser, type LaunchedBrowser } from '../browser.js';
 import { api, cleanup, fixtureFiles, gateway, tempProject } from '../helpers.js';
 import { TEST_PYTHON } from '../notebook.js';
 import type { RunningServer } from '../../packages/server/src/index.js';
-import { dragSlider2D, drawScatter, editMatrix, exploreQuak, isDrawdataOwnWarning, type ServedWidget } from './anywidget-actions.js';
+import { isDrawdataOwnWarning, PUBLISHED_WIDGETS, type ServedWidget } from './anywidget-actions.js';
 import { embed, staticSite } from './pages.js';
 
 const E2E_TIMEOUT = 120_000;
@@ -48,31 +48,12 @@ async function uuidOf(page: Page): Promise<string> {
 }
 
 describe('published anywidgets on a plain page', { timeout: E2E_TIMEOUT }, () => {
-  it('wigglystuff Slider2D: a drag of the handle reaches Python', async () => {
-    const served = await show('slider');
-    await dragSlider2D(served);
-    expect(served.errors).toEqual([]);
-    await served.page.close();
-  });
-
-  it('wigglystuff Matrix: a drag on a cell edits the matrix in Python', async () => {
-    const served = await show('matrix');
-    await editMatrix(served);
-    expect(served.errors).toEqual([]);
-    await served.page.close();
-  });
-
-  it('drawdata ScatterWidget: points drawn with the mouse arrive in Python as data', async () => {
-    const served = await show('scatter');
-    await drawScatter(served);
-    expect(served.errors.filter((error) => !isDrawdataOwnWarning(error))).toEqual([]);
-    await served.page.close();
-  });
-
-  it('quak: the rows of a 100k-row table show; scrolling and filtering query Python and update the page', async () => {
-    const served = await show('table');
-    await exploreQuak(served);
-    expect(served.errors).toEqual([]);
-    await served.page.close();
-  });
+  for (const { target, story, act } of PUBLISHED_WIDGETS) {
+    it(story, async () => {
+      const served = await show(target);
+      await act(served);
+      expect(served.errors.filter((error) => !isDrawdataOwnWarning(error))).toEqual([]);
+      await served.page.close();
+    });
+  }
 });
