@@ -55,6 +55,15 @@ class Knob(serve(KnobWidget)):
     def turn(self, by: int) -> int:
         self.widget.value += by
         return self.widget.value
+
+    def knobs_alive(self) -> int:
+        \"\"\"How many knob widgets the worker still holds (ipywidgets keeps every open widget).\"\"\"
+        import gc
+
+        from ipywidgets.widgets.widget import _instances
+
+        gc.collect()
+        return sum(isinstance(widget, KnobWidget) for widget in list(_instances.values()))
 `,
   // A binary trait, as anywidgets carry images and arrays: bytes in Python, DataView in the page.
   'picture.py': `
@@ -181,6 +190,24 @@ describe('serving a published anywidget', { timeout: 60_000 }, () => {
     }
     a.close();
     b.close();
+  });
+
+  it('the widget of an instance nobody is attached to any more is closed and let go', async () => {
+    const keeper = await Client.open(url);
+    const { payload: kept } = await keeper.connect('knob', { version: [{ value: 50 }] });
+    await keeper.request({ type: 'widget_get' });
+    const alive = async () => (await api({ url }, 'POST', '/v1/interfaces/call', { target: kept.uuid, method: 'knobs_alive' })).body.payload as number;
+    const before = await alive();
+    const visitors = await Promise.all([51, 52, 53].map(async (value) => {
+      const client = await Client.open(url);
+      await client.connect('knob', { version: [{ value }] });
+      await client.request({ type: 'widget_get' });
+      return client;
+    }));
+    expect(await alive()).toBe(before + 3);
+    for (const client of visitors) client.close();
+    await expect.poll(alive, { timeout: 20_000 }).toBe(before);
+    keeper.close();
   });
 
   it('a binary trait travels as a buffer both ways and comes back to a client that reconnects', async () => {

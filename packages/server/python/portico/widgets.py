@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import weakref
 from typing import Any, Callable, TypeVar
 
 from ._buffers import put_buffers
@@ -119,7 +120,10 @@ class _ServedWidget(Interface):
         self._keys = [key for key in widget.keys if key not in self._portico_base_keys]
         self._applying = threading.local()  # the changes a front end's widget_update is making on this thread
         inert = widget.comm
-        widget.comm = _Comm(getattr(inert, "comm_id", None), self._forward)  # same id: ipywidgets' registry keeps one entry
+        widget.comm = _Comm(getattr(inert, "comm_id", None), weakref.WeakMethod(self._forward))  # same id: one registry entry
+        # ipywidgets' registry keeps every open widget alive; the comm only weakly refers back, so a
+        # released (or reloaded) instance is collected, and closing its widget leaves the registry.
+        weakref.finalize(self, widget.close)
 
     @property
     def widget(self) -> Any:
@@ -178,13 +182,14 @@ class _ServedWidget(Interface):
 class _Comm:
     """What ipywidgets requires of its host's comm: an id, ``send``, ``on_msg`` and ``close``."""
 
-    def __init__(self, comm_id: str | None, forward: Callable[[dict[str, Any], list[Any]], None]) -> None:
+    def __init__(self, comm_id: str | None, forward: weakref.WeakMethod) -> None:
         self.comm_id = comm_id
         self._forward = forward
 
     def send(self, data: Any = None, metadata: Any = None, buffers: list[Any] | None = None) -> None:
-        if isinstance(data, dict):
-            self._forward(data, list(buffers or ()))
+        forward = self._forward()
+        if forward is not None and isinstance(data, dict):  # None: the instance is gone, nobody is attached
+            forward(data, list(buffers or ()))
 
     def on_msg(self, callback: Callable[[Any], None] | None) -> None:
         """Front-end messages reach the widget through the interface's hooks, not this callback."""
