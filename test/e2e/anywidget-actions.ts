@@ -12,6 +12,8 @@ export interface ServedWidget {
   root: Locator;
   /** The widget's state as Python holds it now (a remote call of its widget_state hook). */
   python: () => Promise<Record<string, any>>;
+  /** Calls a remote method of the interface and answers its result. */
+  call: (method: string, args?: unknown[]) => Promise<unknown>;
 }
 
 const RENDER_TIMEOUT = 60_000;
@@ -24,8 +26,17 @@ async function boxOf(target: Locator): Promise<{ x: number; y: number; width: nu
   return box;
 }
 
-/** wigglystuff Slider2D: drag the handle from the centre to 90 px right and 90 px up; x and y read 0.5. */
-export async function dragSlider2D({ page, root, python }: ServedWidget): Promise<void> {
+/** The alpha of the pixel at (x, y) of a 2D canvas: 0 where nothing is drawn. */
+async function alphaAt(canvas: Locator, x: number, y: number): Promise<number> {
+  return canvas.evaluate((el, [x, y]) => (el as HTMLCanvasElement).getContext('2d')!.getImageData(x, y, 1, 1).data[3]!, [x, y] as const);
+}
+
+/**
+ * wigglystuff Slider2D: drag the handle from the centre to 90 px right and 90 px up; x and y read
+ * 0.5 on the page and in Python. Then Python moves it (a trait set in a method): the text and the
+ * handle drawn on the canvas follow.
+ */
+export async function dragSlider2D({ page, root, python, call }: ServedWidget): Promise<void> {
   const canvas = root.locator('canvas#sliderCanvas');
   const box = await boxOf(canvas);
   const border = 1; // the widget draws a 1px border; its handle follows offsetX/Y inside it
@@ -36,6 +47,13 @@ export async function dragSlider2D({ page, root, python }: ServedWidget): Promis
   await page.mouse.up();
   await expect.poll(() => root.locator('#sliderValues').textContent()).toBe('X: 0.50, Y: 0.50');
   await expect.poll(async () => { const s = await python(); return [s.x, s.y].map((v: number) => v.toFixed(2)); }).toEqual(['0.50', '0.50']);
+
+  await call('move_to', [-0.5, 0.25]);
+  await expect.poll(() => root.locator('#sliderValues').textContent()).toBe('X: -0.50, Y: 0.25');
+  // The handle is a ring of radius 10 around its centre: (200 - 90, 200 - 45) for (-0.5, 0.25) on
+  // a 400 px canvas whose track has radius 180; the old one at (290, 110) is erased.
+  expect(await alphaAt(canvas, 110 + 10, 155)).toBeGreaterThan(128);
+  expect(await alphaAt(canvas, 290 + 10, 110)).toBe(0);
 }
 
 /** wigglystuff Matrix: drag cell (0, 1) 8 px right (4 steps of 1); the cell and Python read 4. */

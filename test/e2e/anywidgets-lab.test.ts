@@ -71,8 +71,9 @@ async function output(marker: string): Promise<ServedWidget> {
     throw new Error(`${(err as Error).message}\noutputs: ${JSON.stringify(outputs).slice(0, 3000)}\nlab: ${lab!.log.join('').slice(-1500)}`);
   }
   const uuid = (await root.locator('.jp-PorticoWidget-host[data-uuid]').getAttribute('data-uuid'))!;
-  const python = async () => (await api(running, 'POST', '/v1/interfaces/call', { target: uuid, method: 'widget_state' })).body.payload;
-  return { page, root, python };
+  const call = async (method: string, args: unknown[] = []) => (await api(running, 'POST', '/v1/interfaces/call', { target: uuid, method, args })).body.payload;
+  const python = () => call('widget_state');
+  return { page, root, python, call };
 }
 
 describe('published anywidgets in JupyterLab', { timeout: TIMEOUT }, () => {

@@ -38,8 +38,9 @@ async function show(target: string): Promise<ServedWidget & { errors: string[]; 
   const { page, errors } = await b.newPage();
   await page.goto(`${site.origin}/${target}.html`);
   const uuid = await uuidOf(page);
-  const python = async () => (await api(running, 'POST', '/v1/interfaces/call', { target: uuid, method: 'widget_state' })).body.payload;
-  return { page, root: page.locator('portico-widget'), python, errors, uuid };
+  const call = async (method: string, args: unknown[] = []) => (await api(running, 'POST', '/v1/interfaces/call', { target: uuid, method, args })).body.payload;
+  const python = () => call('widget_state');
+  return { page, root: page.locator('portico-widget'), python, call, errors, uuid };
 }
 
 async function uuidOf(page: Page): Promise<string> {
