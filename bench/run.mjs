@@ -1,13 +1,14 @@
 #!/usr/bin/env node
 // `npm run bench`: every figure beside its floor measured in this same run. Never part of `npm test`.
 // `npm run bench -- calls binary` runs only the named sections (floors, calls, binary, widgets,
-// executions, index, postgres, slurm), so a before/after comparison of one part need not wait for all of them.
+// anywidgets, executions, index, postgres, slurm), so a before/after comparison of one part need not wait for all of them.
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { restCalls, wsCallLoop, wsCallPipelined } from './calls.mjs';
 import { binaryFloor, binaryGateway, startBinaryFloor } from './binary.mjs';
 import { executionsBench } from './executions.mjs';
 import { widgetsBench } from './widgets.mjs';
+import { anywidgetsBench } from './anywidgets.mjs';
 import { indexBench } from './index.mjs';
 import { postgresBench } from './postgres.mjs';
 import { pipeEchoRtt, startWsEcho, wsEchoRtt, wsEchoThroughput } from './floors.mjs';
@@ -18,7 +19,7 @@ if (!existsSync(path.join(ROOT, 'packages/server/dist/cli/main.js'))) {
   process.exit(1);
 }
 
-const SECTIONS = ['floors', 'calls', 'binary', 'widgets', 'executions', 'index', 'postgres', 'slurm'];
+const SECTIONS = ['floors', 'calls', 'binary', 'widgets', 'anywidgets', 'executions', 'index', 'postgres', 'slurm'];
 const only = process.argv.slice(2);
 for (const name of only) {
   if (!SECTIONS.includes(name)) {
@@ -96,6 +97,16 @@ try {
   if (want('widgets')) {
     console.log('\nWidgets (issue 6): widget_set round trip beside the call round trip, same socket and instance');
     report(await widgetsBench(gw.url));
+  }
+
+  if (want('anywidgets')) {
+    console.log('\nPublished anywidgets (issue 20): served by portico.widgets.serve, beside the demo counter on the same gateway');
+    const anywidgetsProject = await demoProject();
+    try {
+      report(await anywidgetsBench(anywidgetsProject.dir));
+    } finally {
+      await anywidgetsProject.remove();
+    }
   }
 
   if (want('executions')) {
