@@ -4,13 +4,11 @@
  * reconnected to, a read-only widget rolls back, an unmodified anywidget module works, an edit
  * on disk hot-reloads, and an origin that is not allowed is refused.
  */
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
-import { launchBrowser, type LaunchedBrowser } from '../browser.js';
+import { embed, launchBrowser, staticSite, type LaunchedBrowser } from '../browser.js';
 import { api, cleanup, gateway, tempProject } from '../helpers.js';
 import { startServer, type RunningServer } from '../../packages/server/src/index.js';
 
@@ -82,29 +80,6 @@ export default async () => ({
 });
 `,
 };
-
-/** A static site on its own loopback origin (another port = another origin). */
-async function staticSite(pages: Record<string, string>): Promise<{ origin: string; close: () => Promise<void> }> {
-  const server = http.createServer((req, res) => {
-    const body = pages[req.url ?? '/'];
-    if (body === undefined) {
-      res.writeHead(404).end();
-      return;
-    }
-    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(body);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return { origin, close: () => new Promise((resolve) => server.close(() => resolve())) };
-}
-
-/** The whole embedding a web developer writes: one module script and one element. */
-function embed(gatewayUrl: string, attributes: string): string {
-  return `<!doctype html><html><body>
-<script type="module" src="${gatewayUrl}/static/portico-widget.js"></script>
-<portico-widget url="${gatewayUrl}" ${attributes}></portico-widget>
-</body></html>`;
-}
 
 async function uuidOf(page: Page): Promise<string> {
   await page.waitForFunction(() => (document.querySelector('portico-widget') as any)?.handle?.uuid, null, { timeout: 30_000 });
