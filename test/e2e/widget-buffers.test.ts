@@ -3,7 +3,8 @@
  * value of the Python state shows up as a DataView, `model.send` buffers reach Python as bytes,
  * a `WidgetReply` comes back to `msg:custom` as DataViews, a message whose handler raises is
  * answered with an error while the widget keeps working, a binary `set` + `save_changes` reaches
- * Python, and a page that connects later gets the binary value Python holds now.
+ * Python, a page that connects later gets the binary value Python holds now, and a page whose
+ * socket dropped gets, on reconnect, the binary value Python took meanwhile.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
@@ -38,6 +39,10 @@ class Bins(Interface):
         if content == "fail":
             raise ValueError("no such query")
         return WidgetReply({"reversed": True}, [bytes(reversed(b)) for b in buffers])
+
+    def set_image(self, values):
+        self.image = bytes(values)
+        self.push_widget_change({"image": self.image})
 
     def stored(self):
         return [type(self.image).__name__, list(self.image)]
@@ -91,10 +96,27 @@ afterAll(async () => {
   await cleanup();
 }, E2E_TIMEOUT);
 
+/**
+ * The page's WebSocket, with a switch for the test: while `portico.blocked` is set, new sockets go
+ * to a path the gateway refuses, so the runtime stays disconnected and keeps retrying.
+ */
+function controllableSockets() {
+  const Real = WebSocket;
+  const control = { blocked: false, sockets: [] as WebSocket[] };
+  (globalThis as any).portico = control;
+  (globalThis as any).WebSocket = class extends Real {
+    constructor(url: string | URL, protocols?: string | string[]) {
+      super(control.blocked ? String(url).replace('/v1/interfaces/ws', '/v1/refused-while-blocked') : url, protocols);
+      control.sockets.push(this);
+    }
+  };
+}
+
 async function open(name: string): Promise<{ page: Page; errors: string[] }> {
   sitePages[`/${name}`] = embed(running.url, 'target="bins"');
   b ??= await launchBrowser();
   const { page, errors } = await b.newPage();
+  await page.addInitScript(controllableSockets);
   await page.goto(`${site.origin}/${name}`);
   return { page, errors };
 }
@@ -102,7 +124,7 @@ async function open(name: string): Promise<{ page: Page; errors: string[] }> {
 const call = async (uuid: string, method: string) => (await api(running, 'POST', '/v1/interfaces/call', { target: uuid, method })).body.payload;
 
 describe('binary widget data in the browser', { timeout: E2E_TIMEOUT }, () => {
-  it('bytes in state are DataViews; buffers go both ways; a failing handler answers only its message; a later page gets the current bytes', async () => {
+  it('bytes in state are DataViews; buffers go both ways; a failing handler answers only its message; later and reconnecting pages get the current bytes', async () => {
     const { page, errors } = await open('bins.html');
     const widget = page.locator('portico-widget [data-image]');
     await expect.poll(() => widget.getAttribute('data-image'), { timeout: 30_000 }).toBe('[1,2,3,250]');
@@ -128,6 +150,22 @@ describe('binary widget data in the browser', { timeout: E2E_TIMEOUT }, () => {
     expect(await laterWidget.getAttribute('data-image-kind')).toBe('DataView');
     expect(errors).toEqual([]);
     expect(later.errors).toEqual([]);
+
+    // The first page's socket drops and stays down while Python takes new bytes; on reconnect it has them.
+    const element = page.locator('portico-widget');
+    await page.evaluate(() => {
+      const control = (globalThis as any).portico;
+      control.blocked = true;
+      control.sockets.at(-1).close();
+    });
+    await expect.poll(() => element.getAttribute('data-portico-status')).toBe('reconnecting');
+    await api(running, 'POST', '/v1/interfaces/call', { target: uuid, method: 'set_image', args: [[4, 4, 4]] });
+    await expect.poll(() => laterWidget.getAttribute('data-image')).toBe('[4,4,4]');
+    expect(await widget.getAttribute('data-image')).toBe('[9,8,7]'); // it missed the push
+    await page.evaluate(() => ((globalThis as any).portico.blocked = false));
+    await expect.poll(() => element.getAttribute('data-portico-status'), { timeout: 60_000 }).toBe('open');
+    await expect.poll(() => widget.getAttribute('data-image')).toBe('[4,4,4]');
+    expect(await widget.getAttribute('data-image-kind')).toBe('DataView');
     await later.page.close();
     await page.close();
   });
