@@ -16,10 +16,12 @@ function nextText(ws, predicate = () => true) {
       const text = String(data);
       if (!predicate(text)) return;
       ws.off('message', onMessage);
+      ws.off('close', onClose);
       resolve(text);
     };
+    const onClose = () => reject(new Error('socket closed'));
     ws.on('message', onMessage);
-    ws.once('close', () => reject(new Error('socket closed')));
+    ws.once('close', onClose);
   });
 }
 
@@ -109,4 +111,65 @@ export async function binaryGateway(url, pid, projectDir, total) {
   });
   ws.close();
   return { up, down, upPeak, downPeak };
+}
+
+/** Median of a list of numbers. */
+const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+
+/** ms for `size` bytes to the raw ws floor and `size` bytes back (one frame each way), median of `rounds`. */
+export async function bufferFloorRoundTrip(url, size, rounds) {
+  const ws = await openWs(url);
+  const payload = Buffer.alloc(size, 5);
+  const times = [];
+  for (let i = 0; i < rounds; i++) {
+    const t0 = process.hrtime.bigint();
+    ws.send(`expect ${size}`);
+    const got = nextText(ws, (t) => t.startsWith('got'));
+    ws.send(payload);
+    await got;
+    const done = nextText(ws, (t) => t === 'done');
+    ws.send(`send ${size} ${size}`);
+    await done;
+    times.push(Number(process.hrtime.bigint() - t0) / 1e6);
+  }
+  ws.close();
+  return median(times);
+}
+
+/**
+ * ms for a widget_msg carrying one `size`-byte buffer to reach Python and its WidgetReply with the
+ * same bytes to come back, median of `rounds`: as binary frames (`buffers: binary`) or as base64.
+ */
+export async function widgetBufferRoundTrip(url, projectDir, size, rounds, form) {
+  await writeFile(
+    path.join(projectDir, 'bench_echo_buffers.py'),
+    'from portico import Interface, WidgetReply\n\n\nclass BenchEchoBuffers(Interface):\n    def widget_message(self, content, buffers):\n        return WidgetReply({"sizes": [len(b) for b in buffers]}, buffers)\n',
+  );
+  const ws = await openWs(`${url.replace(/^http/, 'ws')}/v1/interfaces/ws`);
+  ws.send(JSON.stringify({ type: 'connect', id: 'c', target: 'bench_echo_buffers', buffers: form }));
+  const connected = JSON.parse(await nextText(ws));
+  if (connected.type !== 'connected') throw new Error(JSON.stringify(connected));
+  const payload = Buffer.alloc(size, 9);
+  const times = [];
+  for (let i = 0; i < rounds; i++) {
+    const t0 = process.hrtime.bigint();
+    let received = 0;
+    const onBinary = (data, isBinary) => isBinary && (received += data.length);
+    ws.on('message', onBinary);
+    const reply = nextText(ws, (t) => t.includes(`"id":"m${i}"`));
+    if (form === 'binary') {
+      ws.send(JSON.stringify({ type: 'widget_msg', id: `m${i}`, content: null, binary_buffers: 1 }));
+      ws.send(payload);
+    } else {
+      ws.send(JSON.stringify({ type: 'widget_msg', id: `m${i}`, content: null, buffers: [payload.toString('base64')] }));
+    }
+    const frame = JSON.parse(await reply);
+    if (form === 'binary') while (received < size) await new Promise((resolve) => setImmediate(resolve));
+    else received = Buffer.from(frame.payload.buffers[0], 'base64').length;
+    times.push(Number(process.hrtime.bigint() - t0) / 1e6);
+    ws.off('message', onBinary);
+    if (frame.type !== 'widget_msg' || frame.payload.content.sizes[0] !== size || received !== size) throw new Error(`${JSON.stringify(frame).slice(0, 300)} after ${received} bytes`);
+  }
+  ws.close();
+  return median(times);
 }

@@ -5,7 +5,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { restCalls, wsCallLoop, wsCallPipelined } from './calls.mjs';
-import { binaryFloor, binaryGateway, startBinaryFloor } from './binary.mjs';
+import { binaryFloor, binaryGateway, bufferFloorRoundTrip, startBinaryFloor, widgetBufferRoundTrip } from './binary.mjs';
 import { executionsBench } from './executions.mjs';
 import { widgetsBench } from './widgets.mjs';
 import { anywidgetsBench } from './anywidgets.mjs';
@@ -79,6 +79,7 @@ try {
   if (want('binary')) {
     console.log('\nBinary data plane (issue 5): 1 GiB upload and read, 1 MiB frames');
     const GiB = 1024 ** 3;
+    const MiB = 1024 ** 2;
     const binary = await startBinaryFloor();
     try {
       const floor = await binaryFloor(binary.url, GiB);
@@ -88,6 +89,15 @@ try {
         { name: 'read MB/s (disk -> worker -> gateway -> client)', value: through.down, unit: ' MB/s', floor: floor.down, target: 0.6 * floor.down, higherIsBetter: true },
         { name: 'gateway peak RSS during the upload', value: through.upPeak, unit: ' MB', target: 200 },
         { name: 'gateway peak RSS during the read', value: through.downPeak, unit: ' MB', target: 200 },
+      ]);
+      console.log('\nWidget buffers (issue 20): one 16 MiB buffer to Python and back (widget_msg → WidgetReply), median of 7');
+      const size = 16 * MiB;
+      const floorMs = await bufferFloorRoundTrip(binary.url, size, 7);
+      const rawMs = await widgetBufferRoundTrip(gw.url, project.dir, size, 7, 'binary');
+      const base64Ms = await widgetBufferRoundTrip(gw.url, project.dir, size, 7, 'base64');
+      report([
+        { name: '16 MiB round trip, binary frames', value: rawMs, unit: ' ms', floor: floorMs },
+        { name: '16 MiB round trip, base64 (the compatible form)', value: base64Ms, unit: ' ms', floor: floorMs },
       ]);
     } finally {
       binary.stop();

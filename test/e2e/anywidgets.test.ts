@@ -5,12 +5,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
-import { launchBrowser, type LaunchedBrowser } from '../browser.js';
+import { embed, launchBrowser, staticSite, type LaunchedBrowser } from '../browser.js';
 import { api, cleanup, fixtureFiles, gateway, tempProject } from '../helpers.js';
 import { TEST_PYTHON } from '../notebook.js';
 import type { RunningServer } from '../../packages/server/src/index.js';
 import { isDrawdataOwnWarning, PUBLISHED_WIDGETS, type ServedWidget } from './anywidget-actions.js';
-import { embed, staticSite } from './pages.js';
 
 const E2E_TIMEOUT = 120_000;
 

@@ -8,8 +8,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
-import { launchBrowser, type LaunchedBrowser } from '../browser.js';
-import { embed, staticSite } from './pages.js';
+import { embed, launchBrowser, staticSite, type LaunchedBrowser } from '../browser.js';
 import { api, cleanup, gateway, tempProject } from '../helpers.js';
 import { startServer, type RunningServer } from '../../packages/server/src/index.js';
 

@@ -3,8 +3,11 @@
  * the one place that turns an incoming text frame into a typed ServerFrame. Every frame is a JSON
  * text frame with a `type`; `id` is chosen by the client and echoed on the frames that answer it.
  * Transfers (chunk_start … chunk_done) also carry raw binary frames, which have no id: one transfer
- * per socket at a time (see net/transfers.ts).
+ * per socket at a time (see net/transfers.ts). Widget frames with `binary_buffers: n` are followed
+ * at once by n binary frames, their buffers (the socket asks for that with connect `buffers: binary`).
  */
+
+import type { BufferPath } from './model/buffers.js';
 
 export type FrameId = number | string;
 export type JsonObject = Record<string, unknown>;
@@ -21,10 +24,10 @@ export interface InterfaceInfo {
 }
 
 export type ClientFrame =
-  | { type: 'connect'; id: FrameId; target: string; version?: Version; uuid?: string; project?: string }
+  | { type: 'connect'; id: FrameId; target: string; version?: Version; uuid?: string; project?: string; buffers?: 'binary' }
   | { type: 'widget_get'; id: FrameId }
-  | { type: 'widget_set'; id: FrameId; changes: JsonObject }
-  | { type: 'widget_msg'; id: FrameId; content: unknown; buffers?: string[] }
+  | { type: 'widget_set'; id: FrameId; changes: JsonObject; buffer_paths?: BufferPath[]; binary_buffers?: number }
+  | { type: 'widget_msg'; id: FrameId; content: unknown; binary_buffers?: number }
   | { type: 'ping'; id: FrameId }
   | { type: 'call'; id: FrameId; method: string; args?: unknown[]; kwargs?: JsonObject }
   | { type: 'chunk_start'; id: FrameId; mode: 'write' | 'append'; path: string }
@@ -41,10 +44,18 @@ export interface UploadResult {
 }
 export type ChunkDonePayload = UploadResult | { bytes_sent: number };
 
-/** The widget frames a model emits; the session gives them an id. */
+/**
+ * The widget frames a model emits; the session gives them an id and sends `buffers` as binary
+ * frames right after the frame.
+ */
 export type ModelFrame =
-  | { type: 'widget_set'; changes: JsonObject }
-  | { type: 'widget_msg'; content: unknown; buffers?: string[] };
+  | { type: 'widget_set'; changes: JsonObject; buffer_paths?: BufferPath[]; buffers?: Uint8Array[] }
+  | { type: 'widget_msg'; content: unknown; buffers?: Uint8Array[] };
+
+/** Buffers of a server frame: base64 strings in the payload (older gateways), or binary frames after it. */
+interface Buffered {
+  binary_buffers?: number;
+}
 
 export interface ErrorPayload {
   code: string;
@@ -54,9 +65,9 @@ export interface ErrorPayload {
 
 export type ServerFrame =
   | { type: 'connected'; id?: FrameId; payload: InterfaceInfo }
-  | { type: 'widget_state'; id?: FrameId; payload: { state: JsonObject } }
-  | { type: 'widget_change'; id?: FrameId; payload: { changes: JsonObject } }
-  | { type: 'widget_msg'; id?: FrameId; payload: { content: unknown; buffers?: string[] } }
+  | ({ type: 'widget_state'; id?: FrameId; payload: { state: JsonObject; buffer_paths?: BufferPath[]; buffers?: string[] } } & Buffered)
+  | ({ type: 'widget_change'; id?: FrameId; payload: { changes: JsonObject; buffer_paths?: BufferPath[]; buffers?: string[] } } & Buffered)
+  | ({ type: 'widget_msg'; id?: FrameId; payload: { content: unknown; buffers?: string[] } } & Buffered)
   | { type: 'widget_reload'; payload: { asset: 'esm' | 'css' } }
   | { type: 'event'; payload: unknown }
   | { type: 'result'; id?: FrameId; payload: unknown }

@@ -16,6 +16,14 @@ describe('portico serve options', () => {
     }
   });
 
+  it('--widget-buffer-max takes a size from the flag or PORTICO_WIDGET_BUFFER_MAX, 64M by default', () => {
+    expect(parseServeArgs([], {}).widgetBufferMax).toBe(LIMITS.widgetBufferMaxDefault);
+    expect(LIMITS.widgetBufferMaxDefault).toBe(64 * 1024 ** 2);
+    expect(parseServeArgs(['--widget-buffer-max', '1M'], {}).widgetBufferMax).toBe(1024 ** 2);
+    expect(parseServeArgs([], { PORTICO_WIDGET_BUFFER_MAX: '256K' }).widgetBufferMax).toBe(256 * 1024);
+    expect(() => parseServeArgs(['--widget-buffer-max=0'], {})).toThrow(UsageError);
+  });
+
   it('refuses source editing without its own token, and OIDC without an audience', () => {
     expect(() => parseServeArgs(['--enable-source-api'], {})).toThrow(/--source-token/);
     const source = parseServeArgs(['--enable-source-api', '--source-token', 's'], {});

@@ -45,7 +45,7 @@ export const CAPABILITIES = [
   { name: 'creator_attribution', summary: 'Durable created_by metadata, queryable, preserved by reindexing', surfaces: ['X-Service-User header', 'created_by in search'] },
   { name: 'multi_project', summary: 'Serve many projects and interpreters from one gateway', surfaces: ['X-Service-Project', 'X-Service-Python'] },
   { name: 'source_edit', summary: 'Read/write/create/rename interface source (token-gated)', surfaces: ['GET/PUT/DELETE /v1/source/{path}', 'POST /v1/source/move'] },
-  { name: 'widgets', summary: 'Interfaces ship a widget frontend (ES module and stylesheet) for notebook and web', surfaces: ['GET /v1/project/{module}/widget/{asset}'] },
+  { name: 'widgets', summary: 'Interfaces ship a widget frontend (ES module and stylesheet) for notebook and web', surfaces: ['GET /v1/project/{module}/widget/{asset}', 'WebSocket widget_get/widget_set/widget_msg with binary buffers (binary_buffers)'] },
 ];
 
 export const HEADERS = [
@@ -65,8 +65,8 @@ export const INTERFACE_HOOKS = [
   { name: 'version_<name>', signature: 'version_<name>(self, **kwargs) -> dict', description: "Selectable as '~name' or '~name(args)' (arguments are Python literals, never evaluated code)." },
   { name: 'widget_state', signature: 'widget_state(self) -> dict', description: 'The widget full state (widget_get → widget_state). Default: the resolved config, read-only.' },
   { name: 'widget_update', signature: 'widget_update(self, changes: dict) -> dict', description: 'Applies widget_set changes and returns the normalized ones, sent as widget_change to every attached client. Default: raises portico.ReadOnly (code read_only); ValueError or TypeError → invalid_argument.' },
-  { name: 'widget_message', signature: 'widget_message(self, content, buffers: list[bytes]) -> Any', description: 'Answers a client widget_msg; the return value comes back as widget_msg with the same id. Default: None.' },
-  { name: 'push_widget_change / push_widget_message', signature: 'push_widget_change(changes) / push_widget_message(content)', description: 'Push widget_change or widget_msg to every attached client, ordered like emit().' },
+  { name: 'widget_message', signature: 'widget_message(self, content, buffers: list[bytes]) -> Any | WidgetReply', description: 'Answers a client widget_msg; the return value comes back as widget_msg with the same id; portico.WidgetReply(content, buffers) answers with binary buffers. Sets and messages to one instance run one at a time in arrival order; an exception answers an error to that message only. Default: None.' },
+  { name: 'push_widget_change / push_widget_message', signature: 'push_widget_change(changes) / push_widget_message(content, buffers=None)', description: 'Push widget_change or widget_msg to every attached client, ordered like emit(); bytes values in changes and the buffers travel as binary buffers.' },
 ];
 
 export const CHUNK_FLOWS = [
@@ -97,6 +97,19 @@ export const CHUNK_FLOWS = [
   },
 ];
 
+export const WIDGET_BUFFERS = {
+  summary: 'Binary data of widgets: buffers of widget_msg (model.send, msg:custom) and binary values in state and changes (bytes in Python, DataView/ArrayBuffer/typed arrays in the page), as anywidget carries them.',
+  paths: 'In widget_state, widget_change and widget_set, binary values are null in the JSON and buffer_paths lists where each buffer goes, in buffer order: keys and list indices, e.g. [["image"], ["layers", 0, "data"]]. Absent when there are none.',
+  binary_frames: [
+    'A frame with binary_buffers: n is followed at once by n binary WebSocket frames, its buffers in order; nothing else is sent between them, so they need no id (reads and uploads keep their own binary frames outside such runs).',
+    'Clients may send widget_set and widget_msg that way at any time. The server sends that way to a socket whose connect said buffers: "binary"; to others it sends base64 strings in payload.buffers (always present on widget_msg).',
+    'A text frame arriving before all announced buffers refuses the announced frame with invalid_frame (nothing delivered) and is handled itself.',
+  ],
+  base64: 'payload.buffers as base64 strings (client frames: buffers) is the compatible form, accepted in both directions.',
+  limit: `The buffers of one frame together may hold at most --widget-buffer-max bytes (default ${LIMITS.widgetBufferMaxDefault}) and ${LIMITS.widgetBuffersMax} buffers; more answers payload_too_large to that frame and nothing of it reaches Python (binary frames of it are swallowed). A reply or push over the bound is refused the same way (a push as an error frame without id).`,
+  order: 'widget_set and widget_msg to one interface run one at a time in the order the gateway received them; other interfaces and calls run meanwhile.',
+};
+
 export function protocolDoc() {
   type Direction = keyof typeof FRAME_SUMMARIES;
   const frames = (table: Record<string, unknown>, direction: Direction) =>
@@ -120,6 +133,7 @@ export function protocolDoc() {
     ],
     execution_frames: Object.entries(ExecutionClientFrames).map(([type, schema]) => ({ type, direction: 'client_to_server', fields: fields(schema as never) })),
     chunk_flows: CHUNK_FLOWS,
+    widget_buffers: WIDGET_BUFFERS,
     interface_hooks: INTERFACE_HOOKS,
     capabilities: CAPABILITIES,
     errors: Object.entries(ERROR_CODES).map(([code, { status, meaning }]) => ({ code, status, meaning })),

@@ -262,10 +262,24 @@ describe('WidgetModel: offline', () => {
 });
 
 describe('WidgetModel: messages', () => {
-  it('send encodes ArrayBuffer and typed-array buffers as base64', () => {
+  it('send hands ArrayBuffer, typed-array and DataView buffers on as raw bytes (only the viewed window)', () => {
     const { model, sent } = harness();
-    model.send({ kind: 'data' }, undefined, [new Uint8Array([1, 2, 3]), new Uint8Array([255]).buffer] as ArrayBufferView[]);
-    expect(sent).toEqual([{ type: 'widget_msg', content: { kind: 'data' }, buffers: ['AQID', '/w=='], id: 1 }]);
+    const backing = new Uint8Array([0, 1, 2, 3, 4]).buffer;
+    model.send({ kind: 'data' }, undefined, [new Uint8Array([1, 2, 3]), new Uint8Array([255]).buffer, new DataView(backing, 3, 2)] as ArrayBufferView[]);
+    expect(sent).toMatchObject([{ type: 'widget_msg', content: { kind: 'data' }, id: 1 }]);
+    const frame = sent[0] as { buffers: Uint8Array[] };
+    expect(frame.buffers.map((b) => [...b])).toEqual([[1, 2, 3], [255], [3, 4]]);
+  });
+
+  it('a message sent offline keeps its bytes as they were when send() returned', () => {
+    const { model, outbox, sent } = harness();
+    outbox.online = false;
+    const bytes = new Uint8Array([1, 2]);
+    model.send('later', undefined, [bytes]);
+    bytes[0] = 99; // the widget reuses its buffer
+    outbox.online = true;
+    model.flush();
+    expect([...(sent[0] as { buffers: Uint8Array[] }).buffers[0]!]).toEqual([1, 2]);
   });
 
   it('send without buffers leaves them out', () => {
@@ -304,6 +318,29 @@ describe('WidgetModel: messages', () => {
     model.on('msg:custom', (content: unknown, buffers: DataView[]) => received.push(content, buffers.map((b) => b.getUint8(0))));
     model.receiveMessage({ x: 1 }, [new DataView(new Uint8Array([9]).buffer)]);
     expect(received).toEqual([{ x: 1 }, [9]]);
+  });
+});
+
+describe('WidgetModel: binary values', () => {
+  it('save_changes sends binary values apart, with buffer_paths, and the rest of the change as JSON', () => {
+    const { model, sent } = harness();
+    const image = new DataView(new Uint8Array([7, 8, 9]).buffer);
+    model.set('image', image);
+    model.set('layers', [{ name: 'a', data: new Uint8Array([1]) }]);
+    model.save_changes();
+    expect(sent).toMatchObject([{ type: 'widget_set', changes: { image: null, layers: [{ name: 'a', data: null }] }, buffer_paths: [['image'], ['layers', 0, 'data']] }]);
+    expect((sent[0] as { buffers: Uint8Array[] }).buffers.map((b) => [...b])).toEqual([[7, 8, 9], [1]]);
+    expect(model.get('image')).toBe(image); // the widget keeps its own value
+  });
+
+  it('a resync that brings the same bytes again emits nothing; other bytes emit a change', () => {
+    const { model, events } = harness();
+    model.resync({ image: new DataView(new Uint8Array([1, 2]).buffer) });
+    events.length = 0;
+    model.resync({ image: new DataView(new Uint8Array([1, 2]).buffer) });
+    expect(events).toEqual([]);
+    model.resync({ image: new DataView(new Uint8Array([1, 3]).buffer) });
+    expect(events).toContain('change');
   });
 });
 

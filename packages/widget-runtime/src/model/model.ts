@@ -12,9 +12,12 @@
  * another one, so the echo of an older set never flickers over a newer one; once the last write
  * of a key is settled the visible value is the server's (normalized) one. A rejected set rolls
  * its keys back to the confirmed values and emits change events for them.
+ *
+ * Values may be binary (ArrayBuffer, DataView, typed arrays), as in anywidget: they leave as
+ * buffers with `buffer_paths` and come back as DataViews (the session places them).
  */
 import type { AnyModel } from '@anywidget/types';
-import { encodeBuffers } from '../base64.js';
+import { bytesOf, removeBuffers } from './buffers.js';
 import { WidgetRuntimeError } from '../errors.js';
 import { DEFAULT_LIMITS } from '../limits.js';
 import type { FrameId, JsonObject, ModelFrame } from '../protocol.js';
@@ -102,18 +105,20 @@ export class WidgetModel implements PorticoModel {
   }
 
   /**
-   * Custom message to the interface (`widget_msg`). Buffers are base64-encoded into the frame.
-   * `callbacks` (Jupyter kernel-message callbacks) has no meaning here and is ignored. While
-   * offline, messages are kept (up to the limit, then `queue_full` is thrown) and sent after resync.
+   * Custom message to the interface (`widget_msg`); `buffers` (ArrayBuffers or any views) go as
+   * binary frames, raw. `callbacks` (Jupyter kernel-message callbacks) has no meaning here and is
+   * ignored, as in marimo. While offline, messages are kept with a copy of their buffers (up to
+   * the limit, then `queue_full` is thrown) and sent after resync.
    */
   send(content: unknown, _callbacks?: unknown, buffers?: ArrayBuffer[] | ArrayBufferView[]): void {
-    const encoded = encodeBuffers(buffers);
-    const frame: ModelFrame = encoded ? { type: 'widget_msg', content, buffers: encoded } : { type: 'widget_msg', content };
+    const views = (buffers ?? []).map((buffer) => bytesOf(buffer));
+    const frame: ModelFrame = views.length > 0 ? { type: 'widget_msg', content, buffers: views } : { type: 'widget_msg', content };
     if (this.#queuedMessages.length === 0 && this.#outbox.send(frame) !== undefined) return;
     if (this.#queuedMessages.length >= this.#maxQueuedMessages) {
       throw new WidgetRuntimeError('queue_full', `${this.#maxQueuedMessages} messages are already waiting for the connection`);
     }
-    this.#queuedMessages.push(frame);
+    // The widget may reuse its buffers once send() returns, as it may in Jupyter: keep the bytes as they are now.
+    this.#queuedMessages.push(views.length > 0 ? { ...frame, buffers: views.map((view) => view.slice()) } : frame);
   }
 
   /**
@@ -195,7 +200,8 @@ export class WidgetModel implements PorticoModel {
   flush(): void {
     if (Object.keys(this.#queued).length > 0) {
       const changes = this.#queued;
-      const id = this.#outbox.send({ type: 'widget_set', changes });
+      const { value, paths, buffers } = removeBuffers(changes);
+      const id = this.#outbox.send(paths.length > 0 ? { type: 'widget_set', changes: value, buffer_paths: paths, buffers } : { type: 'widget_set', changes });
       if (id === undefined) return;
       this.#queued = {};
       this.#inflight.set(id, changes);

@@ -9,6 +9,8 @@ function socketClass() {
   class FakeSocket implements WebSocketLike {
     readyState = 0;
     readonly sent: Array<Record<string, any>> = [];
+    /** Binary frames sent, as bytes, with the number of text frames sent before each. */
+    readonly binary: Array<{ after: number; bytes: number[] }> = [];
     closedWith: number | undefined;
     onopen: WebSocketLike['onopen'] = null;
     onmessage: WebSocketLike['onmessage'] = null;
@@ -20,8 +22,9 @@ function socketClass() {
     ) {
       sockets.push(this);
     }
-    send(data: string) {
-      this.sent.push(JSON.parse(data));
+    send(data: string | ArrayBufferView) {
+      if (typeof data === 'string') this.sent.push(JSON.parse(data));
+      else this.binary.push({ after: this.sent.length, bytes: [...new Uint8Array(data.buffer, data.byteOffset, data.byteLength)] });
     }
     close(code?: number) {
       this.readyState = 3;
@@ -33,6 +36,9 @@ function socketClass() {
     }
     receive(frame: object) {
       this.onmessage?.({ data: JSON.stringify(frame) });
+    }
+    receiveBinary(bytes: number[]) {
+      this.onmessage?.({ data: new Uint8Array(bytes).buffer });
     }
     drop(code = 1006) {
       this.readyState = 3;
@@ -87,7 +93,7 @@ describe('Session: handshake', () => {
     socket().handshake({ count: 3 });
     await opened;
     const [connect, get] = socket().sent;
-    expect(connect).toEqual({ type: 'connect', id: connect!.id, target: 'counter', version: ['~big'], project: 'proj' });
+    expect(connect).toEqual({ type: 'connect', id: connect!.id, target: 'counter', version: ['~big'], project: 'proj', buffers: 'binary' });
     expect(get).toEqual({ type: 'widget_get', id: get!.id });
     expect(connect!.id).not.toEqual(get!.id);
     expect(session.model.get('count')).toBe(3);
@@ -201,13 +207,39 @@ describe('Session: sync', () => {
     expect(seen).toEqual([{ hello: 1 }, 42, ['event', { progress: 0.5 }], ['reload', 'css']]);
   });
 
-  it('model.send goes out as widget_msg with base64 buffers', async () => {
+  it('model.send goes out as widget_msg followed at once by its buffers as binary frames', async () => {
     const { session, socket } = setup();
     const opened = session.open();
     socket().handshake({});
     await opened;
-    session.model.send({ op: 'x' }, undefined, [new Uint8Array([1, 2, 3])]);
-    expect(socket().last('widget_msg')).toMatchObject({ content: { op: 'x' }, buffers: ['AQID'] });
+    expect(socket().last('connect')).toMatchObject({ buffers: 'binary' });
+    session.model.send({ op: 'x' }, undefined, [new Uint8Array([1, 2, 3]), new Uint8Array([4])]);
+    const sentBefore = socket().sent.length;
+    expect(socket().last('widget_msg')).toEqual({ type: 'widget_msg', content: { op: 'x' }, binary_buffers: 2, id: expect.any(Number) });
+    expect(socket().binary).toEqual([
+      { after: sentBefore, bytes: [1, 2, 3] },
+      { after: sentBefore, bytes: [4] },
+    ]);
+  });
+
+  it('binary frames after a widget frame are its buffers: DataViews in msg:custom and at buffer_paths in the state', async () => {
+    const { session, socket } = setup();
+    const opened = session.open();
+    socket().open();
+    socket().receive({ type: 'connected', id: socket().last('connect').id, payload: { uuid: 'u', module: 'm', config: {}, label: null } });
+    socket().receive({ type: 'widget_state', id: socket().last('widget_get').id, payload: { state: { image: null, n: 1 }, buffer_paths: [['image']] }, binary_buffers: 1 });
+    socket().receiveBinary([5, 6]);
+    await opened;
+    const image = session.model.get('image') as DataView;
+    expect(image).toBeInstanceOf(DataView);
+    expect([image.getUint8(0), image.getUint8(1)]).toEqual([5, 6]);
+    const seen: unknown[] = [];
+    session.model.on('msg:custom', (content: unknown, buffers: DataView[]) => seen.push(content, buffers.map((b) => b.byteLength)));
+    socket().receive({ type: 'widget_msg', payload: { content: 'two' }, binary_buffers: 2 });
+    expect(seen).toEqual([]); // not before its buffers are in
+    socket().receiveBinary([1]);
+    socket().receiveBinary([1, 2, 3]);
+    expect(seen).toEqual(['two', [1, 3]]);
   });
 });
 
@@ -232,7 +264,7 @@ describe('Session: reconnect', () => {
     await vi.advanceTimersByTimeAsync(200);
     expect(sockets).toHaveLength(3);
     socket().open();
-    expect(socket().last('connect')).toEqual({ type: 'connect', id: socket().last('connect').id, target: 'uuid-1' });
+    expect(socket().last('connect')).toEqual({ type: 'connect', id: socket().last('connect').id, target: 'uuid-1', buffers: 'binary' });
   });
 
   it('resyncs after a reconnect: change events for keys that differ, offline sets sent after the state', async () => {

@@ -12,7 +12,10 @@
  * Without a widget (`widget: false`, for `connect()`), the handshake ends at `connected`: there is
  * no `widget_get` and no model. Calls and transfers (`request()`, used by transfers.ts) wait for
  * the session to be open, get the frames that answer their id, and fail with `connection_lost`
- * when the socket goes; binary frames go to the one transfer that receives them.
+ * when the socket goes; binary frames go to the one transfer that receives them, except the
+ * buffers of a widget frame (`binary_buffers: n`: the n binary frames right after it), which go
+ * with that frame. The socket asks for buffers that way (connect `buffers: binary`); base64
+ * buffers in the payload, from older gateways, are read too.
  *
  * The WebSocket constructor is injectable, so this runs without a browser.
  */
@@ -20,6 +23,7 @@ import { decodeBuffers } from '../base64.js';
 import { WidgetRuntimeError, abortError, toRuntimeError } from '../errors.js';
 import { withDefaults, type Limits } from '../limits.js';
 import { TypedEvents } from '../model/events.js';
+import { putBuffers } from '../model/buffers.js';
 import { WidgetModel, type ModelOutbox, type WidgetManager } from '../model/model.js';
 import {
   parseServerFrame,
@@ -116,6 +120,13 @@ export type SessionEvents = {
   error: [error: WidgetRuntimeError];
 };
 
+/** A widget frame and the buffers of it received so far. */
+interface Awaiting {
+  frame: ServerFrame;
+  count: number;
+  views: DataView[];
+}
+
 /** Handshake refusals that retrying cannot fix. */
 const FATAL_CODES = new Set(['unauthorized', 'forbidden', 'not_found']);
 const OPEN = 1;
@@ -153,13 +164,15 @@ export class Session {
   readonly #exchanges = new Map<FrameId, Exchange>();
   /** The exchange that binary frames belong to (the active read). */
   #receiver: Exchange | undefined;
+  /** A widget frame whose buffers (the binary frames right after it) are still coming. */
+  #awaiting: Awaiting | undefined;
   #handshakeTimer: ReturnType<typeof setTimeout> | undefined;
   #retryTimer: ReturnType<typeof setTimeout> | undefined;
   #pingTimer: ReturnType<typeof setInterval> | undefined;
   #opening: { resolve: () => void; reject: (error: WidgetRuntimeError) => void } | undefined;
 
   readonly #outbox: ModelOutbox = {
-    send: (frame) => (this.#ready ? this.#sendNow(frame) : undefined),
+    send: ({ buffers, ...frame }) => (this.#ready ? this.#sendNow(frame, buffers) : undefined),
   };
 
   constructor(options: ConnectOptions, deps: SessionDeps) {
@@ -287,6 +300,7 @@ export class Session {
       this.#activity = true;
       const { data } = event;
       if (typeof data === 'string') this.#receive(data);
+      else if (this.#awaiting && data instanceof ArrayBuffer) this.#collect(this.#awaiting, data);
       else if (data instanceof ArrayBuffer || (typeof Blob !== 'undefined' && data instanceof Blob)) this.#receiver?.binary?.(data);
     };
     socket.onclose = (event) => {
@@ -300,7 +314,7 @@ export class Session {
   /** First time: the caller's target (and uuid/version); after that: the uuid it resolved to. */
   #connectFrame(): Omit<Extract<ClientFrame, { type: 'connect' }>, 'id'> {
     const { target, uuid, version, project } = this.#options;
-    const binding = project ? { project } : {};
+    const binding = { ...(project ? { project } : {}), buffers: 'binary' as const };
     if (this.#info) return { type: 'connect', target: this.#info.uuid, ...binding };
     return {
       type: 'connect',
@@ -311,17 +325,45 @@ export class Session {
     };
   }
 
-  #sendNow(frame: Record<string, unknown> & { type: string }): FrameId | undefined {
+  /** Sends a frame with a fresh id; `buffers` go as binary frames right after it, in the same step. */
+  #sendNow(frame: Record<string, unknown> & { type: string }, buffers?: Uint8Array[]): FrameId | undefined {
     const socket = this.#socket;
     if (!socket || socket.readyState !== OPEN) return undefined;
     const id = this.#nextId++;
-    socket.send(JSON.stringify({ ...frame, id }));
+    if (!buffers?.length) {
+      socket.send(JSON.stringify({ ...frame, id }));
+      return id;
+    }
+    socket.send(JSON.stringify({ ...frame, id, binary_buffers: buffers.length }));
+    for (const buffer of buffers) socket.send(buffer);
     return id;
   }
 
   #receive(text: string): void {
+    if (this.#awaiting) {
+      const { frame, count, views } = this.#awaiting;
+      this.#awaiting = undefined;
+      this.#report(new WidgetRuntimeError('invalid_frame', `A ${frame.type} frame announced ${count} buffers but the next frame came after ${views.length}`));
+    }
     const frame = parseServerFrame(text);
     if (!frame) return;
+    const count = 'binary_buffers' in frame ? frame.binary_buffers : undefined;
+    if (typeof count === 'number' && count > 0) {
+      this.#awaiting = { frame, count, views: [] };
+      return;
+    }
+    this.#deliver(frame, []);
+  }
+
+  #collect(awaiting: Awaiting, data: ArrayBuffer): void {
+    awaiting.views.push(new DataView(data));
+    if (awaiting.views.length < awaiting.count) return;
+    this.#awaiting = undefined;
+    this.#deliver(awaiting.frame, awaiting.views);
+  }
+
+  /** Routes one frame; `views` are the buffers that came as binary frames after it. */
+  #deliver(frame: ServerFrame, views: DataView[]): void {
     const exchange = 'id' in frame && frame.id !== undefined ? this.#exchanges.get(frame.id) : undefined;
     if (exchange) {
       exchange.frame(frame);
@@ -331,16 +373,23 @@ export class Session {
       case 'connected':
         if (frame.id === this.#connectId) this.#onConnected(frame.payload);
         return;
-      case 'widget_state':
-        if (frame.id === this.#getId) this.#onState(frame.payload.state);
+      case 'widget_state': {
+        const state = this.#withBuffers(frame, frame.payload.state, views);
+        if (state && frame.id === this.#getId) this.#onState(state);
         return;
-      case 'widget_change':
-        if (this.#pushedDuringGet) Object.assign(this.#pushedDuringGet, frame.payload.changes);
-        this.#model?.applyChanges(frame.payload.changes, frame.id);
+      }
+      case 'widget_change': {
+        const changes = this.#withBuffers(frame, frame.payload.changes, views);
+        if (!changes) return;
+        if (this.#pushedDuringGet) Object.assign(this.#pushedDuringGet, changes);
+        this.#model?.applyChanges(changes, frame.id);
         return;
-      case 'widget_msg':
-        this.#onMessage(frame.payload.content, frame.payload.buffers);
+      }
+      case 'widget_msg': {
+        const buffers = this.#buffersOf(frame, views);
+        if (buffers) this.#model?.receiveMessage(frame.payload.content, buffers);
         return;
+      }
       case 'widget_reload':
         this.events.emit('reload', frame.payload.asset);
         return;
@@ -394,15 +443,27 @@ export class Session {
     }
   }
 
-  #onMessage(content: unknown, buffers: string[] | undefined): void {
-    let views: DataView[];
+  /** A frame's buffers: the binary frames that followed it, else its base64 ones; undefined (reported) when malformed. */
+  #buffersOf(frame: ServerFrame & { payload: { buffers?: string[] } }, views: DataView[]): DataView[] | undefined {
+    if (views.length > 0) return views;
     try {
-      views = decodeBuffers(buffers);
+      return decodeBuffers(frame.payload.buffers);
     } catch (error) {
-      this.#report(new WidgetRuntimeError('invalid_frame', 'A widget_msg carried buffers that are not base64', { cause: error }));
-      return;
+      this.#report(new WidgetRuntimeError('invalid_frame', `A ${frame.type} frame carried buffers that are not base64`, { cause: error }));
+      return undefined;
     }
-    this.#model?.receiveMessage(content, views);
+  }
+
+  /** State or changes with their binary values back in place (DataViews at `buffer_paths`). */
+  #withBuffers(frame: ServerFrame & { payload: { buffers?: string[]; buffer_paths?: unknown } }, values: JsonObject, views: DataView[]): JsonObject | undefined {
+    const buffers = this.#buffersOf(frame, views);
+    if (!buffers) return undefined;
+    try {
+      return putBuffers(values, frame.payload.buffer_paths, buffers);
+    } catch (error) {
+      this.#report(new WidgetRuntimeError('invalid_frame', `A ${frame.type} frame's buffer_paths do not fit its buffers: ${(error as Error).message}`, { cause: error }));
+      return undefined;
+    }
   }
 
   #onError(id: FrameId | undefined, payload: ErrorPayload): void {
@@ -473,6 +534,7 @@ export class Session {
     const exchanges = [...this.#exchanges.values()];
     this.#exchanges.clear();
     this.#receiver = undefined;
+    this.#awaiting = undefined;
     if (exchanges.length > 0) {
       const lost = cause
         ? new WidgetRuntimeError('connection_lost', `The connection was lost before the answer came (${cause.message})`, { cause })

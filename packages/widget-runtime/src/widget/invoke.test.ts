@@ -19,7 +19,7 @@ describe('experimental.invoke', () => {
     const frame = sent[0] as Extract<ModelFrame, { type: 'widget_msg' }>;
     const content = frame.content as { id: string; kind: string; name: string; msg: unknown };
     expect(content).toMatchObject({ kind: 'anywidget-command', name: 'echo', msg: { text: 'hi' } });
-    expect(frame.buffers).toEqual(['Bw==']);
+    expect(frame.buffers?.map((b) => [...b])).toEqual([[7]]);
     model.receiveMessage({ id: 'another', response: 'not mine' }, []);
     model.receiveMessage({ id: content.id, kind: 'anywidget-command-response', response: 'hi' }, [new DataView(new ArrayBuffer(1))]);
     const [response, buffers] = await answer;
