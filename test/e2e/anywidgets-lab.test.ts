@@ -13,7 +13,7 @@ import { api, cleanup, fixtureFiles, gateway, tempProject } from '../helpers.js'
 import { TEST_PYTHON } from '../notebook.js';
 import type { RunningServer } from '../../packages/server/src/index.js';
 import { isDrawdataOwnWarning, PUBLISHED_WIDGETS, type ServedWidget } from './anywidget-actions.js';
-import { command, firstFreePort, installExtension, openNotebook, startLab, type RunningLab } from './lab.js';
+import { anyFreePort, command, installExtension, openNotebook, startLab, type RunningLab } from './lab.js';
 
 const TIMEOUT = 240_000;
 
@@ -40,7 +40,7 @@ let errors: string[];
 
 beforeAll(async () => {
   work = await mkdtemp(path.join(tmpdir(), 'portico-anywidgets-lab-'));
-  const port = await firstFreePort();
+  const port = await anyFreePort();
   const labUrl = `http://127.0.0.1:${port}`;
   running = await gateway({ project: await tempProject(await fixtureFiles('anywidgets')), python: TEST_PYTHON, allowOrigins: [labUrl] });
   const notebooks = path.join(work, 'notebooks');

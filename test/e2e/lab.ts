@@ -4,6 +4,7 @@
  * pip), and the helpers that wait for a notebook's kernel and run JupyterLab commands.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
@@ -17,6 +18,15 @@ export const PORTICO_LAB = path.join(ROOT, 'node_modules/.bin/portico-lab');
 
 /** Where a user's JupyterLab listens: 8888, or the next free of 8889, 8890 (its own choice when 8888 is taken). */
 export const JUPYTER_PORTS = [8888, 8889, 8890];
+
+/** A port nobody listens on now, outside JupyterLab's usual ones (so a suite that needs those keeps them). */
+export async function anyFreePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
 
 /** The first of `ports` nobody listens on. */
 export async function firstFreePort(ports: number[] = JUPYTER_PORTS): Promise<number> {
@@ -67,7 +77,11 @@ export interface RunningLab {
   stop(): Promise<void>;
 }
 
-/** JupyterLab on `port` serving `root`, without token or browser; resolves once /api/status answers. */
+/**
+ * JupyterLab on `port` serving `root`, without token or browser; resolves once it answers. It
+ * never moves to another port: when `port` was taken meanwhile (another suite started a lab on
+ * it), this one fails instead of passing the other lab off as its own.
+ */
 export async function startLab(env: Record<string, string>, root: string, port: number): Promise<RunningLab> {
   const url = `http://127.0.0.1:${port}`;
   const log: string[] = [];
@@ -85,6 +99,7 @@ export async function startLab(env: Record<string, string>, root: string, port: 
       '--LabApp.expose_app_in_browser=True',
       '--LabApp.news_url=',
       '--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate',
+      '--ServerApp.port_retries=0',
     ],
     { env: { ...process.env, ...env, PATH: `${VENV_BIN}${path.delimiter}${process.env.PATH}` }, stdio: ['ignore', 'pipe', 'pipe'] },
   );
@@ -94,13 +109,18 @@ export async function startLab(env: Record<string, string>, root: string, port: 
     await new Promise((r) => setTimeout(r, 500));
     lab.kill('SIGKILL');
   };
+  let exited = false;
+  lab.once('exit', () => (exited = true));
+  // Jupyter writes jpserver-<pid>.json into its runtime dir once that process serves: the lab that
+  // answers on the port is then this one.
+  const serving = path.join(env.JUPYTER_RUNTIME_DIR!, `jpserver-${lab.pid}.json`);
   const deadline = Date.now() + 90_000;
   for (;;) {
-    if (Date.now() > deadline) {
+    if (exited || Date.now() > deadline) {
       await stop();
-      throw new Error(`JupyterLab did not start:\n${log.join('').slice(-3000)}`);
+      throw new Error(`JupyterLab did not start on port ${port}:\n${log.join('').slice(-3000)}`);
     }
-    const ok = await fetch(`${url}/api/status`).then((r) => r.ok, () => false);
+    const ok = existsSync(serving) && (await fetch(`${url}/api/status`).then((r) => r.ok, () => false));
     if (ok) return { url, log, stop };
     await new Promise((r) => setTimeout(r, 300));
   }
