@@ -246,6 +246,17 @@ describe('serving a published anywidget', { timeout: 60_000 }, () => {
     expect((await drawn.text()).length).toBeGreaterThan(1000);
   });
 
+  it("a served module's schema: the widget's description, the subclass's config and methods, and a widget", async () => {
+    const schema = (await api({ url }, 'GET', '/v1/project/knob')).body;
+    expect(schema).toMatchObject({
+      kind: 'Knob',
+      doc: 'A knob whose double follows its value.',
+      config_schema: { properties: { value: { type: 'integer', default: 1 } } },
+      widget: { esm: true, css: true },
+    });
+    expect(schema.methods.map((method: { name: string }) => method.name)).toEqual(['knobs_alive', 'turn']);
+  });
+
   it('serve() of a class that is not an AnyWidget makes the module fail to import with a clear message', async () => {
     const client = await Client.open(url);
     const refused = await client.request({ type: 'connect', target: 'not_a_widget' });

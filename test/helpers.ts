@@ -31,11 +31,14 @@ export async function tempProject(files: Record<string, string> = {}, { demo = t
   return dir;
 }
 
-/** The files of the fixture project test/fixtures/<name> (one folder deep), for tempProject. */
+/** The files of the fixture project test/fixtures/<name> (its top folder only: no __pycache__ or
+ * .portico a gateway run on it left), for tempProject. */
 export async function fixtureFiles(name: string): Promise<Record<string, string>> {
   const folder = path.join(ROOT, 'test/fixtures', name);
   const files: Record<string, string> = {};
-  for (const file of await readdir(folder)) files[file] = await readFile(path.join(folder, file), 'utf8');
+  for (const entry of await readdir(folder, { withFileTypes: true })) {
+    if (entry.isFile()) files[entry.name] = await readFile(path.join(folder, entry.name), 'utf8');
+  }
   return files;
 }
 

@@ -125,6 +125,11 @@ class _ServedWidget(Interface):
         # released (or reloaded) instance is collected, and closing its widget leaves the registry.
         weakref.finalize(self, widget.close)
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if vars(cls).get("__doc__") is None:  # `class Slider(serve(Slider2D))` describes itself as Slider2D does
+            cls.__doc__ = cls._portico_widget_class.__doc__
+
     @property
     def widget(self) -> Any:
         """The widget object this instance serves (one per instance)."""
