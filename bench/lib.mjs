@@ -49,6 +49,16 @@ export async function demoProject() {
   return { dir, remove: () => rm(dir, { recursive: true, force: true }) };
 }
 
+/** `fn(dir)` on a fresh copy of the demo project, removed afterwards (a section that changes the project). */
+export async function onDemoCopy(fn) {
+  const copy = await demoProject();
+  try {
+    return await fn(copy.dir);
+  } finally {
+    await copy.remove();
+  }
+}
+
 /** Starts the built gateway as its own process; resolves with its URL. */
 export function startGateway(project, extraArgs = []) {
   const child = spawn(process.execPath, [...(process.env.GW_NODE_ARGS ? process.env.GW_NODE_ARGS.split(' ') : []), path.join(ROOT, 'packages/server/bin/portico.js'), 'serve', project, '--port', '0', ...extraArgs], {

@@ -12,7 +12,7 @@ import { anywidgetsBench } from './anywidgets.mjs';
 import { indexBench } from './index.mjs';
 import { postgresBench } from './postgres.mjs';
 import { pipeEchoRtt, startWsEcho, wsEchoRtt, wsEchoThroughput } from './floors.mjs';
-import { demoProject, report, ROOT, rssMb, startGateway } from './lib.mjs';
+import { demoProject, onDemoCopy, report, ROOT, rssMb, startGateway } from './lib.mjs';
 
 if (!existsSync(path.join(ROOT, 'packages/server/dist/cli/main.js'))) {
   console.error('Build first: npm run build');
@@ -111,12 +111,7 @@ try {
 
   if (want('anywidgets')) {
     console.log('\nPublished anywidgets (issue 20): served by portico.widgets.serve, beside the demo counter on the same gateway');
-    const anywidgetsProject = await demoProject();
-    try {
-      report(await anywidgetsBench(anywidgetsProject.dir));
-    } finally {
-      await anywidgetsProject.remove();
-    }
+    report(await onDemoCopy(anywidgetsBench));
   }
 
   if (want('executions')) {
@@ -131,22 +126,12 @@ try {
 
 if (want('index')) {
   console.log('\nConfig index (issues 3, 18): REST search and durable creates on a seeded project');
-  const indexProject = await demoProject();
-  try {
-    report(await indexBench(indexProject.dir));
-  } finally {
-    await indexProject.remove();
-  }
+  report(await onDemoCopy(indexBench));
 }
 
 if (want('postgres')) {
   console.log('\nConfig index on PostgreSQL (issue 18): 1M records seeded in bulk, beside a Map scan');
-  const pgProject = await demoProject();
-  try {
-    report(await postgresBench(pgProject.dir));
-  } finally {
-    await pgProject.remove();
-  }
+  report(await onDemoCopy(postgresBench));
 }
 
 if (want('slurm')) report(await (await import('./slurm.mjs')).slurmBench());
