@@ -95,6 +95,19 @@ from portico.widgets import serve
 
 Wrong = serve(Slider2D, create=lambda config: "not a widget")
 `,
+  // anywidget imports an _esm that is a URL; the served module does the same.
+  'remote_esm.py': `
+import anywidget
+
+from portico.widgets import serve
+
+
+class Remote(anywidget.AnyWidget):
+    _esm = "https://example.org/widgets/remote.js"
+
+
+Served = serve(Remote)
+`,
   'not_a_widget.py': `
 from portico.widgets import serve
 
@@ -255,6 +268,11 @@ describe('serving a published anywidget', { timeout: 60_000 }, () => {
       widget: { esm: true, css: true },
     });
     expect(schema.methods.map((method: { name: string }) => method.name)).toEqual(['knobs_alive', 'turn']);
+  });
+
+  it('an _esm that is a URL is served as a module that imports that URL, as anywidget loads it', async () => {
+    const esm = await (await fetch(`${url}/v1/project/remote_esm/widget/esm`)).text();
+    expect(esm).toBe('const widget = await import("https://example.org/widgets/remote.js");\nexport default widget.default ?? widget;\n');
   });
 
   it('serve() of a class that is not an AnyWidget makes the module fail to import with a clear message', async () => {

@@ -6,7 +6,8 @@ class they pass); the gateway and the worker never do.
 How the widget maps onto an interface:
 
 - **Assets.** The class's ``_esm`` / ``_css`` (source text, a file path or a ``pathlib.Path``, as
-  anywidget allows) become the module's widget assets, read once when ``serve`` runs. A published
+  anywidget allows) become the module's widget assets, read once when ``serve`` runs. An ``_esm``
+  that is an http(s) URL is imported from there by the page, as anywidget does. A published
   widget's files live in site-packages, outside the project, so they are served as source text.
 - **One widget per instance.** Each interface instance builds one widget object when it is
   created: ``widget_class(**config)`` (the config fields are constructor keyword arguments), or
@@ -39,6 +40,7 @@ a kernel.
 
 from __future__ import annotations
 
+import json
 import sys
 import threading
 import weakref
@@ -95,12 +97,23 @@ def serve(widget_class: type, create: Callable[[ConfigView], Any] | None = None)
 
 def _asset_source(widget_class: type, name: str) -> str | None:
     """The text of ``_esm`` / ``_css``: anywidget turned files into ``FileContents`` (whose str()
-    is the text); a trait declaration holds it as its default."""
+    is the text); a trait declaration holds it as its default. An ``_esm`` that is a URL, which
+    anywidget imports, becomes a module that imports it."""
     value = getattr(widget_class, name, None)
     value = getattr(value, "default_value", value)  # `_esm = traitlets.Unicode("...")`
     if value is None:
         return None
-    return str(value)
+    text = str(value)
+    if name == "_esm" and _is_url(text):
+        # The URL's module may export a default or only a named `render`: pass on whichever it has.
+        return f"const widget = await import({json.dumps(text.strip())});\nexport default widget.default ?? widget;\n"
+    return text
+
+
+def _is_url(text: str) -> bool:
+    """Whether ``text`` is one http(s) URL, as anywidget tells a module URL from module source."""
+    stripped = text.strip()
+    return stripped.startswith(("http://", "https://")) and not any(c.isspace() for c in stripped)
 
 
 class _ServedWidget(Interface):
