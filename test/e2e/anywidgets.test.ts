@@ -9,7 +9,7 @@ import { embed, launchBrowser, staticSite, type LaunchedBrowser } from '../brows
 import { api, cleanup, fixtureFiles, gateway, tempProject } from '../helpers.js';
 import { TEST_PYTHON } from '../notebook.js';
 import type { RunningServer } from '../../packages/server/src/index.js';
-import { isDrawdataOwnWarning, PUBLISHED_WIDGETS, type ServedWidget } from './anywidget-actions.js';
+import { drawScatter, isDrawdataOwnWarning, PUBLISHED_WIDGETS, type ServedWidget } from './anywidget-actions.js';
 
 const E2E_TIMEOUT = 120_000;
 
@@ -30,12 +30,13 @@ afterAll(async () => {
   await cleanup();
 }, E2E_TIMEOUT);
 
-/** A page of the static site showing the fixture module `target`, and how to read its Python state. */
-async function show(target: string): Promise<ServedWidget & { errors: string[]; uuid: string }> {
-  sitePages[`/${target}.html`] = embed(running.url, `target="${target}"`);
+/** A page of the static site showing the fixture module `target` (or the instance `uuid="…"`), and how to read its Python state. */
+async function show(target: string, attributes = `target="${target}"`): Promise<ServedWidget & { errors: string[]; uuid: string }> {
+  const name = `/${target}-${Object.keys(sitePages).length}.html`;
+  sitePages[name] = embed(running.url, attributes);
   b ??= await launchBrowser();
   const { page, errors } = await b.newPage();
-  await page.goto(`${site.origin}/${target}.html`);
+  await page.goto(`${site.origin}${name}`);
   const uuid = await uuidOf(page);
   const call = async (method: string, args: unknown[] = []) => (await api(running, 'POST', '/v1/interfaces/call', { target: uuid, method, args })).body.payload;
   const python = () => call('widget_state');
@@ -56,4 +57,14 @@ describe('published anywidgets on a plain page', { timeout: E2E_TIMEOUT }, () =>
       await served.page.close();
     });
   }
+
+  it('a page opened later on the same drawing shows the points Python holds', async () => {
+    const first = await show('scatter');
+    await drawScatter(first);
+    const drawn = (await first.python()).data.length;
+    const later = await show('scatter', `uuid="${first.uuid}"`);
+    await expect.poll(() => later.root.locator('svg circle.drawn').count(), { timeout: 30_000 }).toBe(drawn);
+    await first.page.close();
+    await later.page.close();
+  });
 });
