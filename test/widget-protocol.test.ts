@@ -52,6 +52,11 @@ class Lane(Interface):
             return WidgetReply("huge", [bytes(${BUFFER_MAX + 1})])
         return content
 
+    def push_huge(self):
+        self.push_widget_message("huge push", [bytes(${BUFFER_MAX + 1})])
+        self.push_widget_message("small push", [b"ok"])
+        return True
+
     def peek(self):
         return [entry[:2] for entry in self.log]
 
@@ -184,6 +189,17 @@ describe('buffer faults', () => {
       ['msg', 'fits', [BUFFER_MAX]],
     ]);
     expect((await a.request({ type: 'widget_get' })).payload.state.image).toBeNull();
+    a.close();
+  });
+
+  it('a push over the bound reaches the clients as a payload_too_large error, not as a partial message', async () => {
+    const a = await lane('lane-push', { buffers: 'binary' });
+    expect((await a.request({ type: 'call', method: 'push_huge' })).payload).toBe(true);
+    const refused = await a.waitFor((f) => f.type === 'error' && f.id === undefined);
+    expect(refused.payload.code).toBe('payload_too_large');
+    const small = await a.waitFor((f) => f.type === 'widget_msg' && f.id === undefined && f.attached?.length === 1);
+    expect(small.payload.content).toBe('small push');
+    expect(a.frames.some((f) => f.type === 'widget_msg' && f.payload?.content === 'huge push')).toBe(false);
     a.close();
   });
 

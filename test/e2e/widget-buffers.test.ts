@@ -1,5 +1,6 @@
 /**
- * Binary widget data in Debian Chromium, through the widget runtime on a plain page: a bytes
+ * Binary widget data in Debian Chromium, through the widget runtime on a plain page: one widget
+ * finds another with widget_manager.get_model (binary values included); a bytes
  * value of the Python state shows up as a DataView, `model.send` buffers reach Python as bytes,
  * a `WidgetReply` comes back to `msg:custom` as DataViews, a message whose handler raises is
  * answered with an error while the widget keeps working, a binary `set` + `save_changes` reaches
@@ -77,6 +78,25 @@ export default {
   },
 };
 `,
+  'finder.py': `
+from portico import Interface
+
+
+class Finder(Interface):
+    """Finds another widget of the page through widget_manager.get_model."""
+
+    class Config:
+        other: str = ""
+`,
+  'finder.widget.js': `
+export default {
+  async render({ model, el }) {
+    const other = await model.widget_manager.get_model(model.get('other'));
+    const image = other.get('image');
+    el.dataset.found = JSON.stringify({ id: other.model_id, kind: image.constructor.name, bytes: [...new Uint8Array(image.buffer, image.byteOffset, image.byteLength)] });
+  },
+};
+`,
 };
 
 let running: RunningServer;
@@ -124,6 +144,21 @@ async function open(name: string): Promise<{ page: Page; errors: string[] }> {
 const call = async (uuid: string, method: string) => (await api(running, 'POST', '/v1/interfaces/call', { target: uuid, method })).body.payload;
 
 describe('binary widget data in the browser', { timeout: E2E_TIMEOUT }, () => {
+  it('widget_manager.get_model finds another widget of the page, binary values included', async () => {
+    sitePages['/two.html'] = `<!doctype html><html><body>
+<script type="module" src="${running.url}/static/portico-widget.js"></script>
+<portico-widget url="${running.url}" target="finder" version='[{"other": "bins-shared"}]'></portico-widget>
+<portico-widget url="${running.url}" target="bins" uuid="bins-shared"></portico-widget>
+</body></html>`;
+    b ??= await launchBrowser();
+    const { page, errors } = await b.newPage();
+    await page.goto(`${site.origin}/two.html`);
+    const found = page.locator('portico-widget [data-found]');
+    await expect.poll(() => found.getAttribute('data-found'), { timeout: 30_000 }).toBe(JSON.stringify({ id: 'bins-shared', kind: 'DataView', bytes: [1, 2, 3, 250] }));
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
   it('bytes in state are DataViews; buffers go both ways; a failing handler answers only its message; later and reconnecting pages get the current bytes', async () => {
     const { page, errors } = await open('bins.html');
     const widget = page.locator('portico-widget [data-image]');

@@ -80,6 +80,8 @@ def split_body(lengths: Any, body: bytes) -> list[bytes]:
         raise ValueError("buffer_lengths must be a list of non-negative integers")
     if sum(lengths) != len(body):
         raise ValueError(f"buffer_lengths add up to {sum(lengths)} bytes but the frame body has {len(body)}")
+    if len(lengths) == 1:
+        return [body]  # the usual single buffer: no copy of what may be megabytes
     view = memoryview(body)
     buffers, offset = [], 0
     for n in lengths:

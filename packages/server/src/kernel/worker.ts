@@ -103,6 +103,9 @@ interface Pending {
 /** Resolutions remembered per worker (oldest dropped first). */
 const RESOLVE_CACHE_SIZE = 1024;
 
+/** Frames queued in one tick up to this many bytes are joined into one write; beyond, written as they are. */
+const COALESCE_BYTES = 256 * 1024;
+
 /** How often deadlines are checked: a timeout lands within this much of its limit. */
 const DEADLINE_SWEEP_MS = 250;
 
@@ -473,9 +476,17 @@ export class Worker {
     this.flushScheduled = true;
     queueMicrotask(() => {
       this.flushScheduled = false;
-      const data = this.outbox.length === 1 ? this.outbox[0]! : Buffer.concat(this.outbox);
+      const parts = this.outbox;
       this.outbox = [];
-      this.toWorker?.write(data);
+      const total = parts.reduce((sum, part) => sum + part.length, 0);
+      if (parts.length === 1 || total <= COALESCE_BYTES) {
+        this.toWorker?.write(parts.length === 1 ? parts[0]! : Buffer.concat(parts, total));
+        return;
+      }
+      // Widget buffers of megabytes: hand the parts over as they are (one writev), not copied into one.
+      this.toWorker?.cork();
+      for (const part of parts) this.toWorker?.write(part);
+      this.toWorker?.uncork();
     });
   }
 

@@ -46,7 +46,8 @@ export function removeBuffers(value: JsonObject): { value: JsonObject; paths: Bu
 
 /**
  * Puts `buffers[i]` at `paths[i]` inside `value` (changed in place) and returns it. Throws when
- * the paths do not fit: a frame like that is malformed.
+ * the paths do not fit: a frame like that is malformed. Only own properties are followed (the
+ * sender put null at each path), so a path through `__proto__` can never reach a prototype.
  */
 export function putBuffers(value: JsonObject, paths: unknown, buffers: DataView[]): JsonObject {
   if (buffers.length === 0 && paths === undefined) return value;
@@ -54,8 +55,10 @@ export function putBuffers(value: JsonObject, paths: unknown, buffers: DataView[
   paths.forEach((path: unknown, i) => {
     if (!Array.isArray(path) || path.length === 0) throw new Error(`buffer path ${JSON.stringify(path)} is not a list of keys`);
     let node: any = value;
-    for (const step of path.slice(0, -1)) node = node?.[step];
-    if (node === null || typeof node !== 'object') throw new Error(`buffer path ${JSON.stringify(path)} does not lead into the value`);
+    path.forEach((step, depth) => {
+      if (node === null || typeof node !== 'object' || !Object.hasOwn(node, step)) throw new Error(`buffer path ${JSON.stringify(path)} does not lead into the value`);
+      if (depth < path.length - 1) node = node[step];
+    });
     node[path.at(-1)] = buffers[i];
   });
   return value;

@@ -241,6 +241,23 @@ describe('Session: sync', () => {
     socket().receiveBinary([1, 2, 3]);
     expect(seen).toEqual(['two', [1, 3]]);
   });
+
+  it('a widget frame whose buffers are cut short by a text frame is dropped and reported; the text frame still counts', async () => {
+    const { session, socket } = setup();
+    const opened = session.open();
+    socket().handshake({ n: 0 });
+    await opened;
+    const seen: unknown[] = [];
+    const errors: string[] = [];
+    session.model.on('msg:custom', (content: unknown) => seen.push(content));
+    session.events.on('error', (error) => errors.push(error.code));
+    socket().receive({ type: 'widget_msg', payload: { content: 'cut' }, binary_buffers: 2 });
+    socket().receiveBinary([1]);
+    socket().receive({ type: 'widget_change', payload: { changes: { n: 5 } } });
+    expect(seen).toEqual([]);
+    expect(errors).toEqual(['invalid_frame']);
+    expect(session.model.get('n')).toBe(5);
+  });
 });
 
 describe('Session: reconnect', () => {

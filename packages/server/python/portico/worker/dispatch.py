@@ -13,7 +13,8 @@ Threads: one thread at a time reads and dispatches frames; a plain sync call is 
 thread that read it, after it handed the reading to a standby thread (leader/follower, see
 ``Pipe.serve``), so a slow call never stalls the bridge. Pool threads run generators, imports,
 resolution and reflection (``modules``, ``schema``); one thread runs the event loop; replies are
-written to fd 4 by the thread that produced them.
+written to fd 4 by the thread that produced them. ``widget_set`` and ``widget_msg`` to one
+instance run one at a time in arrival order, in that instance's lane (``widgets.py``).
 """
 
 from __future__ import annotations
