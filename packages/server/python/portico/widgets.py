@@ -44,15 +44,13 @@ import json
 import sys
 import threading
 import weakref
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable
 
 from ._buffers import put_buffers
 from ._view import ConfigView
 from .interface import Interface
 
 __all__ = ["serve"]
-
-W = TypeVar("W")
 
 #: Synced traits that anywidget adds to every instance; front-end plumbing, never widget state.
 _ANYWIDGET_INSTANCE_KEYS = frozenset({"_esm", "_css", "_anywidget_id"})
