@@ -73,6 +73,26 @@ EXTRA_MODULES = {
                 self.value = max(0, int(changes["value"]))
                 return {"value": self.value}
     """,
+    "picture.py": """
+        from portico import Interface
+
+        class Picture(Interface):
+            \"\"\"An image held as bytes, as an anywidget keeps binary state.\"\"\"
+
+            def __init__(self):
+                self.layers = [{"name": "base", "pixels": bytes(range(4))}]
+
+            def invert(self) -> None:
+                self.layers[0]["pixels"] = bytes(255 - b for b in self.layers[0]["pixels"])
+                self.push_widget_change({"layers": self.layers})
+
+            def widget_state(self) -> dict:
+                return {"layers": self.layers}
+
+            def widget_update(self, changes: dict) -> dict:
+                self.layers = changes["layers"]
+                return {"layers": self.layers}
+    """,
 }
 
 
@@ -481,6 +501,18 @@ class WidgetTest(GatewayTestCase):
         with self.assertRaises(GatewayError) as caught:
             self.proxy("streamer").widget_set(prefix="x")
         self.assertCode("read_only", caught.exception)
+
+    def test_binary_widget_values_are_bytes(self):
+        uuid = f"picture-{random.getrandbits(32)}"
+        mine, theirs = self.proxy("picture", uuid=uuid), self.proxy("picture", uuid=uuid)
+        self.assertEqual(mine.widget_state(), {"layers": [{"name": "base", "pixels": b"\x00\x01\x02\x03"}]})
+        pushed: list = []
+        theirs.on_widget_change(pushed.append)
+        sent = [{"name": "base", "pixels": b"\xff" * 3}, {"name": "top", "pixels": bytearray(b"\x07")}]
+        self.assertEqual(mine.widget_set(layers=sent), {"layers": [{"name": "base", "pixels": b"\xff" * 3}, {"name": "top", "pixels": b"\x07"}]})
+        self.assertEqual(theirs.widget_state()["layers"][1]["pixels"], b"\x07")
+        mine.invert()
+        self.assertTrue(wait_until(lambda: any(c["layers"][0]["pixels"] == b"\x00" * 3 for c in pushed)), pushed)
 
 
 class BinaryTest(GatewayTestCase):

@@ -7,6 +7,8 @@ backpressure), and what happens to every waiter when the socket goes away.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import itertools
 import json
 import logging
@@ -16,6 +18,7 @@ import weakref
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from .. import _ws_client
+from .._buffers import put_buffers
 from .errors import GatewayError, _closed_error
 
 if TYPE_CHECKING:
@@ -218,7 +221,7 @@ class _Connection:
                     self.read_sink = None
         if waiter is None:
             if kind == "widget_change":
-                self._dispatch("widget_change", (frame.get("payload") or {}).get("changes", {}))
+                self._dispatch("widget_change", with_binary_values(frame.get("payload"), "changes"))
             elif kind == "error":
                 detail = frame.get("payload") or {}
                 log.warning("portico.client: gateway error on the socket: %s: %s", detail.get("code"), detail.get("message"))
@@ -270,3 +273,17 @@ class _Connection:
         if sink is not None:
             sink.abandoned = True
         self.ws.abort()
+
+
+def with_binary_values(payload: Any, key: str) -> dict[str, Any]:
+    """``payload[key]`` (a widget state or change set) with its base64 ``buffers`` put back as
+    ``bytes`` where ``buffer_paths`` says, as the interface's Python side holds them."""
+    payload = payload if isinstance(payload, dict) else {}
+    value = dict(payload.get(key) or {})
+    encoded = payload.get("buffers") or []
+    if not encoded:
+        return value
+    try:
+        return put_buffers(value, payload.get("buffer_paths"), [base64.b64decode(item, validate=True) for item in encoded])
+    except (TypeError, ValueError, binascii.Error) as exc:
+        raise GatewayError("bad_frame", None, f"The gateway sent widget buffers that do not fit the {key}: {exc}") from None

@@ -7,6 +7,7 @@ socket itself is ``connection.py``; uploads and reads are ``transfers.py``.
 
 from __future__ import annotations
 
+import base64
 import html
 import logging
 import os
@@ -16,7 +17,8 @@ import weakref
 from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Iterator, Mapping
 
 from . import transfers
-from .connection import _Connection
+from .._buffers import split_buffers
+from .connection import _Connection, with_binary_values
 from .errors import GatewayError
 
 if TYPE_CHECKING:
@@ -283,13 +285,17 @@ class InterfaceProxy:
     def widget_state(self) -> dict[str, Any]:
         """The widget's full synced state (``widget_get`` → ``widget_state``)."""
         answer = self._connection().exchange({"type": "widget_get"})
-        return dict((answer.get("payload") or {}).get("state") or {})
+        return with_binary_values(answer.get("payload"), "state")
 
     def widget_set(self, **changes: Any) -> dict[str, Any]:
         """Applies ``changes`` through the interface's ``widget_update``; returns the normalized
         changes every attached client receives (``widget_set`` → ``widget_change``)."""
-        answer = self._connection().exchange({"type": "widget_set", "changes": changes})
-        return dict((answer.get("payload") or {}).get("changes") or {})
+        plain, paths, buffers = split_buffers(changes)
+        frame: dict[str, Any] = {"type": "widget_set", "changes": plain}
+        if buffers:  # bytes values travel as base64 buffers placed by buffer_paths
+            frame.update(buffer_paths=paths, buffers=[base64.b64encode(b).decode("ascii") for b in buffers])
+        answer = self._connection().exchange(frame)
+        return with_binary_values(answer.get("payload"), "changes")
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         """The live widget for JupyterLab (with the Portico extension), with HTML and text fallbacks.
