@@ -8,6 +8,8 @@
  *   gateways is one record, and both callers get that record.
  * - update writes only the fields in the patch, so the last write of each field wins.
  * - Every write is acknowledged only after PostgreSQL committed it (durable with its fsync).
+ * - Totals come from counts that triggers keep (counts.ts); this index folds their deltas
+ *   every LIMITS.storeCountCompactionMs, and at once after a search summed many of them.
  * - When the database cannot be reached, calls fail with `store_unavailable` (503); the pool opens
  *   new connections on the next call, so the gateway recovers by itself once it is back.
  */
@@ -19,6 +21,7 @@ import { interfaceDir, removeInterfaceDir, writeRecordFile } from '../files.js';
 import { planQuery } from '../query.js';
 import type { InterfaceRecord, RecordPatch, Store } from '../store.js';
 import { codeText, INSERT_COLUMNS, RECORD_COLUMNS, recordValues, rowRecord, type RecordRow } from './coding.js';
+import { COMPACT } from './counts.js';
 import { migrate } from './schema.js';
 import { searchStatement } from './search-sql.js';
 
@@ -61,11 +64,17 @@ ON CONFLICT (project, uuid) DO NOTHING RETURNING ${SELECT}`;
 /** One database's pool and schema, shared by the stores of every project this gateway serves. */
 export class PostgresIndex {
   private migrated: Promise<void> | undefined;
+  private compacting: Promise<void> | undefined;
+  private readonly compactionTimer: NodeJS.Timeout;
 
   private constructor(
     readonly url: string,
     private readonly pool: pg.Pool,
-  ) {}
+    private readonly log: (line: string) => void,
+  ) {
+    // Cheap when there is nothing to fold: the pending deltas have a partial index of their own.
+    this.compactionTimer = setInterval(() => this.compactSoon(), LIMITS.storeCountCompactionMs).unref();
+  }
 
   /** A pool for the database at `url`; nothing connects until the first store opens. */
   static connect(url: string, log: (line: string) => void = () => {}): PostgresIndex {
@@ -77,7 +86,7 @@ export class PostgresIndex {
     });
     // An idle connection the server dropped emits here; without a listener it would crash the process.
     pool.on('error', (err) => log(`index database connection lost: ${err.message}`));
-    return new PostgresIndex(url, pool);
+    return new PostgresIndex(url, pool, log);
   }
 
   /** Runs a query; a lost server becomes store_unavailable. */
@@ -119,6 +128,29 @@ export class PostgresIndex {
     return this.migrated;
   }
 
+  /**
+   * Folds the count deltas into one row per group (counts.ts, COMPACT); resolves when done. A
+   * call while one runs joins it.
+   */
+  compact(): Promise<void> {
+    this.compacting ??= (async () => {
+      try {
+        await this.transaction(async (client) => {
+          const { rows } = await client.query<{ locked: boolean }>(COMPACT[0]);
+          if (rows[0]!.locked) await client.query(COMPACT[1]);
+        });
+      } finally {
+        this.compacting = undefined;
+      }
+    })();
+    return this.compacting;
+  }
+
+  /** Starts a compaction in the background; a failure is logged (the deltas stay, and totals stay exact). */
+  compactSoon(): void {
+    this.compact().catch((err: Error) => this.log(`compacting the index counts failed: ${err.message}`));
+  }
+
   /** The store of one project. */
   async open(project: string): Promise<PostgresStore> {
     await this.ready();
@@ -126,6 +158,8 @@ export class PostgresIndex {
   }
 
   async close(): Promise<void> {
+    clearInterval(this.compactionTimer);
+    await this.compacting?.catch(() => undefined);
     await this.pool.end();
   }
 }
@@ -181,7 +215,8 @@ export class PostgresStore implements Store {
   async search(request: FindRequest): Promise<SearchResponse> {
     const plan = planQuery(request);
     const { text, values } = searchStatement(this.project, plan);
-    const { rows } = await this.index.query<RecordRow & { total: string }>(text, values);
+    const { rows } = await this.index.query<RecordRow & { total: string; deltas: string }>(text, values);
+    if (Number(rows[0]!.deltas) > LIMITS.storeCountDeltasBeforeCompaction) this.index.compactSoon();
     const items = rows.filter((row) => row.uuid !== null).map(rowRecord);
     const more = items.length > plan.limit;
     if (more) items.pop();
