@@ -44,7 +44,11 @@ export const LIMITS = {
   storePoolSize: 20,
   /** How long a store call waits for a connection to the PostgreSQL index before answering 503 store_unavailable (ms). */
   storeConnectTimeoutMs: 5 * 1000,
-  /** How often a gateway that wrote to a PostgreSQL index folds the count deltas into one row per group (ms). */
+  /** Most creates (or reads by uuid) one statement to a PostgreSQL index carries (store/postgres/batch.ts). */
+  storeBatchRows: 500,
+  /** Most batched statements of one kind a gateway runs at once; calls arriving meanwhile wait to form the next batch. */
+  storeBatchStatements: 1,
+  /** How often a gateway on a PostgreSQL index folds the count deltas into one row per group (ms). */
   storeCountCompactionMs: 10 * 1000,
   /** A search whose total summed more count rows than this starts a compaction at once. */
   storeCountDeltasBeforeCompaction: 200,
