@@ -72,6 +72,19 @@ export async function rssMb(pid) {
   return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? NaN) / 1024;
 }
 
+/** CPU time (user + system) the processes `pids` used so far, in ms (Linux /proc; a process gone counts 0). */
+export async function cpuMs(pids) {
+  const { readFile } = await import('node:fs/promises');
+  let ticks = 0;
+  for (const pid of pids) {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => null);
+    if (!stat) continue;
+    const fields = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
+    ticks += Number(fields[11]) + Number(fields[12]); // utime, stime
+  }
+  return ticks * 10; // USER_HZ is 100 on every Linux Node runs on
+}
+
 /**
  * A JSON POST client over one http.Agent (`keepAlive` and `sockets` as http.Agent takes them):
  * `post(pathname, body)` resolves with the parsed 200 body and rejects on any other status.
