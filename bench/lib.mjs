@@ -72,6 +72,24 @@ export async function rssMb(pid) {
   return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? NaN) / 1024;
 }
 
+/**
+ * REST creates of the demo `counter` with new configs (`start` from `first` on), `inFlight` at a
+ * time through `post` (a jsonClient's); resolves with the creates per second.
+ */
+export async function createRate(post, { creates, inFlight, first }) {
+  let next = 0;
+  const t0 = process.hrtime.bigint();
+  await Promise.all(
+    Array.from({ length: inFlight }, async () => {
+      while (next < creates) {
+        const i = next++;
+        await post('/v1/interfaces', { target: 'counter', version: [{ start: first + i }] });
+      }
+    }),
+  );
+  return creates / (Number(process.hrtime.bigint() - t0) / 1e9);
+}
+
 /** CPU time (user + system) the processes `pids` used so far, in ms (Linux /proc; a process gone counts 0). */
 export async function cpuMs(pids) {
   const { readFile } = await import('node:fs/promises');

@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import { readFile, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
-import { cpuMs, jsonClient, ROOT, rssMb, startGateway, summarize, us } from './lib.mjs';
+import { cpuMs, createRate, jsonClient, ROOT, rssMb, startGateway, summarize, us } from './lib.mjs';
 import { seedPostgres } from './postgres-seed.mjs';
 import { startCluster } from '../scripts/provision-postgres.mjs';
 
@@ -127,19 +127,7 @@ export async function postgresBench(project) {
     // own process answering the same POSTs from the same kind of client. CPU per create shows
     // where the time goes on a shared machine, where the rate depends on the CPU share.
     const creates = 4000;
-    const createLoop = async (post, offset) => {
-      let next = 0;
-      const c0 = process.hrtime.bigint();
-      await Promise.all(
-        Array.from({ length: 16 }, async () => {
-          while (next < creates) {
-            const i = next++;
-            await post('/v1/interfaces', { target: 'counter', version: [{ start: offset + i }] });
-          }
-        }),
-      );
-      return creates / (Number(process.hrtime.bigint() - c0) / 1e9);
-    };
+    const createLoop = (post, first) => createRate(post, { creates, inFlight: 16, first });
     const floor = await startHttpFloor();
     const floorClient = jsonClient(floor.url, { keepAlive: true, sockets: 16 });
     const floorRate = await createLoop(floorClient.post, 0);
@@ -148,10 +136,13 @@ export async function postgresBench(project) {
     const creator = jsonClient(gw.url, { keepAlive: true, sockets: 16 });
     try {
       await createLoop(creator.post, 9_000_000); // warm up: the worker's imports, the JIT, the pool
-      const { rows: backends } = await admin.query('SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()');
-      const processes = { gateway: [gw.pid], worker: await childPids(gw.pid), backends: backends.map((row) => row.pid) };
+      // The gateway's connections; one opened during the loop counts whole (it started at 0).
+      const backendPids = async () =>
+        (await admin.query('SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()')).rows.map((row) => row.pid);
+      const processes = { gateway: [gw.pid], worker: await childPids(gw.pid), backends: await backendPids() };
       const before = Object.fromEntries(await Promise.all(Object.entries(processes).map(async ([name, pids]) => [name, await cpuMs(pids)])));
       const rate = await createLoop(creator.post, 10_000_000);
+      processes.backends = [...new Set([...processes.backends, ...(await backendPids())])];
       const perCreate = async (name) => ((await cpuMs(processes[name])) - before[name]) / creates;
       rows.push(
         { name: 'durable creates/s via REST, 16 in flight, 1M rows', value: rate, unit: '/s', target: 2000, higherIsBetter: true, floor: floorRate },
