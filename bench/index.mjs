@@ -2,7 +2,7 @@
 // records; the embedded store's indexed search beside the same queries on a plain Map scan.
 import { open, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { jsonClient, ROOT, rssMb, startGateway, summarize, us } from './lib.mjs';
+import { createRate, jsonClient, ROOT, rssMb, startGateway, summarize, us } from './lib.mjs';
 
 const { LowdbStore } = await import(path.join(ROOT, 'packages/server/dist/store/lowdb-store.js'));
 const { search } = await import(path.join(ROOT, 'packages/server/dist/store/query.js'));
@@ -133,18 +133,7 @@ export async function indexBench(project, sizes = [10_000, 100_000]) {
         { name: `search p99, ${label}`, value: s.p99, unit: ' ms' },
       );
       // Durable creates through REST: new configs, 64 at a time.
-      const creates = 4000;
-      let next = 0;
-      const t0 = process.hrtime.bigint();
-      await Promise.all(
-        Array.from({ length: 64 }, async () => {
-          while (next < creates) {
-            const i = next++;
-            await c.post('/v1/interfaces', { target: 'counter', version: [{ start: size * 10 + i }] });
-          }
-        }),
-      );
-      const perSecond = creates / (Number(process.hrtime.bigint() - t0) / 1e9);
+      const perSecond = await createRate(c.post, { creates: 4000, inFlight: 64, first: size * 10 });
       rows.push(
         { name: `durable creates/s via REST, ${label}`, value: perSecond, unit: '/s', target: 1000, higherIsBetter: true },
         { name: `gateway RSS, ${label}`, value: await rssMb(gw.pid), unit: ' MB', target: 300, lowerIsBetter: true },

@@ -83,6 +83,37 @@ export async function rssMb(pid) {
 }
 
 /**
+ * REST creates of the demo `counter` with new configs (`start` from `first` on), `inFlight` at a
+ * time through `post` (a jsonClient's); resolves with the creates per second.
+ */
+export async function createRate(post, { creates, inFlight, first }) {
+  let next = 0;
+  const t0 = process.hrtime.bigint();
+  await Promise.all(
+    Array.from({ length: inFlight }, async () => {
+      while (next < creates) {
+        const i = next++;
+        await post('/v1/interfaces', { target: 'counter', version: [{ start: first + i }] });
+      }
+    }),
+  );
+  return creates / (Number(process.hrtime.bigint() - t0) / 1e9);
+}
+
+/** CPU time (user + system) the processes `pids` used so far, in ms (Linux /proc; a process gone counts 0). */
+export async function cpuMs(pids) {
+  const { readFile } = await import('node:fs/promises');
+  let ticks = 0;
+  for (const pid of pids) {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => null);
+    if (!stat) continue;
+    const fields = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
+    ticks += Number(fields[11]) + Number(fields[12]); // utime, stime
+  }
+  return ticks * 10; // USER_HZ is 100 on every Linux Node runs on
+}
+
+/**
  * A JSON POST client over one http.Agent (`keepAlive` and `sockets` as http.Agent takes them):
  * `post(pathname, body)` resolves with the parsed 200 body and rejects on any other status.
  */

@@ -2,18 +2,22 @@
  * Moving an index: `portico index copy` from a project's embedded store into PostgreSQL and back
  * keeps every record whole (uuid, created_by, created_at, label, archived), is idempotent and
  * resumable, and `portico reindex --store postgres://…` rebuilds a project's rows from its
- * interface directories.
+ * interface directories. `portico get --store postgres://…` creates in the PostgreSQL index.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, realpath, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../packages/server/src/cli/main.js';
 import { INDEX_DIR, LowdbStore } from '../packages/server/src/store/lowdb-store.js';
 import { PostgresIndex } from '../packages/server/src/store/postgres/postgres-store.js';
 import { record } from '../packages/server/src/store/query.arbitraries.js';
-import type { InterfaceRecord, Store } from '../packages/server/src/store/store.js';
-import { startPostgres, type TestPostgres } from './support/postgres.js';
+import type { InterfaceRecord } from '../packages/server/src/store/store.js';
+import { cleanup, ROOT, tempProject } from './helpers.js';
+import { allRecords, expectExactTotals, startPostgres, type TestPostgres } from './support/postgres.js';
 
 let postgres: TestPostgres;
 let index: PostgresIndex;
@@ -25,6 +29,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  await cleanup();
   await index?.close();
   await postgres?.close();
   for (const dir of dirs) await rm(dir, { recursive: true, force: true });
@@ -45,17 +50,6 @@ const RECORDS: InterfaceRecord[] = Array.from({ length: 1500 }, (_, i) =>
   }),
 );
 
-async function everything(store: Store): Promise<InterfaceRecord[]> {
-  const all: InterfaceRecord[] = [];
-  let cursor: string | null = null;
-  do {
-    const page = await store.search({ include_archived: true, sort: [{ by: 'uuid', direction: 'asc' }], limit: 1000, cursor });
-    all.push(...page.items);
-    cursor = page.next_cursor;
-  } while (cursor);
-  return all;
-}
-
 async function embedded<T>(dir: string, body: (store: LowdbStore) => Promise<T>): Promise<T> {
   const store = await LowdbStore.open(dir);
   try {
@@ -72,14 +66,15 @@ describe('portico index copy', () => {
 
     expect(await main(['index', 'copy', '--from', dir, '--to', postgres.url])).toBe(0);
     const target = await index.open(dir);
-    expect(await everything(target)).toEqual(RECORDS);
+    expect(await allRecords(target)).toEqual(RECORDS);
 
     expect(await main(['index', 'copy', '--from', dir, '--to', postgres.url])).toBe(0);
-    expect(await everything(target)).toEqual(RECORDS);
+    expect(await allRecords(target)).toEqual(RECORDS);
 
     await embedded(dir, (store) => store.update('rec-0003', { label: 'renamed', archived: true }));
     expect(await main(['index', 'copy', '--from', dir, '--to', postgres.url])).toBe(0);
     expect(await target.get('rec-0003')).toEqual({ ...RECORDS[3], label: 'renamed', archived: true });
+    await expectExactTotals(target);
   });
 
   it('resumes after an interruption: a partial copy is completed by running it again', async () => {
@@ -89,7 +84,8 @@ describe('portico index copy', () => {
     const target = await index.open(dir);
     await Promise.all(RECORDS.slice(0, 400).map((r) => target.insert(r)));
     expect(await main(['index', 'copy', '--from', dir, '--to', postgres.url])).toBe(0);
-    expect(await everything(target)).toEqual(RECORDS);
+    expect(await allRecords(target)).toEqual(RECORDS);
+    await expectExactTotals(target);
   });
 
   it('copies back from PostgreSQL into an embedded index', async () => {
@@ -98,7 +94,7 @@ describe('portico index copy', () => {
     await Promise.all(RECORDS.map((r) => source.insert(r)));
     await rm(path.join(dir, '.portico', INDEX_DIR), { recursive: true, force: true });
     expect(await main(['index', 'copy', '--from', postgres.url, '--to', dir])).toBe(0);
-    expect(await embedded(dir, everything)).toEqual(RECORDS);
+    expect(await embedded(dir, allRecords)).toEqual(RECORDS);
   });
 
   it('refuses two project directories, and two databases without --project', async () => {
@@ -118,6 +114,33 @@ describe('portico reindex --store postgres://…', () => {
     await target.insert(record('stale', {}));
     await rm(path.join(dir, '.portico', 'interfaces', 'stale'), { recursive: true });
     expect(await main(['reindex', dir, '--store', postgres.url])).toBe(0);
-    expect(await everything(target)).toEqual(RECORDS.slice(0, 200));
+    expect(await allRecords(target)).toEqual(RECORDS.slice(0, 200));
+    await expectExactTotals(target);
+  });
+});
+
+describe('portico get --store postgres://…', () => {
+  const BIN = path.join(ROOT, 'packages/server/bin/portico.js');
+  const run = promisify(execFile);
+
+  it('creates the record in the PostgreSQL index (no embedded index), and finds it again', async () => {
+    const dir = await tempProject();
+    const first = await run(process.execPath, [BIN, 'get', 'counter', 'start=7', '--project', dir, '--store', postgres.url, '--user', 'cli-user']);
+    const printed = JSON.parse(first.stdout);
+    expect(printed).toMatchObject({ module: 'counter', config: { start: 7 }, created_by: 'cli-user' });
+    const stored = await (await index.open(await realpath(dir))).get(printed.uuid);
+    expect(stored).toMatchObject({ uuid: printed.uuid, created_by: 'cli-user', created_at: printed.created_at });
+    expect(existsSync(path.join(dir, '.portico', INDEX_DIR))).toBe(false);
+    // PORTICO_STORE works as --store; the same version finds the same record.
+    const again = await run(process.execPath, [BIN, 'get', 'counter', 'start=7', '--project', dir], { env: { ...process.env, PORTICO_STORE: postgres.url } });
+    expect(JSON.parse(again.stdout)).toEqual(printed);
+  });
+
+  it('says so when the database cannot be reached', async () => {
+    const dir = await tempProject();
+    const unreachable = `postgres://nobody@localhost/none?host=${encodeURIComponent(path.join(dir, 'no-socket-here'))}`;
+    const res = await run(process.execPath, [BIN, 'get', 'counter', '--project', dir, '--store', unreachable]).catch((err) => err);
+    expect(res.code).toBe(1);
+    expect(res.stderr).toContain('portico get: store_unavailable');
   });
 });

@@ -5,6 +5,10 @@
  * skips: a suite whose PostgreSQL cannot start fails with the reason.
  */
 import pg from 'pg';
+import { expect } from 'vitest';
+import type { FindRequest, SearchResponse } from '../../packages/server/src/contract/search.js';
+import { search } from '../../packages/server/src/store/query.js';
+import type { InterfaceRecord, Store } from '../../packages/server/src/store/store.js';
 // @ts-expect-error: a plain .mjs script without types
 import { startCluster } from '../../scripts/provision-postgres.mjs';
 
@@ -65,5 +69,38 @@ export async function startPostgres({ durable = true } = {}): Promise<TestPostgr
   } catch (err) {
     await cluster.close();
     throw err;
+  }
+}
+
+/** Every record of a store, archived too, walked by cursor in uuid order (the walk never reads `total`). */
+export async function allRecords(store: Store): Promise<InterfaceRecord[]> {
+  const all: InterfaceRecord[] = [];
+  let cursor: string | null = null;
+  do {
+    const page: SearchResponse = await store.search({ include_archived: true, sort: [{ by: 'uuid', direction: 'asc' }], limit: 1000, cursor });
+    all.push(...page.items);
+    cursor = page.next_cursor;
+  } while (cursor);
+  return all;
+}
+
+/**
+ * Asserts that the total of every search the trigger-kept counts answer (all records, each module,
+ * kind, created_by and label present, unlabelled, archived or not) equals the number of records
+ * the store holds that match, counted here by the embedded engine over all of them.
+ */
+export async function expectExactTotals(store: Store): Promise<void> {
+  const records = await allRecords(store);
+  const values = (field: 'module' | 'kind' | 'created_by' | 'label') => [...new Set(records.map((r) => r[field]))];
+  const requests: FindRequest[] = [{}, { include_archived: true }, { filters: [{ path: 'archived', value: true }], include_archived: true }];
+  for (const field of ['module', 'kind', 'created_by', 'label'] as const) {
+    for (const value of values(field)) {
+      const filter = { path: field, value };
+      requests.push({ filters: [filter] }, { filters: [filter], include_archived: true }, { filters: [filter, { path: 'archived', value: true }], include_archived: true });
+    }
+  }
+  for (const request of requests) {
+    const { total } = await store.search({ ...request, limit: 1 });
+    expect({ request, total }).toEqual({ request, total: search(records, request).total });
   }
 }

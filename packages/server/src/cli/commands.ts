@@ -36,6 +36,7 @@ export const GET_OPTIONS = [
   { flag: '--token T', help: 'The api or session token for --url.', env: 'PORTICO_API_TOKEN' },
   { flag: '--user U', help: 'created_by of a new record.', default: 'the OS user' },
   { flag: '--python PY', help: 'Interpreter that resolves the config (without --url).', default: 'python3', env: 'PORTICO_PYTHON' },
+  { flag: '--store S', help: "The project's index (without --url): embedded, or the postgres:// URL its gateways use.", default: 'embedded', env: 'PORTICO_STORE' },
 ];
 
 /** `portico fetch` options (its --help). */
@@ -58,6 +59,7 @@ export async function get(argv: string[]): Promise<number> {
       token: { type: 'string' },
       user: { type: 'string' },
       python: { type: 'string' },
+      store: { type: 'string' },
     },
   });
   const [module, ...words] = positionals;
@@ -90,7 +92,11 @@ export async function get(argv: string[]): Promise<number> {
     return 0;
   }
 
-  const gateway = await Gateway.create(defaultOptions({ project, python: values.python ?? process.env.PORTICO_PYTHON ?? 'python3', log: () => {} }));
+  const store = storeOption(values.store ?? process.env.PORTICO_STORE ?? 'embedded');
+  const gateway = await withStoreErrors('get', () =>
+    Gateway.create(defaultOptions({ project, store, python: values.python ?? process.env.PORTICO_PYTHON ?? 'python3', log: () => {} })),
+  );
+  if (!gateway) return 1;
   try {
     const ctx = await gateway.bind({ user: values.user });
     print(await gateway.interfaces.create(ctx, { target: module, version }));

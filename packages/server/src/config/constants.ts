@@ -44,6 +44,14 @@ export const LIMITS = {
   storePoolSize: 20,
   /** How long a store call waits for a connection to the PostgreSQL index before answering 503 store_unavailable (ms). */
   storeConnectTimeoutMs: 5 * 1000,
+  /** Most creates (or reads by uuid) one statement to a PostgreSQL index carries (store/postgres/batch.ts). */
+  storeBatchRows: 500,
+  /** Most batched statements of one kind a gateway runs at once; calls arriving meanwhile wait to form the next batch. */
+  storeBatchStatements: 1,
+  /** How often a gateway on a PostgreSQL index folds the count deltas into one row per group (ms). */
+  storeCountCompactionMs: 10 * 1000,
+  /** A search whose total summed more count rows than this starts a compaction at once. */
+  storeCountDeltasBeforeCompaction: 200,
   /** Default bound on a shutdown's drain: in-flight requests and calls may finish this long before they are cut (ms). */
   shutdownDrainMs: 5 * 1000,
   /** Grace period between asking a worker to stop and killing it (ms). */

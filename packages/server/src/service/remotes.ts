@@ -45,11 +45,25 @@ function invalid(message: string): PorticoError {
 /** Parsed portico.json per project, kept while the file's mtime and size are unchanged. */
 const parsedFiles = new Map<string, { stamp: string; specs: Map<string, RemoteSpec> }>();
 
+/** The readRemotes in progress per project, which calls made meanwhile share. */
+const reading = new Map<string, Promise<Map<string, RemoteSpec>>>();
+
 /**
  * The remotes a project declares (an absent file declares none). Checked on every create, so
- * the file is re-read only when it changed.
+ * the file is re-read only when it changed. Calls made while one is in progress share its
+ * answer: under a create load, one stat serves many creates (a stat is costly enough to show in
+ * a profile of REST creates).
  */
-export async function readRemotes(project: string): Promise<Map<string, RemoteSpec>> {
+export function readRemotes(project: string): Promise<Map<string, RemoteSpec>> {
+  let answer = reading.get(project);
+  if (!answer) {
+    answer = readRemotesNow(project).finally(() => reading.delete(project));
+    reading.set(project, answer);
+  }
+  return answer;
+}
+
+async function readRemotesNow(project: string): Promise<Map<string, RemoteSpec>> {
   const file = path.join(project, REMOTES_FILE);
   const info = await stat(file).catch((err: NodeJS.ErrnoException) => {
     if (err.code === 'ENOENT') return undefined;

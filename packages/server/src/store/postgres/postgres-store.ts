@@ -8,6 +8,9 @@
  *   gateways is one record, and both callers get that record.
  * - update writes only the fields in the patch, so the last write of each field wins.
  * - Every write is acknowledged only after PostgreSQL committed it (durable with its fsync).
+ *   Creates and reads by uuid that arrive together share one statement (batch.ts).
+ * - Totals come from counts that triggers keep (counts.ts); this index folds their deltas
+ *   every LIMITS.storeCountCompactionMs, and at once after a search summed many of them.
  * - When the database cannot be reached, calls fail with `store_unavailable` (503); the pool opens
  *   new connections on the next call, so the gateway recovers by itself once it is back.
  */
@@ -19,6 +22,8 @@ import { interfaceDir, removeInterfaceDir, writeRecordFile } from '../files.js';
 import { planQuery } from '../query.js';
 import type { InterfaceRecord, RecordPatch, Store } from '../store.js';
 import { codeText, INSERT_COLUMNS, RECORD_COLUMNS, recordValues, rowRecord, type RecordRow } from './coding.js';
+import { Batcher } from './batch.js';
+import { COMPACT } from './counts.js';
 import { migrate } from './schema.js';
 import { searchStatement } from './search-sql.js';
 
@@ -54,18 +59,63 @@ function unavailable(err: unknown, url: string): unknown {
 }
 
 const SELECT = RECORD_COLUMNS.join(', ');
+
+// The batched statements take one array per column (unnest), so their text, and the plan the
+// server caches for it, stays the same whatever the batch size.
+const JSONB_COLUMNS = new Set(['config', 'predicate', 'version', 'meta', 'sort_text']);
 const INSERT = `INSERT INTO portico_interfaces (project, ${INSERT_COLUMNS.join(', ')})
-VALUES ($1, ${INSERT_COLUMNS.map((_, i) => `$${i + 2}${i >= 7 ? '::jsonb' : ''}`).join(', ')})
-ON CONFLICT (project, uuid) DO NOTHING RETURNING ${SELECT}`;
+SELECT * FROM unnest($1::text[], ${INSERT_COLUMNS.map((column, i) => `$${i + 2}::${column === 'archived' ? 'boolean' : JSONB_COLUMNS.has(column) ? 'jsonb' : 'text'}[]`).join(', ')})
+ON CONFLICT (project, uuid) DO NOTHING RETURNING project, uuid`;
+const GET = `SELECT project, ${SELECT} FROM portico_interfaces
+WHERE (project, uuid) IN (SELECT project COLLATE "C", uuid COLLATE "C" FROM unnest($1::text[], $2::text[]) AS wanted(project, uuid))`;
+
+/** A record of one project, as the batched statements carry it. */
+interface Keyed<T> {
+  project: string;
+  /** The coded uuid. */
+  uuid: string;
+  value: T;
+}
+
+const keyOf = (project: string, codedUuid: string) => `${project}\0${codedUuid}`;
+
+/** The parameters of INSERT for some records: the projects, then one array per column. */
+function insertValues(records: Array<Keyed<InterfaceRecord>>): unknown[] {
+  const rows = records.map(({ value }) => recordValues(value));
+  return [records.map(({ project }) => project), ...INSERT_COLUMNS.map((_, column) => rows.map((row) => row[column]))];
+}
+
+/** True for an error that one record of a batch may have caused (not a lost server): its records are then tried one by one. */
+const perRecord = (err: unknown) => !(err instanceof PorticoError && err.code === 'store_unavailable');
 
 /** One database's pool and schema, shared by the stores of every project this gateway serves. */
 export class PostgresIndex {
   private migrated: Promise<void> | undefined;
+  private compacting: Promise<void> | undefined;
+  private readonly compactionTimer: NodeJS.Timeout;
+  /** Creates in flight, inserted together: true for the one that inserted its row, false for one whose uuid was there. */
+  private readonly inserts = new Batcher<Keyed<InterfaceRecord>, boolean>(
+    (records) => this.insertBatch(records),
+    LIMITS.storeBatchRows,
+    LIMITS.storeBatchStatements,
+    perRecord,
+  );
+  /** Reads by uuid in flight, read together. */
+  private readonly reads = new Batcher<Keyed<null>, RecordRow | undefined>(
+    (keys) => this.readBatch(keys),
+    LIMITS.storeBatchRows,
+    LIMITS.storeBatchStatements,
+    perRecord,
+  );
 
   private constructor(
     readonly url: string,
     private readonly pool: pg.Pool,
-  ) {}
+    private readonly log: (line: string) => void,
+  ) {
+    // Cheap when there is nothing to fold: the pending deltas have a partial index of their own.
+    this.compactionTimer = setInterval(() => this.compactSoon(), LIMITS.storeCountCompactionMs).unref();
+  }
 
   /** A pool for the database at `url`; nothing connects until the first store opens. */
   static connect(url: string, log: (line: string) => void = () => {}): PostgresIndex {
@@ -77,7 +127,7 @@ export class PostgresIndex {
     });
     // An idle connection the server dropped emits here; without a listener it would crash the process.
     pool.on('error', (err) => log(`index database connection lost: ${err.message}`));
-    return new PostgresIndex(url, pool);
+    return new PostgresIndex(url, pool, log);
   }
 
   /** Runs a query; a lost server becomes store_unavailable. */
@@ -110,6 +160,40 @@ export class PostgresIndex {
     }
   }
 
+  /** Inserts a record unless its uuid is there: true when this call inserted it. Committed when it resolves. */
+  insert(project: string, record: InterfaceRecord): Promise<boolean> {
+    return this.inserts.submit({ project, uuid: codeText(record.uuid), value: record });
+  }
+
+  /** The row of a uuid, or undefined. */
+  read(project: string, uuid: string): Promise<RecordRow | undefined> {
+    return this.reads.submit({ project, uuid: codeText(uuid), value: null });
+  }
+
+  /** One INSERT for many records; of several with one uuid, the first inserts it. */
+  private async insertBatch(records: Array<Keyed<InterfaceRecord>>, client?: pg.ClientBase): Promise<boolean[]> {
+    const values = insertValues(records);
+    const { rows } = client
+      ? await client.query<{ project: string; uuid: string }>(INSERT, values)
+      : await this.query<{ project: string; uuid: string }>(INSERT, values);
+    const inserted = new Set(rows.map((row) => keyOf(row.project, row.uuid)));
+    return records.map(({ project, uuid }) => inserted.delete(keyOf(project, uuid)));
+  }
+
+  /** Inserts many records in the caller's transaction (portico reindex), in batches. */
+  async insertAll(client: pg.ClientBase, project: string, records: InterfaceRecord[]): Promise<void> {
+    for (let at = 0; at < records.length; at += LIMITS.storeBatchRows) {
+      const batch = records.slice(at, at + LIMITS.storeBatchRows).map((record) => ({ project, uuid: codeText(record.uuid), value: record }));
+      await this.insertBatch(batch, client);
+    }
+  }
+
+  private async readBatch(keys: Array<Keyed<null>>): Promise<Array<RecordRow | undefined>> {
+    const { rows } = await this.query<RecordRow & { project: string }>(GET, [keys.map(({ project }) => project), keys.map(({ uuid }) => uuid)]);
+    const found = new Map(rows.map((row) => [keyOf(row.project, row.uuid as string), row]));
+    return keys.map(({ project, uuid }) => found.get(keyOf(project, uuid)));
+  }
+
   /** Migrates the schema (once per gateway; again after a failed attempt). */
   ready(): Promise<void> {
     this.migrated ??= this.transaction(migrate).catch((err) => {
@@ -119,6 +203,29 @@ export class PostgresIndex {
     return this.migrated;
   }
 
+  /**
+   * Folds the count deltas into one row per group (counts.ts, COMPACT); resolves when done. A
+   * call while one runs joins it.
+   */
+  compact(): Promise<void> {
+    this.compacting ??= (async () => {
+      try {
+        await this.transaction(async (client) => {
+          const { rows } = await client.query<{ locked: boolean }>(COMPACT[0]);
+          if (rows[0]!.locked) await client.query(COMPACT[1]);
+        });
+      } finally {
+        this.compacting = undefined;
+      }
+    })();
+    return this.compacting;
+  }
+
+  /** Starts a compaction in the background; a failure is logged (the deltas stay, and totals stay exact). */
+  compactSoon(): void {
+    this.compact().catch((err: Error) => this.log(`compacting the index counts failed: ${err.message}`));
+  }
+
   /** The store of one project. */
   async open(project: string): Promise<PostgresStore> {
     await this.ready();
@@ -126,6 +233,8 @@ export class PostgresIndex {
   }
 
   async close(): Promise<void> {
+    clearInterval(this.compactionTimer);
+    await this.compacting?.catch(() => undefined);
     await this.pool.end();
   }
 }
@@ -137,18 +246,17 @@ export class PostgresStore implements Store {
   ) {}
 
   async get(uuid: string): Promise<InterfaceRecord | undefined> {
-    const { rows } = await this.index.query<RecordRow>(`SELECT ${SELECT} FROM portico_interfaces WHERE project = $1 AND uuid = $2`, [this.project, codeText(uuid)]);
-    return rows[0] && rowRecord(rows[0]);
+    const row = await this.index.read(this.project, uuid);
+    return row && rowRecord(row);
   }
 
   async insert(record: InterfaceRecord): Promise<{ record: InterfaceRecord; created: boolean }> {
     // A uuid that cannot name a directory is refused before a row exists (invalid_argument).
     interfaceDir(this.project, record.uuid);
-    const { rows } = await this.index.query<RecordRow>(INSERT, [this.project, ...recordValues(record)]);
-    if (rows[0]) {
+    if (await this.index.insert(this.project, record)) {
       // Beside the interface's data, for `portico reindex` and for travel, as the embedded store does.
       await writeRecordFile(this.project, record);
-      return { record: rowRecord(rows[0]), created: true };
+      return { record, created: true };
     }
     // ON CONFLICT waited for the winner's commit, so its row is there to read.
     const existing = await this.get(record.uuid);
@@ -181,7 +289,8 @@ export class PostgresStore implements Store {
   async search(request: FindRequest): Promise<SearchResponse> {
     const plan = planQuery(request);
     const { text, values } = searchStatement(this.project, plan);
-    const { rows } = await this.index.query<RecordRow & { total: string }>(text, values);
+    const { rows } = await this.index.query<RecordRow & { total: string; deltas: string }>(text, values);
+    if (Number(rows[0]!.deltas) > LIMITS.storeCountDeltasBeforeCompaction) this.index.compactSoon();
     const items = rows.filter((row) => row.uuid !== null).map(rowRecord);
     const more = items.length > plan.limit;
     if (more) items.pop();
@@ -195,7 +304,7 @@ export class PostgresStore implements Store {
   async replaceAll(records: InterfaceRecord[]): Promise<number> {
     await this.index.transaction(async (client) => {
       await client.query('DELETE FROM portico_interfaces WHERE project = $1', [this.project]);
-      for (const record of records) await client.query(INSERT, [this.project, ...recordValues(record)]);
+      await this.index.insertAll(client, this.project, records);
     });
     return records.length;
   }

@@ -8,13 +8,15 @@
  * order, as the search semantics require. The indexes serve the common searches: newest first
  * (optionally by module, kind, created_by or label, or among archived records) walk one b-tree in
  * order; config-field equality uses the GIN index on config. The b-trees carry `archived`, so that
- * counting the matches for `total` reads the index alone.
+ * counting the matches for `total` reads the index alone. The totals of the common searches come
+ * from portico_counts, kept by triggers (counts.ts).
  */
 import type pg from 'pg';
 import { PorticoError } from '../../errors.js';
+import { COUNTS_MIGRATION } from './counts.js';
 
 /** Migration n (1-based) takes the schema from version n - 1 to n. */
-const MIGRATIONS: string[] = [
+export const MIGRATIONS: readonly string[] = [
   `CREATE TABLE portico_interfaces (
      project    text COLLATE "C" NOT NULL,
      uuid       text COLLATE "C" NOT NULL,
@@ -38,6 +40,8 @@ const MIGRATIONS: string[] = [
    CREATE INDEX portico_created_by ON portico_interfaces (project, created_by, created_at DESC, uuid) INCLUDE (archived);
    CREATE INDEX portico_label ON portico_interfaces (project, label, created_at DESC, uuid) INCLUDE (archived);
    CREATE INDEX portico_config ON portico_interfaces USING gin (config jsonb_path_ops);`,
+  // Exact totals without counting: see counts.ts.
+  COUNTS_MIGRATION,
 ];
 
 /** The schema version this gateway writes. */

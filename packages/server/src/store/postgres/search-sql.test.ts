@@ -34,12 +34,22 @@ describe('search compiled to SQL', () => {
     expect(text.length).toBeLessThan(2000);
   });
 
-  it('counts and pages in one statement, fetching one row more than the limit', () => {
+  it('takes the total and the page in one statement, fetching one row more than the limit', () => {
     const { text, values } = compile({ limit: 25, offset: 50 });
     expect(text.match(/\bSELECT\b/g)).toHaveLength(3);
-    expect(text).toMatch(/count\(\*\)/);
     expect(values).toContain(26);
     expect(values).toContain(50);
+  });
+
+  it('sums the trigger-kept counts for the common totals and counts the matches for the others', () => {
+    const counted = [{}, { module: 'm' }, { kind: 'K' }, { created_by: 'ada' }, { label: 'x' }, { filters: [{ path: 'label', value: null }] }, { include_archived: true }];
+    for (const request of counted) {
+      const { text } = compile(request);
+      expect(text).toMatch(/sum\(delta\), 0\) AS total, count\(\*\) AS deltas FROM portico_counts/);
+      expect(text).not.toMatch(/count\(\*\) AS total/);
+    }
+    const uncounted = [{ module: 'm', kind: 'K' }, { config: { filters: [{ path: 'lr', value: 1 }] } }, { filters: [{ path: 'module', op: 'in' as const, value: ['m'] }] }];
+    for (const request of uncounted) expect(compile(request).text).toMatch(/count\(\*\) AS total, 0 AS deltas FROM portico_interfaces/);
   });
 
   it('orders newest first by the plain columns its index holds, and filters fields by plain equality', () => {

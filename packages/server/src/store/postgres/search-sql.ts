@@ -8,11 +8,13 @@
  * collation is comparing by UTF-16 code units, and jsonb equality is deep JSON equality (numbers
  * by value, keys in any order, `true` never 1). A sort key becomes the columns that order it: the
  * type rank, then the number or the text within the rank (arrays and objects by the canonical text
- * stored in sort_text). The statement counts every match and returns the page (one row more than
- * the limit, to tell whether a next page exists) in one round trip.
+ * stored in sort_text). The statement takes the total (from the trigger-kept counts when they hold
+ * it, else by counting every match) and returns the page (one row more than the limit, to tell
+ * whether a next page exists) in one round trip.
  */
 import type { NormalFilter, Position, QueryPlan, SortKey } from '../query.js';
 import { codeText, codeValue, RECORD_COLUMNS } from './coding.js';
+import { countedGroup } from './counts.js';
 
 export interface Statement {
   text: string;
@@ -214,7 +216,19 @@ function afterSql(b: Builder, sorts: Array<{ columns: SortColumns; desc: boolean
 }
 
 /**
- * The statement for a planned search in one project. Its rows: `total` on each, and the page's
+ * The total of a search (column `total`) and how many count rows it summed (`deltas`, 0 when it
+ * counted): from portico_counts when one group holds it (counts.ts), else an exact COUNT.
+ */
+function totalSql(b: Builder, project: string, plan: QueryPlan, where: string[]): string {
+  const group = countedGroup(plan);
+  if (!group) return `SELECT count(*) AS total, 0 AS deltas FROM portico_interfaces WHERE ${where.join(' AND ')}`;
+  const archived = group.archived.length === 1 ? `archived = ${b.param(group.archived[0])}` : 'archived IN (false, true)';
+  return `SELECT coalesce(sum(delta), 0) AS total, count(*) AS deltas FROM portico_counts
+  WHERE project = ${b.param(project)} AND dimension = ${b.param(group.dimension)} AND value = ${b.param(group.value)} AND ${archived}`;
+}
+
+/**
+ * The statement for a planned search in one project. Its rows: `total` and `deltas` on each, and the page's
  * records (RECORD_COLUMNS, coded), at most limit + 1 of them; one row with null columns when
  * the page is empty.
  */
@@ -227,9 +241,8 @@ export function searchStatement(project: string, plan: QueryPlan): Statement {
   const order = [...sorts.flatMap(({ columns, desc }) => columns.order.map((column) => `${column} ${desc ? 'DESC' : 'ASC'}`)), 'uuid ASC'];
   const page = [...where];
   if (plan.after) page.push(afterSql(b, sorts, plan.after));
-  const filters = where.join(' AND ');
-  const text = `SELECT counted.total, page.*
-FROM (SELECT count(*) AS total FROM portico_interfaces WHERE ${filters}) AS counted
+  const text = `SELECT counted.total, counted.deltas, page.*
+FROM (${totalSql(b, project, plan, where)}) AS counted
 LEFT JOIN LATERAL (
   SELECT ${RECORD_COLUMNS.join(', ')} FROM portico_interfaces
   WHERE ${page.join(' AND ')}
