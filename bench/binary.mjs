@@ -1,10 +1,9 @@
 // Issue 5: upload and read of 1 GiB through the gateway beside a raw ws floor with the same frame
 // size, in the same run; peak gateway RSS sampled during each transfer.
-import { spawn } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { openWs } from './floors.mjs';
-import { ROOT, rssMb } from './lib.mjs';
+import { openWs, startFloorServer } from './floors.mjs';
+import { rssMb } from './lib.mjs';
 
 const MiB = 1024 * 1024;
 export const FRAME = MiB;
@@ -44,11 +43,7 @@ async function withPeakRss(pid, work) {
   }
 }
 
-export async function startBinaryFloor() {
-  const child = spawn(process.execPath, [path.join(ROOT, 'bench/floor/ws-binary-server.mjs')], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const port = await new Promise((resolve) => child.stdout.once('data', (d) => resolve(Number(String(d).trim()))));
-  return { url: `ws://127.0.0.1:${port}`, stop: () => child.kill('SIGTERM') };
-}
+export const startBinaryFloor = () => startFloorServer('ws-binary-server.mjs');
 
 /** MB/s of raw ws client → server and server → client, FRAME-sized frames. */
 export async function binaryFloor(url, total) {
