@@ -1,5 +1,6 @@
 // Shared bench helpers: percentiles, formatting, spawning the gateway, bounded loops.
 import { spawn } from 'node:child_process';
+import { closeSync, openSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import { cp, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -85,18 +86,19 @@ export async function demoProject() {
 export function startGateway(project, extraArgs = [], { env = {} } = {}) {
   const allocFile = path.join(tmpdir(), `portico-bench-alloc-${process.pid}-${Math.random().toString(36).slice(2)}`);
   const nodeArgs = ['--import', path.join(ROOT, 'bench/alloc-probe.mjs'), ...(process.env.GW_NODE_ARGS ? process.env.GW_NODE_ARGS.split(' ') : [])];
+  // Its log (an access line per request) goes to a file: printed, it would bury the figures, and
+  // a pipe read by this busy process would slow the gateway's synchronous log writes. Its last
+  // lines are printed if it dies.
+  const logFile = path.join(tmpdir(), `portico-bench-gateway-${process.pid}-${Math.random().toString(36).slice(2)}.log`);
+  const logFd = openSync(logFile, 'w');
   const child = spawn(process.execPath, [...nodeArgs, path.join(ROOT, 'packages/server/bin/portico.js'), 'serve', project, '--port', '0', ...extraArgs], {
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['ignore', 'pipe', logFd],
     env: { ...process.env, ...env, PORTICO_BENCH_ALLOC_FILE: allocFile },
   });
-  // Its log (an access line per request) would bury the figures: only the last lines are kept,
-  // and printed if it dies.
-  let logTail = [];
-  child.stderr.setEncoding('utf8').on('data', (text) => {
-    logTail = logTail.concat(text.split('\n')).slice(-40);
-  });
+  closeSync(logFd);
   child.once('exit', (code, signal) => {
-    if (code && signal !== 'SIGTERM') console.error(`gateway exited with ${code}; its last log lines:\n${logTail.join('\n')}`);
+    if (code && signal !== 'SIGTERM') console.error(`gateway exited with ${code}; its last log lines:\n${readFileSync(logFile, 'utf8').split('\n').slice(-40).join('\n')}`);
+    rmSync(logFile, { force: true });
   });
   const measure = async (work) => {
     const { readFile, rm: remove } = await import('node:fs/promises');

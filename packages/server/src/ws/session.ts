@@ -241,6 +241,7 @@ export class Session extends SocketSession<ClientFrame> {
   private sendPaced(frame: object | Buffer): Promise<void> | undefined {
     if (this.socket.readyState !== this.socket.OPEN) return Promise.reject(new Error('socket closed'));
     const data = Buffer.isBuffer(frame) ? frame : JSON.stringify(frame);
+    this.corkForThisTick();
     if (this.socket.bufferedAmount < LIMITS.socketHighWaterBytes) {
       this.socket.send(data);
       return undefined;
