@@ -3,8 +3,8 @@ import http from 'node:http';
 import { openWs } from './floors.mjs';
 import { summarize, us } from './lib.mjs';
 
-async function connectedSocket(url, target = 'streamer') {
-  const ws = await openWs(`${url.replace(/^http/, 'ws')}/v1/interfaces/ws`);
+export async function connectedSocket(url, { target = 'streamer', deflate = false } = {}) {
+  const ws = await openWs(`${url.replace(/^http/, 'ws')}/v1/interfaces/ws`, [], { deflate });
   await new Promise((resolve, reject) => {
     ws.once('message', (data) => {
       const frame = JSON.parse(data);
@@ -46,8 +46,8 @@ export async function wsCallLoop(url, { connections = 1, perConnection = 2000, w
 }
 
 /** Pipelined calls: each socket keeps `inFlight` calls outstanding. Returns calls per second and how many calls. */
-export async function wsCallPipelined(url, { connections = 8, total = 40000, inFlight = 32 } = {}) {
-  const sockets = await Promise.all(Array.from({ length: connections }, () => connectedSocket(url)));
+export async function wsCallPipelined(url, { connections = 8, total = 40000, inFlight = 32, deflate = false } = {}) {
+  const sockets = await Promise.all(Array.from({ length: connections }, () => connectedSocket(url, { deflate })));
   const per = Math.floor(total / connections);
   const t0 = process.hrtime.bigint();
   await Promise.all(

@@ -17,8 +17,9 @@ export async function startFloorServer(file, scheme = 'ws') {
 export const startWsEcho = () => startFloorServer('ws-echo-server.mjs');
 export const startHttpFloor = () => startFloorServer('http-server.mjs', 'http');
 
-export function openWs(url, protocols = []) {
-  const ws = new WebSocket(url, protocols, { perMessageDeflate: false });
+/** Opens a ws client; `deflate: true` offers permessage-deflate as browsers do, compressing every frame it sends. */
+export function openWs(url, protocols = [], { deflate = false } = {}) {
+  const ws = new WebSocket(url, protocols, { perMessageDeflate: deflate ? { clientMaxWindowBits: true, threshold: 0 } : false });
   return new Promise((resolve, reject) => {
     ws.once('open', () => resolve(ws));
     ws.once('error', reject);

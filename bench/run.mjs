@@ -9,6 +9,8 @@ import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { restCalls, wsCallLoop, wsCallPipelined } from './calls.mjs';
 import { binaryFloor, binaryGateway, startBinaryFloor } from './binary.mjs';
+import { compressionBench } from './compression.mjs';
+import { echoFloor, manySockets, SOCKETS } from './sockets.mjs';
 import { executionsBench } from './executions.mjs';
 import { widgetsBench } from './widgets.mjs';
 import { indexBench } from './index.mjs';
@@ -29,7 +31,7 @@ const jsonTarget = jsonAt < 0 ? undefined : args[jsonAt + 1] && !SECTIONS.includ
 // --runs N: each call figure is the median of N runs (default 3; the machine is shared and noisy).
 const runsAt = args.indexOf('--runs');
 const RUNS = runsAt < 0 ? 3 : Number(args[runsAt + 1]);
-const only = args.filter((a, i) => !a.startsWith('--') && !(i === jsonAt + 1 && jsonTarget !== '-') && !(runsAt >= 0 && i === runsAt + 1));
+const only = args.filter((a, i) => !a.startsWith('--') && !(jsonAt >= 0 && i === jsonAt + 1 && jsonTarget !== '-') && !(runsAt >= 0 && i === runsAt + 1));
 for (const name of only) {
   if (!SECTIONS.includes(name)) {
     console.error(`Unknown bench section ${name}; one of ${SECTIONS.join(', ')}`);
@@ -122,6 +124,33 @@ try {
       ]);
     } finally {
       binary.stop();
+    }
+  }
+
+  if (want('compression')) {
+    section('compression', 'Compression (issue 22): permessage-deflate on vs off (the floor), a client compressing every frame it sends as browsers do');
+    // Its own copy of the project: the embedded index admits one gateway per project.
+    const secondProject = await demoProject();
+    const compressing = await startGateway(secondProject.dir, ['--ws-compression', 'on']);
+    try {
+      report(await compressionBench(gw.url, compressing.url, RUNS));
+    } finally {
+      await compressing.stop();
+      await secondProject.remove();
+    }
+  }
+
+  if (want('sockets')) {
+    section('sockets', `Many sockets (issue 22): ${SOCKETS} authenticated sockets on one gateway (api token), 1,000 of them calling; floor: the same calls on a raw ws echo`);
+    // Each socket is a file descriptor on both sides; the gateway inherits this process's limit.
+    const secondProject = await demoProject();
+    const token = 'bench-token-0123456789';
+    const crowded = await startGateway(secondProject.dir, ['--api-token', token]);
+    try {
+      report(await manySockets(crowded, token, await echoFloor(echo.url)));
+    } finally {
+      await crowded.stop();
+      await secondProject.remove();
     }
   }
 
