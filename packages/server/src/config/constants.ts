@@ -72,6 +72,11 @@ export const LIMITS = {
   uploadMaxDefault: 16 * 1024 ** 3,
   /** Bytes an upload may have received but not yet written before the socket stops reading (backpressure). */
   uploadHighWaterBytes: 16 * 1024 * 1024,
+  /**
+   * Bytes an upload writes between background flushes to disk (fdatasync while more arrive), so
+   * that the fsync before chunk_done has little left to do instead of the whole upload.
+   */
+  uploadSyncEveryBytes: 64 * 1024 * 1024,
   /** Bytes of one binary frame of a read (chunk_start mode read); the worker never sends a larger chunk. */
   readBlockBytes: 1024 * 1024,
   /** Nodes a provenance graph holds at most (then `truncated`). */
