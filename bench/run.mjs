@@ -8,7 +8,7 @@ import { cpus } from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { restCalls, wsCallLoop, wsCallPipelined } from './calls.mjs';
-import { binaryFloor, binaryGateway, startBinaryFloor } from './binary.mjs';
+import { binaryFloor, binaryGateway, diskFloor, startBinaryFloor } from './binary.mjs';
 import { compressionBench } from './compression.mjs';
 import { echoFloor, manySockets, SOCKETS } from './sockets.mjs';
 import { executionsBench } from './executions.mjs';
@@ -117,12 +117,13 @@ try {
       // Floor and gateway back to back in each run, so that both see the same load on a shared machine.
       const runs = await medianOf(RUNS, async () => {
         const f = await binaryFloor(binary.url, GiB);
-        return { floorUp: f.up, floorDown: f.down, ...(await binaryGateway(gw.url, gw.pid, project.dir, GiB)) };
+        return { floorUp: f.up, floorDown: f.down, disk: await diskFloor(project.dir, GiB), ...(await binaryGateway(gw.url, gw.pid, project.dir, GiB)) };
       });
       const floor = { up: runs.floorUp, down: runs.floorDown };
       const through = runs;
       report([
         { name: 'upload MB/s (client -> gateway -> disk, fsync)', value: through.up, unit: ' MB/s', floor: floor.up, target: 0.6 * floor.up, higherIsBetter: true },
+        { name: 'upload MB/s beside the disk alone (1 MiB writes + fsync, no network)', value: through.up, unit: ' MB/s', floor: runs.disk },
         { name: 'read MB/s (disk -> worker -> gateway -> client)', value: through.down, unit: ' MB/s', floor: floor.down, target: 0.6 * floor.down, higherIsBetter: true },
         { name: 'gateway peak RSS during the upload', value: through.upPeak, unit: ' MB', target: 200 },
         { name: 'gateway peak RSS during the read', value: through.downPeak, unit: ' MB', target: 200 },
