@@ -80,7 +80,8 @@ export async function demoProject() {
 
 /**
  * Starts the built gateway as its own process; resolves with its URL. `gw.measure(work)` runs
- * `work` and returns its result with the gateway's CPU seconds and allocated bytes meanwhile
+ * `work` and returns its result with the CPU seconds of the gateway and of its workers, and the
+ * gateway's allocated bytes, meanwhile
  * (bench/alloc-probe.mjs is loaded into it for the latter). `env` adds to its environment.
  */
 export function startGateway(project, extraArgs = [], { env = {} } = {}) {
@@ -100,21 +101,30 @@ export function startGateway(project, extraArgs = [], { env = {} } = {}) {
     if (code && signal !== 'SIGTERM') console.error(`gateway exited with ${code}; its last log lines:\n${readFileSync(logFile, 'utf8').split('\n').slice(-40).join('\n')}`);
     rmSync(logFile, { force: true });
   });
+  // The gateway's children are its Python workers (started before a measured phase by its warm-up).
+  const workersCpu = async () => {
+    const pids = readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8').trim().split(' ').filter(Boolean);
+    let total = 0;
+    for (const pid of pids) total += await cpuSeconds(pid).catch(() => 0);
+    return total;
+  };
   const measure = async (work) => {
     const { readFile, rm: remove } = await import('node:fs/promises');
     await remove(allocFile, { force: true });
     const cpu0 = await cpuSeconds(child.pid);
+    const workers0 = await workersCpu();
     child.kill('SIGUSR2');
     const result = await work();
     child.kill('SIGUSR2');
     const cpu = (await cpuSeconds(child.pid)) - cpu0;
+    const workerCpu = (await workersCpu()) - workers0;
     let allocated;
     for (let i = 0; i < 200 && allocated === undefined; i++) {
       allocated = await readFile(allocFile, 'utf8').then(Number, () => undefined);
       if (allocated === undefined) await new Promise((r) => setTimeout(r, 10));
     }
     await remove(allocFile, { force: true });
-    return { result, cpu, allocated };
+    return { result, cpu, workerCpu, allocated };
   };
   return new Promise((resolve, reject) => {
     let out = '';

@@ -90,20 +90,23 @@ try {
         { name: `ws calls/s closed loop, ${connections} conn`, value: r.perSecond, unit: '/s' },
       );
     }
-    const pipelined = await medianOf(RUNS, () => gw.measure(() => wsCallPipelined(gw.url, { connections: 8, inFlight: 32 })).then((m) => ({ rate: m.result.rate, cpuUs: (m.cpu * 1e6) / m.result.calls, allocB: m.allocated / m.result.calls })));
+    const perCall = (m, calls) => ({ cpuUs: (m.cpu * 1e6) / calls, workerUs: (m.workerCpu * 1e6) / calls, allocB: m.allocated / calls });
+    const pipelined = await medianOf(RUNS, () => gw.measure(() => wsCallPipelined(gw.url, { connections: 8, inFlight: 32 })).then((m) => ({ rate: m.result.rate, ...perCall(m, m.result.calls) })));
     rows.push(
       { name: 'ws calls/s pipelined (8 conns x 32)', value: pipelined.rate, unit: '/s', floor: floors.wsPipelined, target: 0.5 * floors.wsPipelined, higherIsBetter: true },
       { name: 'gateway CPU per ws call (pipelined)', value: pipelined.cpuUs, unit: ' µs' },
       { name: 'gateway allocations per ws call (pipelined)', value: pipelined.allocB, unit: ' B' },
+      { name: 'Python worker CPU per ws call (pipelined)', value: pipelined.workerUs, unit: ' µs' },
     );
     const http = await medianOf(RUNS, () => restCalls(gw.url, { path: '/v1/health', method: 'GET', total: 2000 }));
-    const rest = await medianOf(RUNS, () => gw.measure(() => restCalls(gw.url)).then((m) => ({ ...m.result, cpuUs: (m.cpu * 1e6) / m.result.calls, allocB: m.allocated / m.result.calls })));
+    const rest = await medianOf(RUNS, () => gw.measure(() => restCalls(gw.url)).then((m) => ({ ...m.result, ...perCall(m, m.result.calls) })));
     rows.push(
       { name: 'REST GET /v1/health p50 (HTTP stack, no Python)', value: http.p50, unit: ' µs' },
       { name: 'REST call p50 (1 keep-alive client)', value: rest.p50, unit: ' µs', floor: floors.http1.p50 + floors.pipe.p50, target: 2 },
       { name: 'REST calls/s (16 keep-alive clients)', value: rest.perSecond, unit: '/s', floor: floors.http1.perSecond, target: 0.6 * floors.http1.perSecond, higherIsBetter: true },
       { name: 'gateway CPU per REST call', value: rest.cpuUs, unit: ' µs' },
       { name: 'gateway allocations per REST call', value: rest.allocB, unit: ' B' },
+      { name: 'Python worker CPU per REST call', value: rest.workerUs, unit: ' µs' },
       { name: 'gateway RSS after the load', value: await rssMb(gw.pid), unit: ' MB' },
     );
     report(rows);
