@@ -1,10 +1,9 @@
 // Issue 5: upload and read of 1 GiB through the gateway beside a raw ws floor with the same frame
 // size, in the same run; peak gateway RSS sampled during each transfer.
-import { spawn } from 'node:child_process';
-import { writeFile } from 'node:fs/promises';
+import { open, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { openWs } from './floors.mjs';
-import { ROOT, rssMb } from './lib.mjs';
+import { openWs, startFloorServer } from './floors.mjs';
+import { rssMb } from './lib.mjs';
 
 const MiB = 1024 * 1024;
 export const FRAME = MiB;
@@ -46,11 +45,7 @@ async function withPeakRss(pid, work) {
   }
 }
 
-export async function startBinaryFloor() {
-  const child = spawn(process.execPath, [path.join(ROOT, 'bench/floor/ws-binary-server.mjs')], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const port = await new Promise((resolve) => child.stdout.once('data', (d) => resolve(Number(String(d).trim()))));
-  return { url: `ws://127.0.0.1:${port}`, stop: () => child.kill('SIGTERM') };
-}
+export const startBinaryFloor = () => startFloorServer('ws-binary-server.mjs');
 
 /** MB/s of raw ws client → server and server → client, FRAME-sized frames. */
 export async function binaryFloor(url, total) {
@@ -71,6 +66,25 @@ export async function binaryFloor(url, total) {
   ws.close();
   if (received !== total) throw new Error(`floor read ${received} of ${total} bytes`);
   return { up, down };
+}
+
+/**
+ * MB/s of writing `total` bytes to a file in `dir` (the project's disk) in FRAME-sized writes and
+ * then fsync: what an upload's durability costs with no network and no gateway.
+ */
+export async function diskFloor(dir, total) {
+  const file = path.join(dir, `.disk-floor-${process.pid}`);
+  const block = Buffer.alloc(FRAME, 5);
+  const t0 = process.hrtime.bigint();
+  const handle = await open(file, 'w');
+  try {
+    for (let written = 0; written < total; written += FRAME) await handle.write(block, 0, Math.min(FRAME, total - written));
+    await handle.sync();
+  } finally {
+    await handle.close();
+    await rm(file, { force: true });
+  }
+  return total / MiB / (Number(process.hrtime.bigint() - t0) / 1e9);
 }
 
 /** Upload then read of `total` bytes through the gateway (demo-free `blobs` module written into the project). */

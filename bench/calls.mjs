@@ -1,10 +1,10 @@
+// Issues 2, 22: WebSocket and REST remote-call latency and throughput through the real gateway.
 import http from 'node:http';
-// Issue 2: WebSocket and REST remote-call latency and throughput through the real gateway.
 import { openWs } from './floors.mjs';
 import { summarize, us } from './lib.mjs';
 
-async function connectedSocket(url, target = 'streamer') {
-  const ws = await openWs(`${url.replace(/^http/, 'ws')}/v1/interfaces/ws`);
+export async function connectedSocket(url, { target = 'streamer', deflate = false } = {}) {
+  const ws = await openWs(`${url.replace(/^http/, 'ws')}/v1/interfaces/ws`, [], { deflate });
   await new Promise((resolve, reject) => {
     ws.once('message', (data) => {
       const frame = JSON.parse(data);
@@ -45,9 +45,9 @@ export async function wsCallLoop(url, { connections = 1, perConnection = 2000, w
   return { ...summarize(samples), perSecond: (connections * perConnection) / seconds };
 }
 
-/** Pipelined calls: each socket keeps `inFlight` calls outstanding. Returns calls per second. */
-export async function wsCallPipelined(url, { connections = 8, total = 40000, inFlight = 64 } = {}) {
-  const sockets = await Promise.all(Array.from({ length: connections }, () => connectedSocket(url)));
+/** Pipelined calls: each socket keeps `inFlight` calls outstanding. Returns calls per second and how many calls. */
+export async function wsCallPipelined(url, { connections = 8, total = 40000, inFlight = 32, deflate = false } = {}) {
+  const sockets = await Promise.all(Array.from({ length: connections }, () => connectedSocket(url, { deflate })));
   const per = Math.floor(total / connections);
   const t0 = process.hrtime.bigint();
   await Promise.all(
@@ -70,7 +70,7 @@ export async function wsCallPipelined(url, { connections = 8, total = 40000, inF
   );
   const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
   for (const ws of sockets) ws.close();
-  return (per * connections) / seconds;
+  return { rate: (per * connections) / seconds, calls: per * connections };
 }
 
 /**
@@ -107,5 +107,5 @@ export async function restCalls(url, { count = 1500, warmup = 100, concurrency =
   );
   const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
   agent.destroy();
-  return { ...summarize(samples), perSecond: total / seconds };
+  return { ...summarize(samples), perSecond: total / seconds, calls: warmup + count + total };
 }

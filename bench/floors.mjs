@@ -7,14 +7,19 @@ import { ROOT, summarize, us } from './lib.mjs';
 
 const HERE = path.join(ROOT, 'bench/floor');
 
-export async function startWsEcho() {
-  const child = spawn(process.execPath, [path.join(HERE, 'ws-echo-server.mjs')], { stdio: ['ignore', 'pipe', 'inherit'] });
+/** Starts one of the floor servers in bench/floor (it prints its port); `scheme` is ws or http. */
+export async function startFloorServer(file, scheme = 'ws') {
+  const child = spawn(process.execPath, [path.join(HERE, file)], { stdio: ['ignore', 'pipe', 'inherit'] });
   const port = await new Promise((resolve) => child.stdout.once('data', (d) => resolve(Number(String(d).trim()))));
-  return { url: `ws://127.0.0.1:${port}`, stop: () => child.kill('SIGTERM') };
+  return { url: `${scheme}://127.0.0.1:${port}`, pid: child.pid, stop: () => child.kill('SIGTERM') };
 }
 
-export function openWs(url, protocols = []) {
-  const ws = new WebSocket(url, protocols, { perMessageDeflate: false });
+export const startWsEcho = () => startFloorServer('ws-echo-server.mjs');
+export const startHttpFloor = () => startFloorServer('http-server.mjs', 'http');
+
+/** Opens a ws client; `deflate: true` offers permessage-deflate as browsers do, compressing every frame it sends. */
+export function openWs(url, protocols = [], { deflate = false } = {}) {
+  const ws = new WebSocket(url, protocols, { perMessageDeflate: deflate ? { clientMaxWindowBits: true, threshold: 0 } : false });
   return new Promise((resolve, reject) => {
     ws.once('open', () => resolve(ws));
     ws.once('error', reject);

@@ -1,5 +1,6 @@
 // Shared bench helpers: percentiles, formatting, spawning the gateway, bounded loops.
 import { spawn } from 'node:child_process';
+import { closeSync, openSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import { cp, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -22,6 +23,33 @@ export function summarize(samplesUs) {
 export const us = (ns) => Number(ns) / 1000;
 export const fmt = (v, unit = '') => (Number.isFinite(v) ? `${v >= 100 ? v.toFixed(0) : v >= 1 ? v.toFixed(1) : v.toFixed(3)}${unit}` : 'n/a');
 
+/** Every row `report` printed, with the section it came under (for `npm run bench -- --json`). */
+export const recorded = [];
+let currentSection = '';
+
+/** Prints a section heading; rows reported after it are recorded under `name`. */
+export function section(name, heading) {
+  currentSection = name;
+  console.log(`\n${heading}`);
+}
+
+/** The median of `runs` runs of `measure` (each a number, or an object whose numeric fields are taken one by one). */
+export async function medianOf(runs, measure) {
+  const results = [];
+  for (let i = 0; i < runs; i++) results.push(await measure(i));
+  const mid = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+  if (typeof results[0] === 'number') return mid(results);
+  return Object.fromEntries(Object.keys(results[0]).map((k) => [k, typeof results[0][k] === 'number' ? mid(results.map((r) => r[k])) : results[0][k]]));
+}
+
+/** CPU seconds (user + system) a process has used so far (Linux /proc). */
+export async function cpuSeconds(pid) {
+  const { readFile } = await import('node:fs/promises');
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (USER_HZ 100)
+}
+
 /**
  * Prints one figure beside its floor and the ratio; `target` is the ratio to meet. A `baseline`
  * ({ name, value }) is another way to get the same answer, printed beside the figure with the
@@ -34,9 +62,10 @@ export function report(rows) {
     const ratio = r.floor ? r.value / r.floor : undefined;
     const absolute = ratio === undefined || r.higherIsBetter;
     const met = r.target === undefined ? undefined : r.higherIsBetter ? r.value >= r.target : absolute ? r.value <= r.target : ratio <= r.target;
+    recorded.push({ section: currentSection, ...r, met });
     const verdict = met === undefined ? '' : met ? '  ok' : '  MISSED';
     const ratioText = ratio === undefined ? '' : `  (${ratio.toFixed(2)}x floor${r.target !== undefined && !absolute ? `, target <= ${r.target}x` : ''})`;
-    const targetText = r.target !== undefined && absolute ? `  (target ${r.higherIsBetter ? '>=' : '<='} ${r.target}${r.unit})` : '';
+    const targetText = r.target !== undefined && absolute ? `  (target ${r.higherIsBetter ? '>=' : '<='} ${fmt(r.target, r.unit)})` : '';
     const baselineText = r.baseline ? `   ${r.baseline.name} ${fmt(r.baseline.value, r.unit)} (${fmt(r.baseline.value / r.value, 'x')} faster)` : '';
     console.log(`  ${r.name.padEnd(width)}  ${fmt(r.value, r.unit).padStart(10)}${r.floor ? `   floor ${fmt(r.floor, r.unit)}` : ''}${baselineText}${ratioText}${targetText}${verdict}`);
   }
@@ -59,17 +88,60 @@ export async function onDemoCopy(fn) {
   }
 }
 
-/** Starts the built gateway as its own process; resolves with its URL. */
-export function startGateway(project, extraArgs = []) {
-  const child = spawn(process.execPath, [...(process.env.GW_NODE_ARGS ? process.env.GW_NODE_ARGS.split(' ') : []), path.join(ROOT, 'packages/server/bin/portico.js'), 'serve', project, '--port', '0', ...extraArgs], {
-    stdio: ['ignore', 'pipe', 'inherit'],
+/**
+ * Starts the built gateway as its own process; resolves with its URL. `gw.measure(work)` runs
+ * `work` and returns its result with the CPU seconds of the gateway and of its workers, and the
+ * gateway's allocated bytes, meanwhile
+ * (bench/alloc-probe.mjs is loaded into it for the latter). `env` adds to its environment.
+ */
+export function startGateway(project, extraArgs = [], { env = {} } = {}) {
+  const allocFile = path.join(tmpdir(), `portico-bench-alloc-${process.pid}-${Math.random().toString(36).slice(2)}`);
+  const nodeArgs = ['--import', path.join(ROOT, 'bench/alloc-probe.mjs'), ...(process.env.GW_NODE_ARGS ? process.env.GW_NODE_ARGS.split(' ') : [])];
+  // Its log (an access line per request) goes to a file: printed, it would bury the figures, and
+  // a pipe read by this busy process would slow the gateway's synchronous log writes. Its last
+  // lines are printed if it dies.
+  const logFile = path.join(tmpdir(), `portico-bench-gateway-${process.pid}-${Math.random().toString(36).slice(2)}.log`);
+  const logFd = openSync(logFile, 'w');
+  const child = spawn(process.execPath, [...nodeArgs, path.join(ROOT, 'packages/server/bin/portico.js'), 'serve', project, '--port', '0', ...extraArgs], {
+    stdio: ['ignore', 'pipe', logFd],
+    env: { ...process.env, ...env, PORTICO_BENCH_ALLOC_FILE: allocFile },
   });
+  closeSync(logFd);
+  child.once('exit', (code, signal) => {
+    if (code && signal !== 'SIGTERM') console.error(`gateway exited with ${code}; its last log lines:\n${readFileSync(logFile, 'utf8').split('\n').slice(-40).join('\n')}`);
+    rmSync(logFile, { force: true });
+  });
+  // The gateway's children are its Python workers (started before a measured phase by its warm-up).
+  const workersCpu = async () => {
+    const pids = readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8').trim().split(' ').filter(Boolean);
+    let total = 0;
+    for (const pid of pids) total += await cpuSeconds(pid).catch(() => 0);
+    return total;
+  };
+  const measure = async (work) => {
+    const { readFile, rm: remove } = await import('node:fs/promises');
+    await remove(allocFile, { force: true });
+    const cpu0 = await cpuSeconds(child.pid);
+    const workers0 = await workersCpu();
+    child.kill('SIGUSR2');
+    const result = await work();
+    child.kill('SIGUSR2');
+    const cpu = (await cpuSeconds(child.pid)) - cpu0;
+    const workerCpu = (await workersCpu()) - workers0;
+    let allocated;
+    for (let i = 0; i < 200 && allocated === undefined; i++) {
+      allocated = await readFile(allocFile, 'utf8').then(Number, () => undefined);
+      if (allocated === undefined) await new Promise((r) => setTimeout(r, 10));
+    }
+    await remove(allocFile, { force: true });
+    return { result, cpu, workerCpu, allocated };
+  };
   return new Promise((resolve, reject) => {
     let out = '';
     child.stdout.on('data', (d) => {
       out += d;
       const m = /API\s+(http:\/\/\S+)\/v1/.exec(out);
-      if (m) resolve({ url: m[1], child, pid: child.pid, stop: () => new Promise((r) => { child.once('exit', r); child.kill('SIGTERM'); }) });
+      if (m) resolve({ url: m[1], child, pid: child.pid, measure, stop: () => new Promise((r) => { if (child.exitCode !== null) return r(); child.once('exit', r); child.kill('SIGTERM'); }) });
     });
     child.once('exit', (code) => reject(new Error(`gateway exited (${code}): ${out}`)));
   });

@@ -1,91 +1,134 @@
 #!/usr/bin/env node
 // `npm run bench`: every figure beside its floor measured in this same run. Never part of `npm test`.
-// `npm run bench -- calls binary` runs only the named sections (floors, calls, binary, widgets,
+// `npm run bench -- calls binary` runs only the named sections (floors, calls, binary, compression, sockets, widgets,
 // anywidgets, executions, index, postgres, slurm), so a before/after comparison of one part need not wait for all of them.
 import { existsSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import { cpus } from 'node:os';
 import path from 'node:path';
+import { execFileSync } from 'node:child_process';
 import { restCalls, wsCallLoop, wsCallPipelined } from './calls.mjs';
-import { binaryFloor, binaryGateway, bufferFloorRoundTrip, startBinaryFloor, widgetBufferRoundTrip } from './binary.mjs';
+import { binaryFloor, binaryGateway, bufferFloorRoundTrip, diskFloor, startBinaryFloor, widgetBufferRoundTrip } from './binary.mjs';
+import { compressionBench } from './compression.mjs';
+import { echoFloor, manySockets, SOCKETS } from './sockets.mjs';
 import { executionsBench } from './executions.mjs';
 import { widgetsBench } from './widgets.mjs';
 import { anywidgetsBench } from './anywidgets.mjs';
 import { indexBench } from './index.mjs';
 import { postgresBench } from './postgres.mjs';
-import { pipeEchoRtt, startWsEcho, wsEchoRtt, wsEchoThroughput } from './floors.mjs';
-import { demoProject, onDemoCopy, report, ROOT, rssMb, startGateway } from './lib.mjs';
+import { pipeEchoRtt, startHttpFloor, startWsEcho, wsEchoRtt, wsEchoThroughput } from './floors.mjs';
+import { demoProject, medianOf, onDemoCopy, recorded, report, ROOT, rssMb, section, startGateway } from './lib.mjs';
 
 if (!existsSync(path.join(ROOT, 'packages/server/dist/cli/main.js'))) {
   console.error('Build first: npm run build');
   process.exit(1);
 }
 
-const SECTIONS = ['floors', 'calls', 'binary', 'widgets', 'anywidgets', 'executions', 'index', 'postgres', 'slurm'];
-const only = process.argv.slice(2);
+const SECTIONS = ['floors', 'calls', 'binary', 'compression', 'sockets', 'widgets', 'anywidgets', 'executions', 'index', 'postgres', 'slurm'];
+const args = process.argv.slice(2);
+// --json [file]: also write every figure as JSON (to the file, or to stdout when none is named).
+const jsonAt = args.indexOf('--json');
+const jsonTarget = jsonAt < 0 ? undefined : args[jsonAt + 1] && !SECTIONS.includes(args[jsonAt + 1]) && !args[jsonAt + 1].startsWith('--') ? args[jsonAt + 1] : '-';
+// --runs N: each call figure is the median of N runs (default 3; the machine is shared and noisy).
+const runsAt = args.indexOf('--runs');
+const RUNS = runsAt < 0 ? 3 : Number(args[runsAt + 1]);
+const only = args.filter((a, i) => !a.startsWith('--') && !(jsonAt >= 0 && i === jsonAt + 1 && jsonTarget !== '-') && !(runsAt >= 0 && i === runsAt + 1));
 for (const name of only) {
   if (!SECTIONS.includes(name)) {
     console.error(`Unknown bench section ${name}; one of ${SECTIONS.join(', ')}`);
     process.exit(2);
   }
 }
+if (!(RUNS >= 1)) {
+  console.error('--runs takes a positive number');
+  process.exit(2);
+}
 const want = (name) => only.length === 0 || only.includes(name);
+// With --json on stdout, the human-readable lines go to stderr so that stdout is the JSON alone.
+if (jsonTarget === '-') console.log = (...line) => console.error(...line);
 
-console.log(`Portico bench — node ${process.version}, ${(await import('node:os')).cpus().length} cores\n`);
+const CORES = cpus().length;
+console.log(`Portico bench — node ${process.version}, ${CORES} cores, each call figure the median of ${RUNS} runs`);
 
 const echo = await startWsEcho();
+const httpFloor = await startHttpFloor();
 const project = await demoProject();
 const gw = await startGateway(project.dir);
 try {
   // The call rows are reported against the floors, so asking for calls measures them too.
   const wantFloors = want('floors') || want('calls');
-  if (wantFloors) console.log('Floors');
-  const wsFloor = wantFloors ? await wsEchoRtt(echo.url) : null;
-  const pipeFloor = wantFloors ? await pipeEchoRtt() : null;
-  const wsFloorTput = wantFloors ? await wsEchoThroughput(echo.url, { connections: 8 }) : null;
-  const floorP50 = wantFloors ? wsFloor.p50 + pipeFloor.p50 : null;
-  const floorP99 = wantFloors ? wsFloor.p99 + pipeFloor.p99 : null;
-  if (wantFloors) report([
-    { name: 'raw ws echo RTT p50', value: wsFloor.p50, unit: ' µs' },
-    { name: 'raw ws echo RTT p99', value: wsFloor.p99, unit: ' µs' },
-    { name: 'raw pipe echo RTT p50 (Node<->Python)', value: pipeFloor.p50, unit: ' µs' },
-    { name: 'raw pipe echo RTT p99', value: pipeFloor.p99, unit: ' µs' },
-    { name: 'floor for a call (ws + pipe) p50', value: floorP50, unit: ' µs' },
-    { name: 'raw ws echo pipelined msgs/s (8 conns)', value: wsFloorTput, unit: '/s' },
-  ]);
+  let floors;
+  if (wantFloors) {
+    section('floors', 'Floors (same run, same machine)');
+    floors = {
+      ws: await medianOf(RUNS, () => wsEchoRtt(echo.url)),
+      pipe: await medianOf(RUNS, () => pipeEchoRtt()),
+      wsPipelined: await medianOf(RUNS, () => wsEchoThroughput(echo.url, { connections: 8, inFlight: 32 })),
+      http1: await medianOf(RUNS, () => restCalls(httpFloor.url, { path: '/', concurrency: 16 })),
+    };
+    floors.callP50 = floors.ws.p50 + floors.pipe.p50;
+    floors.callP99 = floors.ws.p99 + floors.pipe.p99;
+    report([
+      { name: 'raw ws echo RTT p50', value: floors.ws.p50, unit: ' µs' },
+      { name: 'raw ws echo RTT p99', value: floors.ws.p99, unit: ' µs' },
+      { name: 'raw pipe echo RTT p50 (Node<->Python)', value: floors.pipe.p50, unit: ' µs' },
+      { name: 'raw pipe echo RTT p99', value: floors.pipe.p99, unit: ' µs' },
+      { name: 'floor for a call (ws + pipe) p50', value: floors.callP50, unit: ' µs' },
+      { name: 'raw ws echo msgs/s pipelined (8 conns x 32)', value: floors.wsPipelined, unit: '/s' },
+      { name: 'raw http POST p50 (1 keep-alive client)', value: floors.http1.p50, unit: ' µs' },
+      { name: 'raw http POST/s (16 keep-alive clients)', value: floors.http1.perSecond, unit: '/s' },
+    ]);
+  }
 
   if (want('calls')) {
-    console.log('\nRemote calls (issue 2): demo streamer.echo through the gateway');
+    section('calls', 'Remote calls (issues 2, 22): demo streamer.echo through the gateway');
     const rows = [];
     for (const connections of [1, 8, 64]) {
-      const r = await wsCallLoop(gw.url, { connections, perConnection: connections === 1 ? 3000 : Math.ceil(6000 / connections) });
+      const r = await medianOf(RUNS, () => wsCallLoop(gw.url, { connections, perConnection: connections === 1 ? 3000 : Math.ceil(6000 / connections) }));
       rows.push(
-        { name: `ws call RTT p50, ${connections} conn`, value: r.p50, unit: ' µs', floor: floorP50, ...(connections === 1 ? { target: 1.5 } : {}) },
-        { name: `ws call RTT p99, ${connections} conn`, value: r.p99, unit: ' µs', floor: floorP99 },
+        { name: `ws call RTT p50, ${connections} conn`, value: r.p50, unit: ' µs', floor: floors.callP50, ...(connections === 1 ? { target: 1.5 } : {}) },
+        { name: `ws call RTT p99, ${connections} conn`, value: r.p99, unit: ' µs', floor: floors.callP99 },
         { name: `ws calls/s closed loop, ${connections} conn`, value: r.perSecond, unit: '/s' },
       );
     }
-    const pipelined = await wsCallPipelined(gw.url, { connections: 8, inFlight: 64 });
-    rows.push({ name: 'ws calls/s pipelined (8 conns x 64)', value: pipelined, unit: '/s', floor: wsFloorTput, target: 10000, higherIsBetter: true });
-    const http = await restCalls(gw.url, { path: '/v1/health', method: 'GET', total: 2000 });
-    const rest = await restCalls(gw.url);
+    const perCall = (m, calls) => ({ cpuUs: (m.cpu * 1e6) / calls, workerUs: (m.workerCpu * 1e6) / calls, allocB: m.allocated / calls });
+    const pipelined = await medianOf(RUNS, () => gw.measure(() => wsCallPipelined(gw.url, { connections: 8, inFlight: 32 })).then((m) => ({ rate: m.result.rate, ...perCall(m, m.result.calls) })));
+    rows.push(
+      { name: 'ws calls/s pipelined (8 conns x 32)', value: pipelined.rate, unit: '/s', floor: floors.wsPipelined, target: 0.5 * floors.wsPipelined, higherIsBetter: true },
+      { name: 'gateway CPU per ws call (pipelined)', value: pipelined.cpuUs, unit: ' µs' },
+      { name: 'gateway allocations per ws call (pipelined)', value: pipelined.allocB, unit: ' B' },
+      { name: 'Python worker CPU per ws call (pipelined)', value: pipelined.workerUs, unit: ' µs' },
+    );
+    const http = await medianOf(RUNS, () => restCalls(gw.url, { path: '/v1/health', method: 'GET', total: 2000 }));
+    const rest = await medianOf(RUNS, () => gw.measure(() => restCalls(gw.url)).then((m) => ({ ...m.result, ...perCall(m, m.result.calls) })));
     rows.push(
       { name: 'REST GET /v1/health p50 (HTTP stack, no Python)', value: http.p50, unit: ' µs' },
-      { name: 'REST call p50 (keep-alive)', value: rest.p50, unit: ' µs', floor: http.p50 + pipeFloor.p50 },
-      { name: 'REST calls/s (16 concurrent)', value: rest.perSecond, unit: '/s' },
+      { name: 'REST call p50 (1 keep-alive client)', value: rest.p50, unit: ' µs', floor: floors.http1.p50 + floors.pipe.p50, target: 2 },
+      { name: 'REST calls/s (16 keep-alive clients)', value: rest.perSecond, unit: '/s', floor: floors.http1.perSecond, target: 0.6 * floors.http1.perSecond, higherIsBetter: true },
+      { name: 'gateway CPU per REST call', value: rest.cpuUs, unit: ' µs' },
+      { name: 'gateway allocations per REST call', value: rest.allocB, unit: ' B' },
+      { name: 'Python worker CPU per REST call', value: rest.workerUs, unit: ' µs' },
       { name: 'gateway RSS after the load', value: await rssMb(gw.pid), unit: ' MB' },
     );
     report(rows);
   }
 
   if (want('binary')) {
-    console.log('\nBinary data plane (issue 5): 1 GiB upload and read, 1 MiB frames');
+    section('binary', 'Binary data plane (issues 5, 22): 1 GiB upload and read, 1 MiB frames');
     const GiB = 1024 ** 3;
     const MiB = 1024 ** 2;
     const binary = await startBinaryFloor();
     try {
-      const floor = await binaryFloor(binary.url, GiB);
-      const through = await binaryGateway(gw.url, gw.pid, project.dir, GiB);
+      // Floor and gateway back to back in each run, so that both see the same load on a shared machine.
+      const runs = await medianOf(RUNS, async () => {
+        const f = await binaryFloor(binary.url, GiB);
+        return { floorUp: f.up, floorDown: f.down, disk: await diskFloor(project.dir, GiB), ...(await binaryGateway(gw.url, gw.pid, project.dir, GiB)) };
+      });
+      const floor = { up: runs.floorUp, down: runs.floorDown };
+      const through = runs;
       report([
         { name: 'upload MB/s (client -> gateway -> disk, fsync)', value: through.up, unit: ' MB/s', floor: floor.up, target: 0.6 * floor.up, higherIsBetter: true },
+        { name: 'upload MB/s beside the disk alone (1 MiB writes + fsync, no network)', value: through.up, unit: ' MB/s', floor: runs.disk },
         { name: 'read MB/s (disk -> worker -> gateway -> client)', value: through.down, unit: ' MB/s', floor: floor.down, target: 0.6 * floor.down, higherIsBetter: true },
         { name: 'gateway peak RSS during the upload', value: through.upPeak, unit: ' MB', target: 200 },
         { name: 'gateway peak RSS during the read', value: through.downPeak, unit: ' MB', target: 200 },
@@ -104,34 +147,82 @@ try {
     }
   }
 
+  if (want('compression')) {
+    section('compression', 'Compression (issue 22): permessage-deflate on vs off (the floor), a client compressing every frame it sends as browsers do');
+    // Its own copy of the project: the embedded index admits one gateway per project.
+    const secondProject = await demoProject();
+    const compressing = await startGateway(secondProject.dir, ['--ws-compression', 'on']);
+    try {
+      report(await compressionBench(gw.url, compressing.url, RUNS));
+    } finally {
+      await compressing.stop();
+      await secondProject.remove();
+    }
+  }
+
+  if (want('sockets')) {
+    section('sockets', `Many sockets (issue 22): ${SOCKETS} authenticated sockets on one gateway (api token), 1,000 of them calling; floor: the same calls on a raw ws echo`);
+    // Each socket is a file descriptor on both sides; the gateway inherits this process's limit.
+    const secondProject = await demoProject();
+    const token = 'bench-token-0123456789';
+    const crowded = await startGateway(secondProject.dir, ['--api-token', token]);
+    try {
+      report(await manySockets(crowded, token, await echoFloor(echo.url)));
+    } finally {
+      await crowded.stop();
+      await secondProject.remove();
+    }
+  }
+
   if (want('widgets')) {
-    console.log('\nWidgets (issue 6): widget_set round trip beside the call round trip, same socket and instance');
+    section('widgets', 'Widgets (issue 6): widget_set round trip beside the call round trip, same socket and instance');
     report(await widgetsBench(gw.url));
   }
 
   if (want('anywidgets')) {
-    console.log('\nPublished anywidgets (issue 20): served by portico.widgets.serve, beside the demo counter on the same gateway');
+    section('anywidgets', 'Published anywidgets (issue 20): served by portico.widgets.serve, beside the demo counter on the same gateway');
     report(await onDemoCopy(anywidgetsBench));
   }
 
   if (want('executions')) {
-    console.log('\nExecutions (issue 4): demo trainer runs');
+    section('executions', 'Executions (issue 4): demo trainer runs');
     report(await executionsBench(gw.url, project.dir));
   }
 } finally {
   await gw.stop();
   echo.stop();
+  httpFloor.stop();
   await project.remove();
 }
 
 if (want('index')) {
-  console.log('\nConfig index (issues 3, 18): REST search and durable creates on a seeded project');
+  section('index', 'Config index (issues 3, 18): REST search and durable creates on a seeded project');
   report(await onDemoCopy(indexBench));
 }
 
 if (want('postgres')) {
-  console.log('\nConfig index on PostgreSQL (issue 18): 1M records seeded in bulk, beside a Map scan');
+  section('postgres', 'Config index on PostgreSQL (issue 18): 1M records seeded in bulk, beside a Map scan');
   report(await onDemoCopy(postgresBench));
 }
 
 if (want('slurm')) report(await (await import('./slurm.mjs')).slurmBench());
+
+if (jsonTarget) {
+  let commit = null;
+  try {
+    commit = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim();
+  } catch {
+    // not a git checkout: the figures stand without a commit
+  }
+  const figures = recorded.map((r) => ({
+    section: r.section,
+    name: r.name,
+    value: r.value,
+    unit: r.unit?.trim() ?? '',
+    ...(r.floor ? { floor: r.floor, ratio: r.value / r.floor } : {}),
+    ...(r.target !== undefined ? { target: r.target, met: r.met } : {}),
+  }));
+  const text = JSON.stringify({ node: process.version, cores: CORES, runs: RUNS, commit, date: new Date().toISOString(), figures }, null, 2);
+  if (jsonTarget === '-') process.stdout.write(`${text}\n`);
+  else await writeFile(jsonTarget, `${text}\n`);
+}

@@ -89,6 +89,7 @@ export async function startServer(overrides: Partial<GatewayOptions> = {}): Prom
         const deadline = Date.now() + drainMs;
         while (!drained() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, DRAIN_POLL_MS));
         for (const session of sockets.sessions) session.end(CLOSE_GOING_AWAY, 'going away');
+        sockets.stopHeartbeat();
         sockets.wss.close();
         server.closeAllConnections();
         // The closing handshakes get a moment; a client that never answers is not waited for.

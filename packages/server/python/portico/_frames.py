@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import struct
 import threading
 from typing import Any, BinaryIO, Callable
@@ -78,10 +77,8 @@ def read_frame(stream: BinaryIO) -> tuple[dict[str, Any], bytes] | None:
 
 
 class FrameReader:
-    """Reads frames from a pipe with its own buffer, so that it can tell whether the next frame
-    is already here (``ready``) — the worker's reader uses that to choose between running a call
-    itself (idle pipe: lowest latency) and handing it to the pool (requests queued: throughput).
-    """
+    """Reads frames from a pipe with its own buffer: pipelined requests are parsed from memory
+    instead of one read per frame."""
 
     def __init__(self, fd: int, chunk_bytes: int = 64 * 1024) -> None:
         self._fd = fd
@@ -103,18 +100,6 @@ class FrameReader:
                 return False
             self._buf += data
         return True
-
-    def _complete_frame_buffered(self) -> bool:
-        if self._available() < _PREFIX.size:
-            return False
-        header_len, body_len = _PREFIX.unpack_from(self._buf, self._pos)
-        return self._available() >= _PREFIX.size + header_len + body_len
-
-    def ready(self) -> bool:
-        """True when reading the next frame will not wait for the gateway."""
-        if self._complete_frame_buffered():
-            return True
-        return bool(select.select([self._fd], [], [], 0)[0])
 
     def read(self) -> tuple[dict[str, Any], bytes] | None:
         """The next frame; None on a clean EOF between frames."""

@@ -28,6 +28,12 @@ SLOW = """
             self.gate.set()
             return "opened"
 
+        def spin_until_gate(self):
+            # Pure Python, never blocking: only the interpreter's switch interval lets others run.
+            while not self.gate.is_set():
+                pass
+            return "spun"
+
         def quick(self):
             return "quick"
 
@@ -127,6 +133,15 @@ class WorkerConcurrencyTest(WorkerTestCase):
         self.assertEqual(self.worker.result(self.call("open_gate", uuid="gate")), "opened")
         self.assertEqual(self.worker.result(blocked), "released")
         self.assertEqual(self.worker.result(blocked_async), "async released")
+
+    def test_a_call_spinning_on_the_cpu_does_not_stall_the_reading(self) -> None:
+        # The thread that reads a call runs it; a call that never blocks must still see the reading
+        # handed over, or the open_gate that ends it would never be read.
+        spinning = self.call("spin_until_gate", uuid="spin")
+        self.assertEqual(self.worker.result(self.call("quick", uuid="other")), "quick")
+        self.assertEqual(self.worker.frames_for(spinning), [])
+        self.assertEqual(self.worker.result(self.call("open_gate", uuid="spin")), "opened")
+        self.assertEqual(self.worker.result(spinning), "spun")
 
     def test_many_concurrent_sleeping_calls_all_complete(self) -> None:
         requests = [self.call("sleepy", 0.2, uuid=f"many{i}") for i in range(40)]

@@ -44,6 +44,18 @@ export const SERVE_OPTIONS = [
     default: `${LIMITS.shutdownDrainMs / 1000}`,
     help: 'Seconds a shutdown (SIGTERM, Ctrl+C) lets requests, calls and uploads in flight finish before cutting them; a second signal stops at once.',
   },
+  {
+    flag: '--ws-compression',
+    env: 'PORTICO_WS_COMPRESSION',
+    default: 'off',
+    help: `on: negotiate permessage-deflate with clients that offer it (text frames from ${LIMITS.wsDeflateThresholdBytes / 1024} KiB up; binary frames never). Off by default: on loopback and fast links it costs more than it saves (README "Compression").`,
+  },
+  {
+    flag: '--ws-heartbeat',
+    env: 'PORTICO_WS_HEARTBEAT',
+    default: `${LIMITS.wsHeartbeatMs / 1000}`,
+    help: 'Seconds between pings to each WebSocket; a socket that has not answered the previous ping is closed as a dead peer (0: never ping).',
+  },
   { flag: '--log-level', env: 'PORTICO_LOG_LEVEL', default: 'info', help: `Least severe log line written to stderr (${LOG_LEVELS.join(', ')}); JSON lines unless stderr is a terminal.` },
   { flag: '--executor', env: 'PORTICO_EXECUTOR', default: 'local', help: `What runs executions: ${EXECUTORS.join(' or ')}. slurm submits each run with sbatch (the project must be on storage the compute nodes share; SLURM_CONF is passed through).` },
   { flag: '--slurm-partition', env: 'PORTICO_SLURM_PARTITION', default: '', help: 'Partition of Slurm jobs whose dispatch names none (default: the cluster’s default partition).' },
@@ -62,6 +74,11 @@ function list(value: string | undefined): string[] {
 
 function truthy(value: string | undefined): boolean {
   return ['1', 'true', 'yes', 'on'].includes((value ?? '').toLowerCase());
+}
+
+function onOff(flag: string, text: string): boolean {
+  if (text === 'on' || text === 'off') return text === 'on';
+  throw new UsageError(`${flag} must be on or off, got '${text}'`);
 }
 
 function logLevel(text: string): LogLevel {
@@ -155,6 +172,8 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
       insecure: { type: 'boolean' },
       'drain-timeout': { type: 'string' },
       'log-level': { type: 'string' },
+      'ws-compression': { type: 'string' },
+      'ws-heartbeat': { type: 'string' },
       executor: { type: 'string' },
       'slurm-partition': { type: 'string' },
       'slurm-account': { type: 'string' },
@@ -190,6 +209,8 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
       partition: slurmName('--slurm-partition', values['slurm-partition'] ?? env.PORTICO_SLURM_PARTITION),
       account: slurmName('--slurm-account', values['slurm-account'] ?? env.PORTICO_SLURM_ACCOUNT),
     },
+    wsCompression: onOff('--ws-compression', values['ws-compression'] ?? env.PORTICO_WS_COMPRESSION ?? 'off'),
+    wsHeartbeatMs: seconds('--ws-heartbeat', values['ws-heartbeat'] ?? env.PORTICO_WS_HEARTBEAT ?? String(LIMITS.wsHeartbeatMs / 1000)) * 1000,
     drainMs: seconds('--drain-timeout', values['drain-timeout'] ?? env.PORTICO_DRAIN_TIMEOUT ?? String(LIMITS.shutdownDrainMs / 1000)) * 1000,
   });
   if (options.enableSourceApi && !options.sourceToken) {

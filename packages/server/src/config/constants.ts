@@ -28,6 +28,19 @@ export const LIMITS = {
   callTimeoutMs: 10 * 60 * 1000,
   /** Items a streaming call may have in flight before the generator pauses (bridge window). */
   streamWindow: 16,
+  /**
+   * How often the gateway pings each WebSocket (ms). A socket that has not answered one ping by
+   * the next is a dead peer (a laptop gone to sleep, a dropped network) and is closed, releasing
+   * what it held; a live client's pong is automatic, so it is never touched.
+   */
+  wsHeartbeatMs: 30 * 1000,
+  /** With --ws-compression on: text frames smaller than this go uncompressed (binary frames never are), in bytes. */
+  wsDeflateThresholdBytes: 8 * 1024,
+  /** With --ws-compression on: deflate window (2^bits bytes) and memLevel, which bound a compressing socket's zlib memory to about 2^(bits+2) + 2^(memLevel+9) bytes. */
+  wsDeflateWindowBits: 13,
+  wsDeflateMemLevel: 7,
+  /** With --ws-compression on: compressions and decompressions run at once across the gateway (the rest queue). */
+  wsDeflateConcurrency: 4,
   /** Bytes queued on a socket before a stream stops crediting the worker. */
   socketHighWaterBytes: 4 * 1024 * 1024,
   /** How long a worker may take to report ready (ms). */
@@ -75,6 +88,11 @@ export const LIMITS = {
   widgetBuffersMax: 64,
   /** Bytes an upload may have received but not yet written before the socket stops reading (backpressure). */
   uploadHighWaterBytes: 16 * 1024 * 1024,
+  /**
+   * Bytes an upload writes between background flushes to disk (fdatasync while more arrive), so
+   * that the fsync before chunk_done has little left to do instead of the whole upload.
+   */
+  uploadSyncEveryBytes: 64 * 1024 * 1024,
   /** Bytes of one binary frame of a read (chunk_start mode read); the worker never sends a larger chunk. */
   readBlockBytes: 1024 * 1024,
   /** Nodes a provenance graph holds at most (then `truncated`). */

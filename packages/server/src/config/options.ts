@@ -47,6 +47,10 @@ export interface GatewayOptions {
   slurm: SlurmOptions;
   /** How long a shutdown lets requests, calls and transfers in flight finish before cutting them (ms). */
   drainMs: number;
+  /** Negotiate permessage-deflate when a client offers it (README "Compression" has the figures behind the default). */
+  wsCompression: boolean;
+  /** How often sockets are pinged; one that missed the previous ping is closed (ms; 0 disables). */
+  wsHeartbeatMs: number;
   /** The least severe structured log line written (default info; `silent` writes none). */
   logLevel: LogLevel;
   /** The structured logger (default: one at logLevel on stderr, JSON unless stderr is a terminal). */
@@ -70,6 +74,8 @@ export function defaultOptions(overrides: Partial<GatewayOptions> = {}): Gateway
     enableSourceApi: false,
     insecure: false,
     drainMs: LIMITS.shutdownDrainMs,
+    wsCompression: false,
+    wsHeartbeatMs: LIMITS.wsHeartbeatMs,
     logLevel: 'info',
     executor: 'local',
     slurm: {},

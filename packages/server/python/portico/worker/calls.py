@@ -160,7 +160,7 @@ class Calls:
         method = self.methods.get(instance, call.method)
         if method.signature is not None:
             try:
-                method.signature.bind(*args, **kwargs)
+                method.check(args, kwargs)
             except TypeError as exc:
                 raise _Refusal("invalid_argument", f"Invalid arguments for {call.method}(): {exc}") from None
         if method.kind in (_GEN, _AGEN) and not stream:

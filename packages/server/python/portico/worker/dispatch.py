@@ -10,8 +10,9 @@ Each part owns its state and its ops (packages/server/src/kernel/README.md lists
     widgets.py    widget hooks and widget assets                           widget_get, widget_set, widget_msg, widget_assets
 
 Threads: one thread at a time reads and dispatches frames; a plain sync call is run by the
-thread that read it, after it handed the reading to a standby thread (leader/follower, see
-``Pipe.serve``), so a slow call never stalls the bridge. Pool threads run generators, imports,
+thread that read it, and a watchdog hands the reading to another thread when that call is still
+running after ``HAND_OVER_AFTER_S`` (leader/follower, see ``Pipe.serve``), so a slow call stalls
+the bridge for no longer than that. Pool threads run generators, imports,
 resolution and reflection (``modules``, ``schema``); one thread runs the event loop; replies are
 written to fd 4 by the thread that produced them. ``widget_set`` and ``widget_msg`` to one
 instance run one at a time in arrival order, in that instance's lane (``widgets.py``).

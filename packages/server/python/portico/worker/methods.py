@@ -27,6 +27,43 @@ _HOOKS = frozenset({"read", "widget_state", "widget_update", "widget_message"})
 class _Method:
     kind: str
     signature: inspect.Signature | None
+    #: For a signature of plain parameters only (no ``*args``, ``**kwargs``, positional- or
+    #: keyword-only ones): their names in order, and how many have no default. ``accepts`` then
+    #: checks a call without ``Signature.bind``, which was the largest single cost of a small
+    #: call in the worker's profile (about 12 µs of ~60).
+    plain: tuple[str, ...] | None = None
+    required: int = 0
+
+    def __post_init__(self) -> None:
+        if self.signature is None:
+            return
+        params = list(self.signature.parameters.values())
+        if all(p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD for p in params):
+            self.plain = tuple(p.name for p in params)
+            self.required = sum(1 for p in params if p.default is inspect.Parameter.empty)
+            # Defaults must come last for the count above to mean "the first `required` names".
+            if any(p.default is inspect.Parameter.empty for p in params[self.required :]):
+                self.plain = None
+
+    def check(self, args: list[Any], kwargs: dict[str, Any]) -> None:
+        """Raise TypeError (as ``Signature.bind`` would) unless a call with these arguments binds."""
+        if self.signature is None:
+            return
+        plain = self.plain
+        if plain is None or len(args) > len(plain) or not all(isinstance(k, str) for k in kwargs):
+            self.signature.bind(*args, **kwargs)  # the general case, and its exact message
+            return
+        positional = len(args)
+        for name in kwargs:
+            try:
+                index = plain.index(name)
+            except ValueError:
+                index = -1
+            if index < 0 or index < positional:
+                self.signature.bind(*args, **kwargs)  # unknown or repeated: bind words the error
+                return
+        if positional < self.required and any(name not in kwargs for name in plain[positional : self.required]):
+            self.signature.bind(*args, **kwargs)
 
 
 class Methods:

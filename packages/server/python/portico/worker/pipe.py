@@ -12,6 +12,7 @@ import os
 import platform
 import sys
 import threading
+import time
 from typing import Any, Callable
 
 from .. import _read
@@ -26,6 +27,9 @@ REQUEST_FD = 3
 REPLY_FD = 4
 #: Read buffer for fd 3: pipelined requests are parsed from memory instead of one read per frame.
 READ_BUFFER_BYTES = 64 * 1024  # per os.read; a larger request costs a large allocation every read
+#: How long the reading thread may be running a call itself before another thread takes over the
+#: reading (Pipe.serve): the most a slow call delays the requests queued behind it.
+HAND_OVER_AFTER_S = 0.002
 #: How long exiting waits for queued replies to reach the gateway.
 EXIT_FLUSH_SECONDS = 5.0
 #: Linux F_SETPIPE_SZ (not exported by the fcntl module before Python 3.10 on every platform).
@@ -51,7 +55,13 @@ class Pipe:
         # threads are running a call they read themselves, and how serving ended.
         self._standby: threading.Lock | None = None
         self._roles = threading.Lock()
+        # Threads running a call that was handed over (they read it, someone else reads now).
         self._running_inline = 0
+        # The call the leader is running itself (a number per inline call), None when it reads;
+        # the watchdog sets it to None when it hands the reading over. _busy: one is running.
+        self._inline_call: int | None = None
+        self._calls_started = 0
+        self._busy = threading.Event()
         self._done = threading.Event()
         self._status = 0
         self._reader: FrameReader | None = None
@@ -70,22 +80,23 @@ class Pipe:
         ``dispatch`` handles one request (header and body) and returns the sync call the reading thread should
         run, if any (it raises ``Exit`` on ``shutdown``).
 
-        Reading is leader/follower: the thread that reads a sync call runs it itself after
-        handing the reading over to a standby thread. No thread hand-off then sits between a
-        request and its reply (on two cores that hand-off was most of a small call's latency),
-        and a slow call still never stalls the bridge, because someone else reads meanwhile.
-        When further requests are already waiting, the reader keeps reading and the pool runs
-        the call instead: under load, batching beats latency.
+        Reading is leader/follower with a lazy hand-over: the thread that reads a sync call runs
+        it itself, and only when the call is still running after ``HAND_OVER_AFTER_S`` does a
+        watchdog hand the reading to another thread. A small call then costs no thread switch
+        at all (a hand-over before every call was most of a small call's cost on two cores, and
+        pipelined calls submitted to the pool grew it to hundreds of threads fighting over the
+        GIL), while a slow call still stalls the bridge for that long at most.
         """
         self._reader = reader
         self._dispatch = dispatch
         self.send({"op": "ready", "pid": os.getpid(), "python": platform.python_version(), "executable": sys.executable})
+        threading.Thread(target=self._watch, name="portico-hand-over", daemon=True).start()
         self._lead()
         self._done.wait()
         return self._status
 
     def _lead(self) -> None:
-        """Read and dispatch frames until this thread runs a call and someone else leads."""
+        """Read and dispatch frames until a call this thread runs is handed over, or serving ends."""
         reader, dispatch = self._reader, self._dispatch
         assert reader is not None and dispatch is not None
         while not self._done.is_set():
@@ -102,31 +113,55 @@ class Pipe:
                 return self._stop(0)
             if work is None:
                 continue
-            if reader.ready() or not self._hand_over():
-                self.pool.submit(work)  # requests waiting, or at the thread bound
+            with self._roles:
+                # Running inline is only safe while the watchdog could still hand the reading over.
+                inline = self._running_inline < MAX_SYNC_THREADS - 1
+                if inline:
+                    self._calls_started += 1
+                    self._inline_call = self._calls_started
+                    if not self._busy.is_set():
+                        self._busy.set()
+            if not inline:
+                self.pool.submit(work)
                 continue
             try:
                 work()
             finally:
-                led_again = self._wait_as_standby()
+                with self._roles:
+                    handed_over = self._inline_call is None
+                    self._inline_call = None
+                led_again = self._wait_as_standby() if handed_over else True
             if not led_again:
                 return
 
-    def _hand_over(self) -> bool:
-        """Let another thread lead (the standby, or a new one); False at the thread bound."""
-        with self._roles:
-            if self._running_inline >= MAX_SYNC_THREADS:
-                return False
-            self._running_inline += 1
-            standby, self._standby = self._standby, None
-        if standby is not None:
-            standby.release()
-        else:
-            threading.Thread(target=self._lead, name="portico-reader", daemon=True).start()
-        return True
+    def _watch(self) -> None:
+        """Hand the reading over when the leader has run the same call for a whole period."""
+        seen = None
+        while not self._done.is_set():
+            self._busy.wait()
+            time.sleep(HAND_OVER_AFTER_S)
+            with self._roles:
+                current = self._inline_call
+                if current is None:
+                    self._busy.clear()  # the leader sets it again, under this lock, for its next call
+                    seen = None
+                    continue
+                if current != seen:
+                    seen = current
+                    continue
+                # The leader is stuck in user code: it becomes a plain call thread, and
+                # someone else reads meanwhile. It learns this from _inline_call being None.
+                self._inline_call = None
+                self._running_inline += 1
+                standby, self._standby = self._standby, None
+                seen = None
+            if standby is not None:
+                standby.release()
+            else:
+                threading.Thread(target=self._lead, name="portico-reader", daemon=True).start()
 
     def _wait_as_standby(self) -> bool:
-        """After a call: wait to lead again if no thread is standing by; else end this thread."""
+        """After a handed-over call: wait to lead again if no thread is standing by; else end."""
         with self._roles:
             self._running_inline -= 1
             if self._standby is not None or self._done.is_set():
@@ -141,6 +176,7 @@ class Pipe:
             self._status = status
             standby, self._standby = self._standby, None
         self._done.set()
+        self._busy.set()  # lets the watchdog see that serving ended
         if standby is not None:
             standby.release()
 
