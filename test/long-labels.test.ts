@@ -16,30 +16,17 @@ import { MIGRATIONS, SCHEMA_VERSION } from '../packages/server/src/store/postgre
 // @ts-expect-error: a plain .mjs module without types
 import { seedPostgres } from '../bench/postgres-seed.mjs';
 import { api, cleanup, Client, gateway, tempProject } from './helpers.js';
-import { expectExactTotals, startPostgres, type TestPostgres } from './support/postgres.js';
+import { expectExactTotals, incompressibleText, startPostgres, type TestPostgres } from './support/postgres.js';
 
-/**
- * Text that PostgreSQL cannot compress much (it compresses a long index row, so 'aaa…' fits in a
- * b-tree where a real label does not): `length` characters drawn from `[first, first + span)` by
- * the high bits of a fixed linear congruential sequence.
- */
-function varied(length: number, first: number, span: number, seed: number): string {
-  let state = seed;
-  return Array.from({ length }, () => {
-    state = (state * 1103515245 + 12345) % 2 ** 31;
-    return String.fromCodePoint(first + Math.floor((state / 2 ** 31) * span));
-  }).join('');
-}
-
-const ASCII = varied(LIMITS.labelMax, 0x21, 94, 1);
+const ASCII = incompressibleText(LIMITS.labelMax, 0x21, 94, 1);
 /** 1024 CJK characters; the twin shares the first 1023 (far beyond any index prefix) and sorts before it. */
-const CJK = `${varied(LIMITS.labelMax - 1, 0x4e00, 20_000, 2)}中`;
+const CJK = `${incompressibleText(LIMITS.labelMax - 1, 0x4e00, 20_000, 2)}中`;
 const CJK_TWIN = `${CJK.slice(0, -1)}一`;
 /** 512 astral characters from every plane: 1024 UTF-16 units. */
-const ASTRAL = varied(LIMITS.labelMax / 2, 0x10000, 0x100000, 3);
+const ASTRAL = incompressibleText(LIMITS.labelMax / 2, 0x10000, 0x100000, 3);
 const TOO_LONG = 'a'.repeat(LIMITS.labelMax + 1);
 /** A creator far longer than any index row (it arrives in a header, which bounds it only at 16 KiB). */
-const LONG_USER = varied(4000, 0x21, 94, 4);
+const LONG_USER = incompressibleText(4000, 0x21, 94, 4);
 
 let postgres: TestPostgres;
 
@@ -164,6 +151,17 @@ describe.each(STORES)('%s store', (name, storeOf) => {
     expect(patched.status).toBe(422);
     expect(patched.body.detail[0]).toMatchObject({ type: 'too_big', loc: ['body', 'label'] });
     expect((await api(g, 'GET', `/v1/interfaces/${kept.body.uuid}`)).body.label).toBe('kept');
+  });
+});
+
+describe('the contract', () => {
+  it('documents the label limit in the OpenAPI schema, for create and for PATCH …/label, and in /v1/protocol', async () => {
+    const g = await gateway();
+    const { schemas } = (await api(g, 'GET', '/openapi.json')).body.components;
+    for (const name of ['CreateInterfaceRequest', 'SetLabelRequest']) {
+      expect(JSON.stringify(schemas[name].properties.label)).toContain(`"maxLength":${LIMITS.labelMax}`);
+    }
+    expect((await api(g, 'GET', '/v1/protocol')).body.limits.labelMax).toBe(LIMITS.labelMax);
   });
 });
 
