@@ -66,6 +66,13 @@ export function decodeValue(value: unknown): unknown {
  */
 export const INDEXED_PREFIX = 128;
 
+/**
+ * The text columns indexed by their prefix. Schema version 3 builds these indexes with this list and
+ * INDEXED_PREFIX, and a query reaches them only by spelling the same expression: changing either
+ * takes a new migration.
+ */
+export const PREFIX_INDEXED: ReadonlySet<string> = new Set(['module', 'kind', 'created_by', 'label']);
+
 /** The indexed prefix of a coded text expression, as the indexes spell it. */
 export const indexedPrefix = (sql: string): string => `left(${sql}, ${INDEXED_PREFIX})`;
 

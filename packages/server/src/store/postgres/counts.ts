@@ -71,7 +71,8 @@ export const COUNTS_MIGRATION = `CREATE TABLE portico_counts (
 /**
  * Schema version 3: the group index keys a bounded prefix of the value (coding.ts, INDEXED_PREFIX),
  * so that a count row of a long label fits in it; a total then reads its group's rows and checks the
- * whole value on each. The rows themselves are unchanged.
+ * whole value on each (so the index no longer carries delta: the row is read anyway). The rows
+ * themselves are unchanged.
  */
 export const COUNTS_PREFIX_MIGRATION = `DROP INDEX portico_counts_group;
    CREATE INDEX portico_counts_group ON portico_counts (project, dimension, ${indexedPrefix('value')}, archived);`;

@@ -15,11 +15,11 @@
  */
 import type pg from 'pg';
 import { PorticoError } from '../../errors.js';
-import { indexedPrefix } from './coding.js';
+import { indexedPrefix, PREFIX_INDEXED } from './coding.js';
 import { COUNTS_MIGRATION, COUNTS_PREFIX_MIGRATION } from './counts.js';
 
 /** The b-trees that serve one text column's searches newest first, on its bounded prefix (coding.ts, INDEXED_PREFIX). */
-const prefixIndexes = (['module', 'kind', 'created_by', 'label'] as const)
+const prefixIndexes = [...PREFIX_INDEXED]
   .map((column) => `CREATE INDEX portico_${column} ON portico_interfaces (project, ${indexedPrefix(column)}, created_at DESC, uuid) INCLUDE (archived);`)
   .join('\n   ');
 

@@ -13,7 +13,7 @@
  * whether a next page exists) in one round trip.
  */
 import type { NormalFilter, Position, QueryPlan, SortKey } from '../query.js';
-import { codedPrefix, codeText, codeValue, indexedPrefix, RECORD_COLUMNS } from './coding.js';
+import { codedPrefix, codeText, codeValue, indexedPrefix, PREFIX_INDEXED, RECORD_COLUMNS } from './coding.js';
 import { countedGroup } from './counts.js';
 
 export interface Statement {
@@ -23,8 +23,6 @@ export interface Statement {
 
 const INDEX = /^(?:0|[1-9][0-9]*)$/;
 const TEXT_FIELDS = new Set(['uuid', 'module', 'kind', 'created_by', 'created_at']);
-/** The text columns whose indexes hold a prefix (coding.ts, INDEXED_PREFIX). */
-const PREFIXED = new Set(['module', 'kind', 'created_by', 'label']);
 
 const isCompound = (value: unknown): value is object => value !== null && typeof value === 'object';
 
@@ -80,7 +78,7 @@ const ORDER_OPS = { lt: '<', lte: '<=', gt: '>', gte: '>=' } as const;
  * one on the prefix that it implies, which is what the index can answer.
  */
 function textFieldFilter(b: Builder, column: string, { op, value }: NormalFilter): string | null {
-  const prefixed = PREFIXED.has(column);
+  const prefixed = PREFIX_INDEXED.has(column);
   /** `whole` AND, on a prefixed column, `left(column) prefixOp left(coded)`. */
   const withPrefix = (whole: string, prefixOp: string, coded: string) =>
     prefixed ? `${indexedPrefix(column)} ${prefixOp} ${b.param(codedPrefix(coded))} AND ${whole}` : whole;
