@@ -49,10 +49,12 @@ describe('creates that arrive together', () => {
 
   it('a record that fails alone fails only its own create', async () => {
     const store = await index.open('/srv/isolated');
-    // A label too long for the b-tree index on labels: PostgreSQL refuses that row.
+    // A created_at too long for the b-tree index newest first: PostgreSQL refuses that row. (The
+    // gateway never writes one; a record copied from a damaged file could carry it. Labels of any
+    // length fit since schema 3 indexes only their prefix.)
     const long = Array.from({ length: 3000 }, (_, i) => String.fromCharCode(0x4e00 + ((i * 7919) % 20000))).join('');
     const good = Array.from({ length: 20 }, (_, i) => record(`ok-${i}`, { i }));
-    const settled = await Promise.allSettled([...good.slice(0, 10), record('too-long', {}, { label: long }), ...good.slice(10)].map((r) => store.insert(r)));
+    const settled = await Promise.allSettled([...good.slice(0, 10), record('too-long', {}, { created_at: long }), ...good.slice(10)].map((r) => store.insert(r)));
     expect(settled.map((s) => s.status)).toEqual([...Array(10).fill('fulfilled'), 'rejected', ...Array(10).fill('fulfilled')]);
     expect((await store.search({ limit: 100 })).items.map((r) => r.uuid).sort()).toEqual(good.map((r) => r.uuid).sort());
   });

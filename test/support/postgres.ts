@@ -104,3 +104,16 @@ export async function expectExactTotals(store: Store): Promise<void> {
     expect({ request, total }).toEqual({ request, total: search(records, request).total });
   }
 }
+
+/**
+ * Text PostgreSQL cannot compress much (it compresses a long index row, so 'aaa…' fits in a b-tree
+ * where a real label of the same length does not): `length` characters drawn from
+ * `[first, first + span)` by the high bits of a fixed linear congruential sequence.
+ */
+export function incompressibleText(length: number, first: number, span: number, seed: number): string {
+  let state = seed;
+  return Array.from({ length }, () => {
+    state = (state * 1103515245 + 12345) % 2 ** 31;
+    return String.fromCodePoint(first + Math.floor((state / 2 ** 31) * span));
+  }).join('');
+}

@@ -100,6 +100,8 @@ export const LIMITS = {
   /** Default and maximum `limit` of list endpoints. */
   listDefault: 100,
   listMax: 1000,
+  /** Longest label, in UTF-16 code units, that create (REST and `connect`) and PATCH …/label accept. */
+  labelMax: 1024,
   /** Lifetime of a session token minted without `ttl_seconds` (s). */
   sessionTokenTtlDefaultS: 15 * 60,
   /** Longest lifetime a session token may ask for (s; spec: at most one hour). */

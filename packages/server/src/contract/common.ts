@@ -2,6 +2,7 @@
  * Schemas shared by REST and WebSocket. Each is written once and feeds request validation,
  * TypeScript types, /openapi.json and /v1/protocol.
  */
+import { LIMITS } from '../config/constants.js';
 import { z } from './zod.js';
 
 export const VersionItem = z.union([z.string(), z.record(z.string(), z.unknown())]);
@@ -17,6 +18,9 @@ export const JsonObject = z.record(z.string(), z.unknown());
 export const QueryBoolean = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
 
 export const Uuid = z.string().min(1).max(128).describe('Interface uuid (content hash, or client-supplied).');
+
+/** A label as create and PATCH …/label accept it: bounded, so that every store indexes and counts it alike. */
+export const Label = z.string().max(LIMITS.labelMax).describe(`At most ${LIMITS.labelMax} characters (UTF-16 code units).`);
 
 export const InterfaceInfo = z
   .object({

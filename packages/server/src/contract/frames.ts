@@ -3,7 +3,7 @@
  * these schemas and GET /v1/protocol describes every frame from them.
  */
 import { LIMITS } from '../config/constants.js';
-import { JsonObject, Version } from './common.js';
+import { JsonObject, Label, Version } from './common.js';
 import { z } from './zod.js';
 
 const Base64Buffers = z
@@ -39,7 +39,7 @@ export const ClientFrames = {
     target: z.string().min(1).describe('Module path to instantiate, or an existing uuid.'),
     version: Version.optional().describe('Version list passed to the interface make step.'),
     uuid: z.string().min(1).max(128).nullable().optional().describe('Client-supplied id for create-by-id; the same id attaches to the existing instance.'),
-    label: z.string().nullable().optional().describe('Mutable label to set on a newly created instance.'),
+    label: Label.nullable().optional().describe('Mutable label to set on a newly created instance.'),
     project: z.string().nullable().optional().describe('Project directory to bind; overrides header and query.'),
     meta: JsonObject.optional().describe('Client metadata stored with the interface.'),
     buffers: z

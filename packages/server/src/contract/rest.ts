@@ -1,5 +1,5 @@
 /** Request and response bodies of the REST API (field names follow the reference server). */
-import { InterfaceInfo, JsonObject, QueryBoolean, Version } from './common.js';
+import { InterfaceInfo, JsonObject, Label, QueryBoolean, Version } from './common.js';
 import { z } from './zod.js';
 
 export const CreateInterfaceRequest = z
@@ -7,7 +7,7 @@ export const CreateInterfaceRequest = z
     target: z.string().min(1).describe('Module path to instantiate, or an existing uuid.'),
     version: Version.default([]),
     uuid: z.string().min(1).max(128).nullable().optional().describe('Client-supplied id (create-by-id); an existing id returns that instance unchanged.'),
-    label: z.string().nullable().optional(),
+    label: Label.nullable().optional().describe('Label of a newly created instance (an existing one keeps its own).'),
     meta: JsonObject.default({}).describe('Client metadata stored with the interface.'),
   })
   .openapi('CreateInterfaceRequest');
@@ -75,7 +75,7 @@ export const ResolveResponse = z
   .openapi('ResolveResponse');
 
 export const SetLabelRequest = z
-  .object({ label: z.string().max(1024).nullable().describe('The new label; null clears it.') })
+  .object({ label: Label.nullable().describe('The new label; null clears it.') })
   .openapi('SetLabelRequest');
 
 export const ArchiveQuery = z.object({

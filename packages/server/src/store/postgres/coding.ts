@@ -55,6 +55,30 @@ export function decodeValue(value: unknown): unknown {
   return value;
 }
 
+/**
+ * How many code units of module, kind, created_by and label their b-tree indexes hold (and of a
+ * count's value, counts.ts). PostgreSQL refuses an index row over about 2700 bytes and a coded
+ * unit takes 4, so an index on the whole value failed (500) on a 1024-character label; these
+ * columns take text of any length (created_by comes from a header, module and kind from the
+ * project's code, records from `portico index copy`). A prefix is bounded (512 bytes) and keeps
+ * the order (a < b implies prefix(a) <= prefix(b)), so a condition on the prefix beside the one on
+ * the whole value walks the index while the whole value decides.
+ */
+export const INDEXED_PREFIX = 128;
+
+/**
+ * The text columns indexed by their prefix. Schema version 3 builds these indexes with this list and
+ * INDEXED_PREFIX, and a query reaches them only by spelling the same expression: changing either
+ * takes a new migration.
+ */
+export const PREFIX_INDEXED: ReadonlySet<string> = new Set(['module', 'kind', 'created_by', 'label']);
+
+/** The indexed prefix of a coded text expression, as the indexes spell it. */
+export const indexedPrefix = (sql: string): string => `left(${sql}, ${INDEXED_PREFIX})`;
+
+/** The indexed prefix of coded text, computed here (a coded unit is one surrogate pair in JavaScript). */
+export const codedPrefix = (coded: string): string => coded.slice(0, 2 * INDEXED_PREFIX);
+
 /** The columns of one record, in table order (see schema.ts). */
 export const RECORD_COLUMNS = ['uuid', 'module', 'kind', 'label', 'created_by', 'created_at', 'archived', 'config', 'predicate', 'version', 'meta'] as const;
 

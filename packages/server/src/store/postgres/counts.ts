@@ -16,7 +16,7 @@
  * and index on plain equality.
  */
 import type { QueryPlan } from '../query.js';
-import { codeText } from './coding.js';
+import { codeText, indexedPrefix } from './coding.js';
 
 /** The (dimension, value) pairs one row of portico_interfaces counts in. */
 const GROUPS = `LATERAL (VALUES ('all', ''), ('module', module), ('kind', kind), ('created_by', created_by),
@@ -68,6 +68,15 @@ export const COUNTS_MIGRATION = `CREATE TABLE portico_counts (
      SELECT project, dimension, value, archived, count(*), true FROM portico_interfaces, ${GROUPS}
      GROUP BY project, dimension, value, archived;`;
 
+/**
+ * Schema version 3: the group index keys a bounded prefix of the value (coding.ts, INDEXED_PREFIX),
+ * so that a count row of a long label fits in it; a total then reads its group's rows and checks the
+ * whole value on each (so the index no longer carries delta: the row is read anyway). The rows
+ * themselves are unchanged.
+ */
+export const COUNTS_PREFIX_MIGRATION = `DROP INDEX portico_counts_group;
+   CREATE INDEX portico_counts_group ON portico_counts (project, dimension, ${indexedPrefix('value')}, archived);`;
+
 // Any constant: it names the lock that lets one gateway at a time compact.
 const COMPACTION_LOCK = 0x636f756e;
 
@@ -81,7 +90,8 @@ export const COMPACT = [
   `WITH pending AS (SELECT DISTINCT project, dimension, value, archived FROM portico_counts WHERE NOT compacted),
    moved AS (
      DELETE FROM portico_counts AS c USING pending AS p
-     WHERE c.project = p.project AND c.dimension = p.dimension AND c.value = p.value AND c.archived = p.archived
+     WHERE c.project = p.project AND c.dimension = p.dimension AND ${indexedPrefix('c.value')} = ${indexedPrefix('p.value')}
+       AND c.value = p.value AND c.archived = p.archived
      RETURNING c.project, c.dimension, c.value, c.archived, c.delta
    )
    INSERT INTO portico_counts (project, dimension, value, archived, delta, compacted)

@@ -9,11 +9,19 @@
  * (optionally by module, kind, created_by or label, or among archived records) walk one b-tree in
  * order; config-field equality uses the GIN index on config. The b-trees carry `archived`, so that
  * counting the matches for `total` reads the index alone. The totals of the common searches come
- * from portico_counts, kept by triggers (counts.ts).
+ * from portico_counts, kept by triggers (counts.ts). The indexes on module, kind, created_by and
+ * label (and on count values) hold a bounded prefix of the value, so that values of any length fit
+ * in a b-tree row (coding.ts, INDEXED_PREFIX).
  */
 import type pg from 'pg';
 import { PorticoError } from '../../errors.js';
-import { COUNTS_MIGRATION } from './counts.js';
+import { indexedPrefix, PREFIX_INDEXED } from './coding.js';
+import { COUNTS_MIGRATION, COUNTS_PREFIX_MIGRATION } from './counts.js';
+
+/** The b-trees that serve one text column's searches newest first, on its bounded prefix (coding.ts, INDEXED_PREFIX). */
+const prefixIndexes = [...PREFIX_INDEXED]
+  .map((column) => `CREATE INDEX portico_${column} ON portico_interfaces (project, ${indexedPrefix(column)}, created_at DESC, uuid) INCLUDE (archived);`)
+  .join('\n   ');
 
 /** Migration n (1-based) takes the schema from version n - 1 to n. */
 export const MIGRATIONS: readonly string[] = [
@@ -42,6 +50,10 @@ export const MIGRATIONS: readonly string[] = [
    CREATE INDEX portico_config ON portico_interfaces USING gin (config jsonb_path_ops);`,
   // Exact totals without counting: see counts.ts.
   COUNTS_MIGRATION,
+  // Long values: the indexes on module, kind, created_by, label and count values hold a bounded prefix.
+  `DROP INDEX portico_module, portico_kind, portico_created_by, portico_label;
+   ${prefixIndexes}
+   ${COUNTS_PREFIX_MIGRATION}`,
 ];
 
 /** The schema version this gateway writes. */

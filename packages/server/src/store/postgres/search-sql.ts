@@ -13,7 +13,7 @@
  * whether a next page exists) in one round trip.
  */
 import type { NormalFilter, Position, QueryPlan, SortKey } from '../query.js';
-import { codeText, codeValue, RECORD_COLUMNS } from './coding.js';
+import { codedPrefix, codeText, codeValue, indexedPrefix, PREFIX_INDEXED, RECORD_COLUMNS } from './coding.js';
 import { countedGroup } from './counts.js';
 
 export interface Statement {
@@ -72,22 +72,39 @@ function containment(path: string[], value: unknown): unknown {
 
 const ORDER_OPS = { lt: '<', lte: '<=', gt: '>', gte: '>=' } as const;
 
-/** One filter on a top-level text column (module, label, …): plain comparisons that its b-tree index serves. */
+/**
+ * One filter on a top-level text column (module, label, …): plain comparisons that its b-tree
+ * index serves. On a column indexed by its prefix, the condition on the whole value comes with the
+ * one on the prefix that it implies, which is what the index can answer.
+ */
 function textFieldFilter(b: Builder, column: string, { op, value }: NormalFilter): string | null {
+  const prefixed = PREFIX_INDEXED.has(column);
+  /** `whole` AND, on a prefixed column, `left(column) prefixOp left(coded)`. */
+  const withPrefix = (whole: string, prefixOp: string, coded: string) =>
+    prefixed ? `${indexedPrefix(column)} ${prefixOp} ${b.param(codedPrefix(coded))} AND ${whole}` : whole;
   switch (op) {
-    case 'eq':
-      if (typeof value === 'string') return `${column} = ${b.param(codeText(value))}`;
+    case 'eq': {
+      if (typeof value === 'string') {
+        const coded = codeText(value);
+        return withPrefix(`${column} = ${b.param(coded)}`, '=', coded);
+      }
       return column === 'label' && value === null ? 'label IS NULL' : 'false';
+    }
     case 'in': {
-      const strings = (value as unknown[]).filter((element): element is string => typeof element === 'string');
-      const anyOf = `${column} = ANY(${b.param(strings.map(codeText), '::text[]')})`;
+      const coded = (value as unknown[]).filter((element): element is string => typeof element === 'string').map(codeText);
+      let anyOf = `${column} = ANY(${b.param(coded, '::text[]')})`;
+      if (prefixed) anyOf = `(${indexedPrefix(column)} = ANY(${b.param(coded.map(codedPrefix), '::text[]')}) AND ${anyOf})`;
       return column === 'label' && (value as unknown[]).includes(null) ? `(${anyOf} OR label IS NULL)` : anyOf;
     }
     case 'lt':
     case 'lte':
     case 'gt':
-    case 'gte':
-      return typeof value === 'string' ? `${column} ${ORDER_OPS[op]} ${b.param(codeText(value))}` : 'false';
+    case 'gte': {
+      if (typeof value !== 'string') return 'false';
+      const coded = codeText(value);
+      // x < v implies prefix(x) <= prefix(v): the prefix bound is never strict.
+      return withPrefix(`${column} ${ORDER_OPS[op]} ${b.param(coded)}`, op === 'lt' || op === 'lte' ? '<=' : '>=', coded);
+    }
     case 'contains':
       return typeof value === 'string' ? `strpos(${column}, ${b.param(codeText(value))}) > 0` : 'false';
     default:
@@ -224,7 +241,8 @@ function totalSql(b: Builder, project: string, plan: QueryPlan, where: string[])
   if (!group) return `SELECT count(*) AS total, 0 AS deltas FROM portico_interfaces WHERE ${where.join(' AND ')}`;
   const archived = group.archived.length === 1 ? `archived = ${b.param(group.archived[0])}` : 'archived IN (false, true)';
   return `SELECT coalesce(sum(delta), 0) AS total, count(*) AS deltas FROM portico_counts
-  WHERE project = ${b.param(project)} AND dimension = ${b.param(group.dimension)} AND value = ${b.param(group.value)} AND ${archived}`;
+  WHERE project = ${b.param(project)} AND dimension = ${b.param(group.dimension)}
+    AND ${indexedPrefix('value')} = ${b.param(codedPrefix(group.value))} AND value = ${b.param(group.value)} AND ${archived}`;
 }
 
 /**
