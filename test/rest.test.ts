@@ -1,4 +1,5 @@
 /** REST: interfaces, remote calls, validation, project binding, docs — against a real gateway and Python worker. */
+import { request } from 'node:http';
 import { readFile, symlink } from 'node:fs/promises';
 import { userInfo } from 'node:os';
 import path from 'node:path';
@@ -158,6 +159,30 @@ describe('REST interfaces', () => {
     expect(limit.body.detail[0].loc).toEqual(['query', 'limit']);
     const nobody = await api(g, 'POST', '/v1/interfaces');
     expect(nobody.status).toBe(422);
+  });
+
+  it('a body sent in several chunks (no Content-Length) is read whole', async () => {
+    const body = JSON.stringify({ target: 'counter', version: [{ start: 5 }], method: 'add', args: [2] });
+    const pieces = [body.slice(0, 7), body.slice(7, 30), body.slice(30)];
+    const reply = await new Promise<{ status: number; body: unknown }>((resolve, reject) => {
+      const req = request(`${g.url}/v1/interfaces/call`, { method: 'POST', headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked' } }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) }));
+      });
+      req.on('error', reject);
+      // Each piece its own write, a tick apart, so the gateway sees them arrive separately.
+      const next = (i: number) => (i < pieces.length ? req.write(pieces[i], () => setImmediate(() => next(i + 1))) : req.end());
+      req.flushHeaders();
+      next(0);
+    });
+    expect(reply).toEqual({ status: 200, body: { payload: 7 } });
+  });
+
+  it('a body declared over 16 MiB is refused with 413 payload_too_large before it is read', async () => {
+    const res = await fetch(`${g.url}/v1/interfaces/call`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': String(16 * 1024 * 1024 + 1) }, body: 'x'.repeat(16 * 1024 * 1024 + 1) });
+    expect(res.status).toBe(413);
+    expect((await res.json()).detail.code).toBe('payload_too_large');
   });
 
   it('unknown routes answer a structured 404', async () => {

@@ -392,6 +392,22 @@ describe('invalidation', () => {
     client.close();
   });
 
+  it('a PUT that changes a Config default: the next REST call by module name runs on the new config, as a new record', async () => {
+    const module = (start: number) => ['from portico import Interface', '', 'class Tally(Interface):', '    class Config:', `        start: int = ${start}`, '', '    def start(self):', '        return self.config.start', ''].join('\n');
+    expect((await put('tally.py', module(1))).status).toBe(201);
+    expect((await call('tally', 'start')).body).toEqual({ payload: 1 });
+    const first = await api(g, 'POST', '/v1/interfaces', { target: 'tally' }, AUTH);
+    expect((await call('tally', 'start')).body).toEqual({ payload: 1 });
+
+    expect((await put('tally.py', module(2))).status).toBe(200);
+    expect((await call('tally', 'start')).body).toEqual({ payload: 2 });
+    const second = await api(g, 'POST', '/v1/interfaces', { target: 'tally' }, AUTH);
+    expect(second.body.config).toEqual({ start: 2 });
+    expect(second.body.uuid).not.toBe(first.body.uuid);
+    // The first record is still there, unchanged, under its own uuid.
+    expect((await api(g, 'GET', `/v1/interfaces/${first.body.uuid}`, undefined, AUTH)).body.config).toEqual({ start: 1 });
+  });
+
   it('a PUT of a widget front end sends widget_reload with the tag the asset is now served with', async () => {
     const client = await Client.open(g.url, { headers: AUTH });
     await client.connect('counter');

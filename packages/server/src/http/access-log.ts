@@ -12,6 +12,10 @@ import type { Metrics } from '../ops/metrics.js';
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
 
 export function accessLog(logger: Logger, metrics: Metrics): Koa.Middleware {
+  // The access line's keys are the fixed ones below, none of them a redacted path (ops/logger.ts)
+  // nor an object a wildcard path could reach, so redaction can only cost here: it was the
+  // largest allocation of a REST call in the gateway's heap profile. Same destination and level.
+  const access = logger.child({}, { redact: { paths: [] } });
   return async function logAccess(ctx, next) {
     const started = performance.now();
     const given = ctx.get('x-request-id');
@@ -27,7 +31,7 @@ export function accessLog(logger: Logger, metrics: Metrics): Koa.Middleware {
       const principal = ctx.state.principal as Principal | undefined;
       metrics.httpRequests.inc({ method: ctx.method, status: String(ctx.status) });
       metrics.httpDuration.observe({ method: ctx.method }, seconds);
-      logger.info(
+      access.info(
         {
           req_id: id,
           method: ctx.method,

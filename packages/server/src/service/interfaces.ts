@@ -25,9 +25,33 @@ import type { RequestContext } from './context.js';
  */
 export type InterfaceInfo = Omit<InterfaceRecord, 'predicate'> & { predicate: Record<string, unknown> | null; cli: string };
 
+/**
+ * Whether a record's uuid is its content hash, per record object. A REST call attaches to its
+ * record on every request, and hashing it again (canonical JSON + SHA-256) was the largest
+ * share of the gateway's allocations per call. Safe to keep per object: uuid, module, config
+ * and predicate never change once stored (an update makes a new object with only label or
+ * archived changed), and a store that hands out fresh objects simply never hits.
+ */
+const uuidIsContent = new WeakMap<InterfaceRecord, boolean>();
+
+/**
+ * The content uuid of a resolution with nothing folded in, per resolution object: the worker
+ * hands back the same object for a cached resolution until a source edit invalidates it, so
+ * an invalidated resolution takes its uuid along.
+ */
+const contentUuids = new WeakMap<object, string>();
+
+function contentUuid(resolved: { module: string; config: Record<string, unknown> }, predicate: Record<string, unknown>): string {
+  if (Object.keys(predicate).length > 0) return interfaceUuid(resolved.module, resolved.config, predicate);
+  let uuid = contentUuids.get(resolved);
+  if (uuid === undefined) contentUuids.set(resolved, (uuid = interfaceUuid(resolved.module, resolved.config, predicate)));
+  return uuid;
+}
+
 function publicInfo(record: InterfaceRecord): InterfaceInfo {
   const folded = Object.keys(record.predicate).length > 0;
-  const byContent = !folded && record.uuid === interfaceUuid(record.module, record.config, record.predicate);
+  let byContent = uuidIsContent.get(record);
+  if (byContent === undefined) uuidIsContent.set(record, (byContent = !folded && record.uuid === interfaceUuid(record.module, record.config, record.predicate)));
   return { ...record, predicate: folded ? record.predicate : null, cli: byContent ? cliLine(record.module, record.version) : cliLine(record.uuid, []) };
 }
 
@@ -115,7 +139,7 @@ export class InterfaceService {
     const resolved = await worker.resolve(input.target, input.version ?? []);
     const predicate = input.predicate ?? {};
     const record: InterfaceRecord = {
-      uuid: input.uuid ?? interfaceUuid(resolved.module, resolved.config, predicate),
+      uuid: input.uuid ?? contentUuid(resolved, predicate),
       module: resolved.module,
       kind: resolved.kind,
       config: resolved.config,
