@@ -185,6 +185,22 @@ describe('REST interfaces', () => {
     expect((await res.json()).detail.code).toBe('payload_too_large');
   });
 
+  it('a chunked body that grows past 16 MiB is answered 413 payload_too_large, not a dropped connection', async () => {
+    const reply = await new Promise<{ status: number; code: unknown; connection: unknown }>((resolve, reject) => {
+      const req = request(`${g.url}/v1/interfaces/call`, { method: 'POST', headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked' } }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, code: JSON.parse(Buffer.concat(chunks).toString('utf8')).detail?.code, connection: res.headers.connection }));
+      });
+      req.on('error', reject);
+      const piece = Buffer.alloc(1024 * 1024, 0x20);
+      // 17 pieces of 1 MiB, each written once the last has gone: past the limit without a Content-Length.
+      const next = (i: number) => (i < 17 ? req.write(piece, () => next(i + 1)) : req.end());
+      next(0);
+    });
+    expect(reply).toEqual({ status: 413, code: 'payload_too_large', connection: 'close' });
+  });
+
   it('unknown routes answer a structured 404', async () => {
     const res = await api(g, 'GET', '/v1/nothing');
     expect(res.status).toBe(404);
