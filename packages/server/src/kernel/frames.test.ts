@@ -29,4 +29,33 @@ describe('bridge frames', () => {
     expect(() => splitBody([4], frame!.body)).toThrow(/add up/);
     expect(() => splitBody([-1, 6], frame!.body)).toThrow(/non-negative/);
   });
+
+  it('a chunk body that spans reads is filled in place and reused only after its release', () => {
+    const decoder = new FrameDecoder(1 << 20, 1024, 2);
+    const wire = (fill: number) => Buffer.concat(encodeFrame({ op: 'chunk', id: 1 }, Buffer.alloc(1000, fill)));
+    const split = (bytes: Buffer) => [bytes.subarray(0, 300), bytes.subarray(300)];
+    const [first] = split(wire(1)).flatMap((part) => decoder.push(part));
+    expect(first!.body.equals(Buffer.alloc(1000, 1))).toBe(true);
+    // Not released yet: the next chunk must not land in the first one's buffer.
+    const [second] = split(wire(2)).flatMap((part) => decoder.push(part));
+    expect(first!.body.equals(Buffer.alloc(1000, 1))).toBe(true);
+    expect(second!.body.buffer).not.toBe(first!.body.buffer);
+    first!.release!();
+    const [third] = split(wire(3)).flatMap((part) => decoder.push(part));
+    expect(third!.body.buffer).toBe(first!.body.buffer);
+    expect(third!.body.equals(Buffer.alloc(1000, 3))).toBe(true);
+    expect(second!.body.equals(Buffer.alloc(1000, 2))).toBe(true);
+  });
+
+  it('only chunk bodies that fit the pooled buffers are pooled; frames after a filled body still decode', () => {
+    const decoder = new FrameDecoder(1 << 20, 1024, 2);
+    const big = Buffer.concat(encodeFrame({ op: 'chunk', id: 1 }, Buffer.alloc(2000, 7)));
+    const result = Buffer.concat(encodeFrame({ op: 'result', id: 2 }, Buffer.alloc(900, 8)));
+    const next = Buffer.concat(encodeFrame({ op: 'end', id: 1 }));
+    const wire = Buffer.concat([big, result, next]);
+    const frames = [decoder.push(wire.subarray(0, 100)), decoder.push(wire.subarray(100, 2100)), decoder.push(wire.subarray(2100))].flat();
+    expect(frames.map((f) => [f.header.op, f.body.length, f.release !== undefined])).toEqual([['chunk', 2000, false], ['result', 900, false], ['end', 0, false]]);
+    expect(frames[0]!.body.equals(Buffer.alloc(2000, 7))).toBe(true);
+    expect(frames[1]!.body.equals(Buffer.alloc(900, 8))).toBe(true);
+  });
 });

@@ -143,7 +143,8 @@ export class Worker {
   private toWorker: Writable | undefined;
   private nextId = 1;
   private readonly pending = new Map<number, Pending>();
-  private readonly decoder = new FrameDecoder(LIMITS.maxBridgeFrameBytes);
+  // Chunk bodies are reused once the sink is done with them; a read has at most a window of them out.
+  private readonly decoder = new FrameDecoder(LIMITS.maxBridgeFrameBytes, LIMITS.readBlockBytes, LIMITS.streamWindow);
   private outbox: Buffer[] = [];
   private flushScheduled = false;
   private exitError: PorticoError | undefined;
@@ -215,7 +216,7 @@ export class Worker {
           this.pid = Number(frame.header.pid);
           onReady();
         } else {
-          this.dispatch(frame.header, frame.body);
+          this.dispatch(frame.header, frame.body, frame.release);
         }
       }
     });
@@ -307,6 +308,8 @@ export class Worker {
   /**
    * Runs the interface's `read(params)` hook: each chunk (at most `block` bytes) goes to `onItem`
    * as a Buffer, paced like stream items; the outcome's payload is the number of bytes sent.
+   * The Buffer is reused for a later chunk once `onItem` returns nothing or its promise resolves:
+   * a sink that hands it to an asynchronous write resolves only when that write is done.
    */
   read(req: ReadRequest, handlers: Omit<CallHandlers, 'onItem'> & { onItem: (chunk: Buffer) => void | Promise<void> }): Promise<CallOutcome> {
     return this.request({ op: 'read', ...req }, handlers as CallHandlers);
@@ -398,7 +401,7 @@ export class Worker {
     }
   }
 
-  private dispatch(header: BridgeFrame['header'], body: Buffer): void {
+  private dispatch(header: BridgeFrame['header'], body: Buffer, release?: () => void): void {
     const push = this.pushOf(header, body);
     if (push) {
       this.options.onPush?.(String(header.uuid), push);
@@ -406,15 +409,27 @@ export class Worker {
     }
     const id = Number(header.id);
     const entry = this.pending.get(id);
-    if (!entry) return; // a late reply to a call that already ended
+    if (!entry) return release?.(); // a late reply to a call that already ended
     switch (header.op) {
       case 'item':
       case 'chunk': {
         if (!entry.onItem) return;
         // Delivered synchronously (in order with events); credit goes back once the sink is ready.
+        // A chunk's body goes back to the decoder once the sink settles (it no longer refers to
+        // it then); a sink that failed may still hold it, so that body is left to the collector.
         const ready = entry.onItem(header.op === 'chunk' ? body : header.payload);
-        if (ready) ready.then(() => this.grantCredit(id), () => this.send({ op: 'cancel', id }));
-        else this.grantCredit(id);
+        if (ready) {
+          ready.then(
+            () => {
+              release?.();
+              this.grantCredit(id);
+            },
+            () => this.send({ op: 'cancel', id }),
+          );
+        } else {
+          release?.();
+          this.grantCredit(id);
+        }
         return;
       }
       case 'end':
