@@ -58,4 +58,30 @@ describe('bridge frames', () => {
     expect(frames[0]!.body.equals(Buffer.alloc(2000, 7))).toBe(true);
     expect(frames[1]!.body.equals(Buffer.alloc(900, 8))).toBe(true);
   });
+
+  it('reads in place: small frames survive the scratch buffer being reused, a large body is read straight into it', () => {
+    const decoder = new FrameDecoder(1 << 20, 1 << 17, 2);
+    const chunkBody = Buffer.from(Array.from({ length: 100_000 }, (_, i) => i % 253));
+    const wire = Buffer.concat([
+      ...encodeFrame({ op: 'result', id: 1 }, Buffer.from('first')),
+      ...encodeFrame({ op: 'chunk', id: 2 }, chunkBody),
+      ...encodeFrame({ op: 'result', id: 3 }, Buffer.from('last')),
+    ]);
+    // A reader that copies up to `size` bytes of the wire into whatever target it is given.
+    const frames = [];
+    const targets = [];
+    for (let at = 0, step = 0; at < wire.length; step++) {
+      const target = decoder.readTarget();
+      targets.push(target.length);
+      const n = wire.copy(target, 0, at, Math.min(wire.length, at + (step % 2 ? 30_000 : 70)));
+      at += n;
+      frames.push(...decoder.commitRead(n));
+    }
+    expect(frames.map((f) => [f.header.op, f.body.toString('latin1').length])).toEqual([['result', 5], ['chunk', 100_000], ['result', 4]]);
+    expect(frames[0]!.body.toString()).toBe('first');
+    expect(frames[1]!.body.equals(chunkBody)).toBe(true);
+    expect(frames[2]!.body.toString()).toBe('last');
+    // Once the chunk's header was in, reads were offered exactly the rest of its body.
+    expect(targets.some((length) => length !== 65_536 && length < 100_000 && length > 60_000)).toBe(true);
+  });
 });

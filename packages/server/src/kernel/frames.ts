@@ -41,13 +41,18 @@ export function splitBody(lengths: unknown, body: Buffer): Buffer[] {
   return (lengths as number[]).map((n) => body.subarray(offset, (offset += n)));
 }
 
+/** Bytes of the buffer reads from the worker land in while no large body is being filled (one read's worth, as libuv reads). */
+const SCRATCH_BYTES = 64 * 1024;
+
 /** Frame ops whose bodies may come from the decoder's pool: a read's chunks, the bulk of the traffic. */
 const POOLED_OPS = new Set(['chunk']);
 
 /**
  * Incremental decoder. A frame that arrives whole in one read is cut out of it (no copy). A frame
  * whose body spans reads gets its body buffer as soon as its header is in, and every later read
- * is copied straight into it: one copy, and nothing kept per read.
+ * is copied straight into it: one copy, and nothing kept per read. Fed by `readTarget` and
+ * `commitRead` (the worker's reply socket reads into the buffer it is given), a body that
+ * spans reads is read in place and the reads themselves allocate nothing.
  *
  * Chunk bodies of at most `poolBufferBytes` come from a free list (`release` gives one back):
  * a 1 GiB read allocated a fresh 1 MiB buffer per chunk, and collecting those (old-space GCs
@@ -60,6 +65,9 @@ export class FrameDecoder {
   /** The frame whose body is being filled across reads. */
   private filling: { header: BridgeFrame['header']; body: Buffer; filled: number; release?: () => void } | undefined;
   private readonly pool: Buffer[] = [];
+  /** What `readTarget` handed out last: the rest of the filling body, or the scratch buffer. */
+  private readingBody = false;
+  private scratch: Buffer | undefined;
 
   constructor(
     private readonly maxFrameBytes: number,
@@ -67,8 +75,31 @@ export class FrameDecoder {
     private readonly poolMax = 0,
   ) {}
 
-  /** Feeds bytes; returns every frame completed by them. Throws on a malformed frame. */
-  push(chunk: Buffer): BridgeFrame[] {
+  /**
+   * Where the next read from the worker should put its bytes (see `commitRead`): the rest of the
+   * body being filled, so a large body is read straight into place, else a reused scratch buffer.
+   */
+  readTarget(): Buffer {
+    this.readingBody = this.filling !== undefined;
+    if (this.filling) return this.filling.body.subarray(this.filling.filled);
+    return (this.scratch ??= Buffer.allocUnsafeSlow(SCRATCH_BYTES));
+  }
+
+  /** `n` bytes were read into the buffer `readTarget` returned; returns every frame they completed. */
+  commitRead(n: number): BridgeFrame[] {
+    if (!this.readingBody) return this.push(this.scratch!.subarray(0, n), true);
+    const filling = this.filling!;
+    filling.filled += n;
+    if (filling.filled < filling.body.length) return [];
+    this.filling = undefined;
+    return [{ header: filling.header, body: filling.body, ...(filling.release ? { release: filling.release } : {}) }];
+  }
+
+  /**
+   * Feeds bytes; returns every frame completed by them. Throws on a malformed frame.
+   * `transient`: `chunk` is reused after this call, so whatever is kept of it is copied.
+   */
+  push(chunk: Buffer, transient = false): BridgeFrame[] {
     const frames: BridgeFrame[] = [];
     if (this.filling) {
       chunk = this.fill(chunk, frames);
@@ -88,7 +119,8 @@ export class FrameDecoder {
       if (this.buffered >= total) {
         const frame = this.take(total);
         const header = parseHeader(frame, headerLen);
-        frames.push({ header, body: bodyLen ? frame.subarray(8 + headerLen) : EMPTY });
+        const body = bodyLen ? frame.subarray(8 + headerLen) : EMPTY;
+        frames.push({ header, body: transient && bodyLen ? Buffer.from(body) : body });
         continue;
       }
       if (this.buffered < 8 + headerLen) break;
@@ -102,6 +134,7 @@ export class FrameDecoder {
       for (const part of rest) this.fill(part, frames);
       break;
     }
+    if (transient) this.chunks = this.chunks.map((part) => Buffer.from(part));
     return frames;
   }
 

@@ -10,6 +10,7 @@ import type { Readable, Writable } from 'node:stream';
 import { LIMITS } from '../config/constants.js';
 import { PorticoError, type ErrorCode, type Issue } from '../errors.js';
 import { FrameDecoder, encodeFrame, splitBody, type BridgeFrame } from './frames.js';
+import { openReplyChannel } from './reply-channel.js';
 
 /** The bundled Python package folder (`packages/server/python`), put on the worker's PYTHONPATH. */
 export const PYTHON_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../python');
@@ -156,6 +157,8 @@ export class Worker {
   /** Calls started under each signal, so that one abort listener cancels them all. */
   private readonly bySignal = new WeakMap<AbortSignal, Set<number>>();
   private sweeper: NodeJS.Timeout | undefined;
+  /** stop() was called: a start still opening its reply channel spawns nothing. */
+  private stopRequested = false;
   private readonly resolved = new Map<string, Resolved>();
   /** Bumped by every `invalidate`: a resolution that was in flight meanwhile is not cached. */
   private generation = 0;
@@ -167,19 +170,47 @@ export class Worker {
   }
 
   /** Starts the process and waits for its `ready` frame. */
-  start(): Promise<void> {
-    const child = spawn(this.python, ['-m', 'portico.worker', this.project], {
-      cwd: this.project,
-      // PYTHONSAFEPATH: the project must not shadow modules the worker itself imports (json, ast…);
-      // the worker puts the project on sys.path itself, after its own imports.
-      env: { ...process.env, PYTHONPATH: joinPythonPath(PYTHON_DIR, process.env.PYTHONPATH), PYTHONUNBUFFERED: '1', PYTHONSAFEPATH: '1' },
-      stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'],
+  async start(): Promise<void> {
+    // Replies are decoded as they are read in place (reply-channel.ts); until the process is
+    // spawned below there is nobody to hear them, and nothing arrives.
+    let onFrames: (frames: BridgeFrame[]) => void = () => undefined;
+    const channel = await openReplyChannel({
+      target: () => this.decoder.readTarget(),
+      onRead: (n) => {
+        let frames: BridgeFrame[];
+        try {
+          frames = this.decoder.commitRead(n);
+        } catch (err) {
+          this.log(`bridge: ${(err as Error).message}; stopping worker`);
+          channel.gatewayEnd.destroy();
+          this.child?.kill('SIGKILL');
+          return;
+        }
+        onFrames(frames);
+      },
     });
+    channel.gatewayEnd.on('error', () => {}); // a reset after a crash: the exit handler reports it
+    if (this.stopRequested) {
+      channel.gatewayEnd.destroy();
+      channel.workerEnd.destroy();
+      throw new PorticoError('worker_unavailable', 'The Python worker was stopped before it started');
+    }
+    let child: ChildProcess;
+    try {
+      child = spawn(this.python, ['-m', 'portico.worker', this.project], {
+        cwd: this.project,
+        // PYTHONSAFEPATH: the project must not shadow modules the worker itself imports (json, ast…);
+        // the worker puts the project on sys.path itself, after its own imports.
+        env: { ...process.env, PYTHONPATH: joinPythonPath(PYTHON_DIR, process.env.PYTHONPATH), PYTHONUNBUFFERED: '1', PYTHONSAFEPATH: '1' },
+        stdio: ['ignore', 'pipe', 'pipe', 'pipe', channel.workerEnd],
+      });
+    } finally {
+      channel.workerEnd.destroy(); // the worker has its own copy; the gateway end sees EOF when it exits
+    }
     this.child = child;
     this.toWorker = child.stdio[3] as Writable;
     this.sweeper = setInterval(() => this.sweepDeadlines(), DEADLINE_SWEEP_MS);
     this.sweeper.unref();
-    const fromWorker = child.stdio[4] as Readable;
     for (const stream of [child.stdout, child.stderr]) forwardLines(stream!, (line) => this.log(line));
     this.toWorker.on('error', () => {}); // EPIPE after a crash: the exit handler reports it
 
@@ -204,15 +235,7 @@ export class Worker {
       onFail(new PorticoError('worker_unavailable', `Cannot start Python interpreter '${this.python}': ${err.message}`));
     });
 
-    fromWorker.on('data', (chunk: Buffer) => {
-      let frames: BridgeFrame[];
-      try {
-        frames = this.decoder.push(chunk);
-      } catch (err) {
-        this.log(`bridge: ${(err as Error).message}; stopping worker`);
-        child.kill('SIGKILL');
-        return;
-      }
+    onFrames = (frames) => {
       for (const frame of frames) {
         if (frame.header.op === 'ready') {
           this.pid = Number(frame.header.pid);
@@ -221,13 +244,13 @@ export class Worker {
           this.dispatch(frame.header, frame.body, frame.release);
         }
       }
-    });
+    };
 
     const timer = setTimeout(() => {
       onFail(new PorticoError('worker_unavailable', `The Python worker did not start within ${LIMITS.workerStartTimeoutMs} ms`));
       child.kill('SIGKILL');
     }, LIMITS.workerStartTimeoutMs);
-    return ready.finally(() => clearTimeout(timer));
+    return await ready.finally(() => clearTimeout(timer));
   }
 
   get alive(): boolean {
@@ -341,6 +364,7 @@ export class Worker {
 
   /** Asks the worker to exit; kills it if it has not after the grace period. */
   async stop(): Promise<void> {
+    this.stopRequested = true;
     if (!this.child || this.exitError) return;
     this.send({ op: 'shutdown' });
     const timer = setTimeout(() => this.child?.kill('SIGKILL'), LIMITS.workerStopGraceMs);
