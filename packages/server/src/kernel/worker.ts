@@ -188,6 +188,8 @@ export class Worker {
         }
         onFrames(frames);
       },
+    }).catch((err: Error) => {
+      throw new PorticoError('worker_unavailable', `Cannot open the worker's reply channel: ${err.message}`);
     });
     channel.gatewayEnd.on('error', () => {}); // a reset after a crash: the exit handler reports it
     if (this.stopRequested) {
