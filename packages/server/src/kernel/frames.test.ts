@@ -84,4 +84,19 @@ describe('bridge frames', () => {
     // Once the chunk's header was in, reads were offered exactly the rest of its body.
     expect(targets.some((length) => length !== 65_536 && length < 100_000 && length > 60_000)).toBe(true);
   });
+
+  it('an idle decoder lets its pooled bodies go; one still reading keeps them', () => {
+    const decoder = new FrameDecoder(1 << 20, 1024, 2);
+    const wire = Buffer.concat(encodeFrame({ op: 'chunk', id: 1 }, Buffer.alloc(1000, 1)));
+    const read = () => [wire.subarray(0, 300), wire.subarray(300)].flatMap((part) => decoder.push(part))[0]!;
+    const first = read();
+    first.release!();
+    decoder.trimPool(); // a body was taken since the last trim: kept
+    const second = read();
+    expect(second.body.buffer).toBe(first.body.buffer);
+    second.release!();
+    decoder.trimPool();
+    decoder.trimPool(); // nothing taken in between: dropped
+    expect(read().body.buffer).not.toBe(first.body.buffer);
+  });
 });

@@ -65,6 +65,8 @@ export class FrameDecoder {
   /** The frame whose body is being filled across reads. */
   private filling: { header: BridgeFrame['header']; body: Buffer; filled: number; release?: () => void } | undefined;
   private readonly pool: Buffer[] = [];
+  /** A pooled body was handed out since the last `trimPool`. */
+  private poolTaken = false;
   /** What `readTarget` handed out last: the rest of the filling body, or the scratch buffer. */
   private readingBody = false;
   private scratch: Buffer | undefined;
@@ -74,6 +76,15 @@ export class FrameDecoder {
     private readonly poolBufferBytes = 0,
     private readonly poolMax = 0,
   ) {}
+
+  /**
+   * Lets the free pooled bodies go unless one was handed out since the last call: called
+   * periodically, so a worker keeps a read's buffers (up to `poolMax` of them) only while reads go on.
+   */
+  trimPool(): void {
+    if (!this.poolTaken) this.pool.length = 0;
+    this.poolTaken = false;
+  }
 
   /**
    * Where the next read from the worker should put its bytes (see `commitRead`): the rest of the
@@ -153,6 +164,7 @@ export class FrameDecoder {
 
   private bodyBuffer(op: string, size: number): { body: Buffer; release?: () => void } {
     if (!POOLED_OPS.has(op) || size > this.poolBufferBytes) return { body: Buffer.allocUnsafe(size) };
+    this.poolTaken = true;
     const whole = this.pool.pop() ?? Buffer.allocUnsafeSlow(this.poolBufferBytes);
     let released = false;
     const release = () => {

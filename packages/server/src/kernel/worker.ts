@@ -211,7 +211,10 @@ export class Worker {
     }
     this.child = child;
     this.toWorker = child.stdio[3] as Writable;
-    this.sweeper = setInterval(() => this.sweepDeadlines(), DEADLINE_SWEEP_MS);
+    this.sweeper = setInterval(() => {
+      this.sweepDeadlines();
+      this.decoder.trimPool();
+    }, DEADLINE_SWEEP_MS);
     this.sweeper.unref();
     for (const stream of [child.stdout, child.stderr]) forwardLines(stream!, (line) => this.log(line));
     this.toWorker.on('error', () => {}); // EPIPE after a crash: the exit handler reports it
