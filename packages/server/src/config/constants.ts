@@ -95,6 +95,11 @@ export const LIMITS = {
   uploadSyncEveryBytes: 64 * 1024 * 1024,
   /** Bytes of one binary frame of a read (chunk_start mode read); the worker never sends a larger chunk. */
   readBlockBytes: 1024 * 1024,
+  /**
+   * A read's chunks are credited back to the worker this many at a time (at most streamWindow):
+   * each credit wakes the worker, and a wake-up per chunk cost more than the chunk's bytes.
+   */
+  readCreditBatch: 4,
   /** Nodes a provenance graph holds at most (then `truncated`). */
   provenanceNodes: 200,
   /** Default and maximum `limit` of list endpoints. */

@@ -29,4 +29,74 @@ describe('bridge frames', () => {
     expect(() => splitBody([4], frame!.body)).toThrow(/add up/);
     expect(() => splitBody([-1, 6], frame!.body)).toThrow(/non-negative/);
   });
+
+  it('a chunk body that spans reads is filled in place and reused only after its release', () => {
+    const decoder = new FrameDecoder(1 << 20, 1024, 2);
+    const wire = (fill: number) => Buffer.concat(encodeFrame({ op: 'chunk', id: 1 }, Buffer.alloc(1000, fill)));
+    const split = (bytes: Buffer) => [bytes.subarray(0, 300), bytes.subarray(300)];
+    const [first] = split(wire(1)).flatMap((part) => decoder.push(part));
+    expect(first!.body.equals(Buffer.alloc(1000, 1))).toBe(true);
+    // Not released yet: the next chunk must not land in the first one's buffer.
+    const [second] = split(wire(2)).flatMap((part) => decoder.push(part));
+    expect(first!.body.equals(Buffer.alloc(1000, 1))).toBe(true);
+    expect(second!.body.buffer).not.toBe(first!.body.buffer);
+    first!.release!();
+    const [third] = split(wire(3)).flatMap((part) => decoder.push(part));
+    expect(third!.body.buffer).toBe(first!.body.buffer);
+    expect(third!.body.equals(Buffer.alloc(1000, 3))).toBe(true);
+    expect(second!.body.equals(Buffer.alloc(1000, 2))).toBe(true);
+  });
+
+  it('only chunk bodies that fit the pooled buffers are pooled; frames after a filled body still decode', () => {
+    const decoder = new FrameDecoder(1 << 20, 1024, 2);
+    const big = Buffer.concat(encodeFrame({ op: 'chunk', id: 1 }, Buffer.alloc(2000, 7)));
+    const result = Buffer.concat(encodeFrame({ op: 'result', id: 2 }, Buffer.alloc(900, 8)));
+    const next = Buffer.concat(encodeFrame({ op: 'end', id: 1 }));
+    const wire = Buffer.concat([big, result, next]);
+    const frames = [decoder.push(wire.subarray(0, 100)), decoder.push(wire.subarray(100, 2100)), decoder.push(wire.subarray(2100))].flat();
+    expect(frames.map((f) => [f.header.op, f.body.length, f.release !== undefined])).toEqual([['chunk', 2000, false], ['result', 900, false], ['end', 0, false]]);
+    expect(frames[0]!.body.equals(Buffer.alloc(2000, 7))).toBe(true);
+    expect(frames[1]!.body.equals(Buffer.alloc(900, 8))).toBe(true);
+  });
+
+  it('reads in place: small frames survive the scratch buffer being reused, a large body is read straight into it', () => {
+    const decoder = new FrameDecoder(1 << 20, 1 << 17, 2);
+    const chunkBody = Buffer.from(Array.from({ length: 100_000 }, (_, i) => i % 253));
+    const wire = Buffer.concat([
+      ...encodeFrame({ op: 'result', id: 1 }, Buffer.from('first')),
+      ...encodeFrame({ op: 'chunk', id: 2 }, chunkBody),
+      ...encodeFrame({ op: 'result', id: 3 }, Buffer.from('last')),
+    ]);
+    // A reader that copies up to `size` bytes of the wire into whatever target it is given.
+    const frames = [];
+    const targets = [];
+    for (let at = 0, step = 0; at < wire.length; step++) {
+      const target = decoder.readTarget();
+      targets.push(target.length);
+      const n = wire.copy(target, 0, at, Math.min(wire.length, at + (step % 2 ? 30_000 : 70)));
+      at += n;
+      frames.push(...decoder.commitRead(n));
+    }
+    expect(frames.map((f) => [f.header.op, f.body.toString('latin1').length])).toEqual([['result', 5], ['chunk', 100_000], ['result', 4]]);
+    expect(frames[0]!.body.toString()).toBe('first');
+    expect(frames[1]!.body.equals(chunkBody)).toBe(true);
+    expect(frames[2]!.body.toString()).toBe('last');
+    // Once the chunk's header was in, reads were offered exactly the rest of its body.
+    expect(targets.some((length) => length !== 65_536 && length < 100_000 && length > 60_000)).toBe(true);
+  });
+
+  it('an idle decoder lets its pooled bodies go; one still reading keeps them', () => {
+    const decoder = new FrameDecoder(1 << 20, 1024, 2);
+    const wire = Buffer.concat(encodeFrame({ op: 'chunk', id: 1 }, Buffer.alloc(1000, 1)));
+    const read = () => [wire.subarray(0, 300), wire.subarray(300)].flatMap((part) => decoder.push(part))[0]!;
+    const first = read();
+    first.release!();
+    decoder.trimPool(); // a body was taken since the last trim: kept
+    const second = read();
+    expect(second.body.buffer).toBe(first.body.buffer);
+    second.release!();
+    decoder.trimPool();
+    decoder.trimPool(); // nothing taken in between: dropped
+    expect(read().body.buffer).not.toBe(first.body.buffer);
+  });
 });

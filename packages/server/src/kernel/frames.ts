@@ -6,6 +6,8 @@
 export interface BridgeFrame {
   header: Record<string, unknown> & { op: string };
   body: Buffer;
+  /** Present when `body` is the decoder's to reuse: call it once nothing refers to the body any more. */
+  release?: () => void;
 }
 
 const EMPTY = Buffer.alloc(0);
@@ -39,21 +41,83 @@ export function splitBody(lengths: unknown, body: Buffer): Buffer[] {
   return (lengths as number[]).map((n) => body.subarray(offset, (offset += n)));
 }
 
+/** Bytes of the buffer reads from the worker land in while no large body is being filled (one read's worth, as libuv reads). */
+const SCRATCH_BYTES = 64 * 1024;
+
+/** Frame ops whose bodies may come from the decoder's pool: a read's chunks, the bulk of the traffic. */
+const POOLED_OPS = new Set(['chunk']);
+
 /**
- * Incremental decoder. Chunks are kept in a list and only joined once a whole frame is there,
- * so a large frame arriving in many pipe reads costs one copy, not one per read.
+ * Incremental decoder. A frame that arrives whole in one read is cut out of it (no copy). A frame
+ * whose body spans reads gets its body buffer as soon as its header is in, and every later read
+ * is copied straight into it: one copy, and nothing kept per read. Fed by `readTarget` and
+ * `commitRead` (the worker's reply socket reads into the buffer it is given), a body that
+ * spans reads is read in place and the reads themselves allocate nothing.
+ *
+ * Chunk bodies of at most `poolBufferBytes` come from a free list (`release` gives one back):
+ * a 1 GiB read allocated a fresh 1 MiB buffer per chunk, and collecting those (old-space GCs
+ * forced by external memory) was over half the gateway's time during a read. The list holds at
+ * most `poolMax` buffers; a frame not released is simply collected.
  */
 export class FrameDecoder {
   private chunks: Buffer[] = [];
   private buffered = 0;
+  /** The frame whose body is being filled across reads. */
+  private filling: { header: BridgeFrame['header']; body: Buffer; filled: number; release?: () => void } | undefined;
+  private readonly pool: Buffer[] = [];
+  /** A pooled body was handed out since the last `trimPool`. */
+  private poolTaken = false;
+  /** What `readTarget` handed out last: the rest of the filling body, or the scratch buffer. */
+  private readingBody = false;
+  private scratch: Buffer | undefined;
 
-  constructor(private readonly maxFrameBytes: number) {}
+  constructor(
+    private readonly maxFrameBytes: number,
+    private readonly poolBufferBytes = 0,
+    private readonly poolMax = 0,
+  ) {}
 
-  /** Feeds bytes; returns every frame completed by them. Throws on a malformed frame. */
-  push(chunk: Buffer): BridgeFrame[] {
+  /**
+   * Lets the free pooled bodies go unless one was handed out since the last call: called
+   * periodically, so a worker keeps a read's buffers (up to `poolMax` of them) only while reads go on.
+   */
+  trimPool(): void {
+    if (!this.poolTaken) this.pool.length = 0;
+    this.poolTaken = false;
+  }
+
+  /**
+   * Where the next read from the worker should put its bytes (see `commitRead`): the rest of the
+   * body being filled, so a large body is read straight into place, else a reused scratch buffer.
+   */
+  readTarget(): Buffer {
+    this.readingBody = this.filling !== undefined;
+    if (this.filling) return this.filling.body.subarray(this.filling.filled);
+    return (this.scratch ??= Buffer.allocUnsafeSlow(SCRATCH_BYTES));
+  }
+
+  /** `n` bytes were read into the buffer `readTarget` returned; returns every frame they completed. */
+  commitRead(n: number): BridgeFrame[] {
+    if (!this.readingBody) return this.push(this.scratch!.subarray(0, n), true);
+    const filling = this.filling!;
+    filling.filled += n;
+    if (filling.filled < filling.body.length) return [];
+    this.filling = undefined;
+    return [{ header: filling.header, body: filling.body, ...(filling.release ? { release: filling.release } : {}) }];
+  }
+
+  /**
+   * Feeds bytes; returns every frame completed by them. Throws on a malformed frame.
+   * `transient`: `chunk` is reused after this call, so whatever is kept of it is copied.
+   */
+  push(chunk: Buffer, transient = false): BridgeFrame[] {
+    const frames: BridgeFrame[] = [];
+    if (this.filling) {
+      chunk = this.fill(chunk, frames);
+      if (chunk.length === 0) return frames;
+    }
     this.chunks.push(chunk);
     this.buffered += chunk.length;
-    const frames: BridgeFrame[] = [];
     for (;;) {
       if (this.buffered < 8) break;
       const prefix = this.peek(8);
@@ -63,15 +127,52 @@ export class FrameDecoder {
         throw new Error(`bridge frame of ${headerLen + bodyLen} bytes exceeds ${this.maxFrameBytes}`);
       }
       const total = 8 + headerLen + bodyLen;
-      if (this.buffered < total) break;
-      const frame = this.take(total);
-      const header = JSON.parse(frame.toString('utf8', 8, 8 + headerLen)) as BridgeFrame['header'];
-      if (typeof header !== 'object' || header === null || typeof header.op !== 'string') {
-        throw new Error('bridge frame header has no op');
+      if (this.buffered >= total) {
+        const frame = this.take(total);
+        const header = parseHeader(frame, headerLen);
+        const body = bodyLen ? frame.subarray(8 + headerLen) : EMPTY;
+        frames.push({ header, body: transient && bodyLen ? Buffer.from(body) : body });
+        continue;
       }
-      frames.push({ header, body: bodyLen ? frame.subarray(8 + headerLen) : EMPTY });
+      if (this.buffered < 8 + headerLen) break;
+      // The header is in, the body is not: give the body its buffer now and fill it from here on.
+      const head = this.take(8 + headerLen);
+      const header = parseHeader(head, headerLen);
+      const rest = this.chunks;
+      this.chunks = [];
+      this.buffered = 0;
+      this.filling = { header, filled: 0, ...this.bodyBuffer(header.op, bodyLen) };
+      for (const part of rest) this.fill(part, frames);
+      break;
     }
+    if (transient) this.chunks = this.chunks.map((part) => Buffer.from(part));
     return frames;
+  }
+
+  /** Copies what `chunk` holds of the body being filled; returns the bytes past its end. */
+  private fill(chunk: Buffer, frames: BridgeFrame[]): Buffer {
+    const filling = this.filling!;
+    const n = Math.min(chunk.length, filling.body.length - filling.filled);
+    chunk.copy(filling.body, filling.filled, 0, n);
+    filling.filled += n;
+    if (filling.filled === filling.body.length) {
+      frames.push({ header: filling.header, body: filling.body, ...(filling.release ? { release: filling.release } : {}) });
+      this.filling = undefined;
+    }
+    return chunk.subarray(n);
+  }
+
+  private bodyBuffer(op: string, size: number): { body: Buffer; release?: () => void } {
+    if (!POOLED_OPS.has(op) || size > this.poolBufferBytes) return { body: Buffer.allocUnsafe(size) };
+    this.poolTaken = true;
+    const whole = this.pool.pop() ?? Buffer.allocUnsafeSlow(this.poolBufferBytes);
+    let released = false;
+    const release = () => {
+      if (released) return;
+      released = true;
+      if (this.pool.length < this.poolMax) this.pool.push(whole);
+    };
+    return { body: whole.subarray(0, size), release };
   }
 
   private peek(n: number): Buffer {
@@ -99,4 +200,12 @@ export class FrameDecoder {
     this.buffered -= n;
     return first;
   }
+}
+
+function parseHeader(frame: Buffer, headerLen: number): BridgeFrame['header'] {
+  const header = JSON.parse(frame.toString('utf8', 8, 8 + headerLen)) as BridgeFrame['header'];
+  if (typeof header !== 'object' || header === null || typeof header.op !== 'string') {
+    throw new Error('bridge frame header has no op');
+  }
+  return header;
 }

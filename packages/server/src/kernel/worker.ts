@@ -10,6 +10,7 @@ import type { Readable, Writable } from 'node:stream';
 import { LIMITS } from '../config/constants.js';
 import { PorticoError, type ErrorCode, type Issue } from '../errors.js';
 import { FrameDecoder, encodeFrame, splitBody, type BridgeFrame } from './frames.js';
+import { openReplyChannel } from './reply-channel.js';
 
 /** The bundled Python package folder (`packages/server/python`), put on the worker's PYTHONPATH. */
 export const PYTHON_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../python');
@@ -95,6 +96,8 @@ export interface CallHandlers {
 interface Pending {
   settle: (outcome: CallOutcome) => void;
   onItem?: ItemSink | undefined;
+  /** Chunks of a read the sink is done with and the worker has not been credited for yet. */
+  owed: number;
   /** performance.now() after which the call times out. */
   deadline: number;
   timeoutMs: number;
@@ -143,7 +146,8 @@ export class Worker {
   private toWorker: Writable | undefined;
   private nextId = 1;
   private readonly pending = new Map<number, Pending>();
-  private readonly decoder = new FrameDecoder(LIMITS.maxBridgeFrameBytes);
+  // Chunk bodies are reused once the sink is done with them; a read has at most a window of them out.
+  private readonly decoder = new FrameDecoder(LIMITS.maxBridgeFrameBytes, LIMITS.readBlockBytes, LIMITS.streamWindow);
   private outbox: Buffer[] = [];
   private flushScheduled = false;
   private exitError: PorticoError | undefined;
@@ -153,6 +157,8 @@ export class Worker {
   /** Calls started under each signal, so that one abort listener cancels them all. */
   private readonly bySignal = new WeakMap<AbortSignal, Set<number>>();
   private sweeper: NodeJS.Timeout | undefined;
+  /** stop() was called: a start still opening its reply channel spawns nothing. */
+  private stopRequested = false;
   private readonly resolved = new Map<string, Resolved>();
   /** Bumped by every `invalidate`: a resolution that was in flight meanwhile is not cached. */
   private generation = 0;
@@ -164,19 +170,52 @@ export class Worker {
   }
 
   /** Starts the process and waits for its `ready` frame. */
-  start(): Promise<void> {
-    const child = spawn(this.python, ['-m', 'portico.worker', this.project], {
-      cwd: this.project,
-      // PYTHONSAFEPATH: the project must not shadow modules the worker itself imports (json, ast…);
-      // the worker puts the project on sys.path itself, after its own imports.
-      env: { ...process.env, PYTHONPATH: joinPythonPath(PYTHON_DIR, process.env.PYTHONPATH), PYTHONUNBUFFERED: '1', PYTHONSAFEPATH: '1' },
-      stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'],
+  async start(): Promise<void> {
+    // Replies are decoded as they are read in place (reply-channel.ts); until the process is
+    // spawned below there is nobody to hear them, and nothing arrives.
+    let onFrames: (frames: BridgeFrame[]) => void = () => undefined;
+    const channel = await openReplyChannel({
+      target: () => this.decoder.readTarget(),
+      onRead: (n) => {
+        let frames: BridgeFrame[];
+        try {
+          frames = this.decoder.commitRead(n);
+        } catch (err) {
+          this.log(`bridge: ${(err as Error).message}; stopping worker`);
+          channel.gatewayEnd.destroy();
+          this.child?.kill('SIGKILL');
+          return;
+        }
+        onFrames(frames);
+      },
+    }).catch((err: Error) => {
+      throw new PorticoError('worker_unavailable', `Cannot open the worker's reply channel: ${err.message}`);
     });
+    channel.gatewayEnd.on('error', () => {}); // a reset after a crash: the exit handler reports it
+    if (this.stopRequested) {
+      channel.gatewayEnd.destroy();
+      channel.workerEnd.destroy();
+      throw new PorticoError('worker_unavailable', 'The Python worker was stopped before it started');
+    }
+    let child: ChildProcess;
+    try {
+      child = spawn(this.python, ['-m', 'portico.worker', this.project], {
+        cwd: this.project,
+        // PYTHONSAFEPATH: the project must not shadow modules the worker itself imports (json, ast…);
+        // the worker puts the project on sys.path itself, after its own imports.
+        env: { ...process.env, PYTHONPATH: joinPythonPath(PYTHON_DIR, process.env.PYTHONPATH), PYTHONUNBUFFERED: '1', PYTHONSAFEPATH: '1' },
+        stdio: ['ignore', 'pipe', 'pipe', 'pipe', channel.workerEnd],
+      });
+    } finally {
+      channel.workerEnd.destroy(); // the worker has its own copy; the gateway end sees EOF when it exits
+    }
     this.child = child;
     this.toWorker = child.stdio[3] as Writable;
-    this.sweeper = setInterval(() => this.sweepDeadlines(), DEADLINE_SWEEP_MS);
+    this.sweeper = setInterval(() => {
+      this.sweepDeadlines();
+      this.decoder.trimPool();
+    }, DEADLINE_SWEEP_MS);
     this.sweeper.unref();
-    const fromWorker = child.stdio[4] as Readable;
     for (const stream of [child.stdout, child.stderr]) forwardLines(stream!, (line) => this.log(line));
     this.toWorker.on('error', () => {}); // EPIPE after a crash: the exit handler reports it
 
@@ -201,30 +240,22 @@ export class Worker {
       onFail(new PorticoError('worker_unavailable', `Cannot start Python interpreter '${this.python}': ${err.message}`));
     });
 
-    fromWorker.on('data', (chunk: Buffer) => {
-      let frames: BridgeFrame[];
-      try {
-        frames = this.decoder.push(chunk);
-      } catch (err) {
-        this.log(`bridge: ${(err as Error).message}; stopping worker`);
-        child.kill('SIGKILL');
-        return;
-      }
+    onFrames = (frames) => {
       for (const frame of frames) {
         if (frame.header.op === 'ready') {
           this.pid = Number(frame.header.pid);
           onReady();
         } else {
-          this.dispatch(frame.header, frame.body);
+          this.dispatch(frame.header, frame.body, frame.release);
         }
       }
-    });
+    };
 
     const timer = setTimeout(() => {
       onFail(new PorticoError('worker_unavailable', `The Python worker did not start within ${LIMITS.workerStartTimeoutMs} ms`));
       child.kill('SIGKILL');
     }, LIMITS.workerStartTimeoutMs);
-    return ready.finally(() => clearTimeout(timer));
+    return await ready.finally(() => clearTimeout(timer));
   }
 
   get alive(): boolean {
@@ -307,6 +338,8 @@ export class Worker {
   /**
    * Runs the interface's `read(params)` hook: each chunk (at most `block` bytes) goes to `onItem`
    * as a Buffer, paced like stream items; the outcome's payload is the number of bytes sent.
+   * The Buffer is reused for a later chunk once `onItem` returns nothing or its promise resolves:
+   * a sink that hands it to an asynchronous write resolves only when that write is done.
    */
   read(req: ReadRequest, handlers: Omit<CallHandlers, 'onItem'> & { onItem: (chunk: Buffer) => void | Promise<void> }): Promise<CallOutcome> {
     return this.request({ op: 'read', ...req }, handlers as CallHandlers);
@@ -336,6 +369,7 @@ export class Worker {
 
   /** Asks the worker to exit; kills it if it has not after the grace period. */
   async stop(): Promise<void> {
+    this.stopRequested = true;
     if (!this.child || this.exitError) return;
     this.send({ op: 'shutdown' });
     const timer = setTimeout(() => this.child?.kill('SIGKILL'), LIMITS.workerStopGraceMs);
@@ -362,6 +396,7 @@ export class Worker {
     return new Promise((resolve) => {
       this.pending.set(id, {
         onItem,
+        owed: 0,
         deadline: performance.now() + timeoutMs,
         timeoutMs,
         settle: (outcome) => {
@@ -398,7 +433,7 @@ export class Worker {
     }
   }
 
-  private dispatch(header: BridgeFrame['header'], body: Buffer): void {
+  private dispatch(header: BridgeFrame['header'], body: Buffer, release?: () => void): void {
     const push = this.pushOf(header, body);
     if (push) {
       this.options.onPush?.(String(header.uuid), push);
@@ -406,15 +441,28 @@ export class Worker {
     }
     const id = Number(header.id);
     const entry = this.pending.get(id);
-    if (!entry) return; // a late reply to a call that already ended
+    if (!entry) return release?.(); // a late reply to a call that already ended
     switch (header.op) {
       case 'item':
       case 'chunk': {
         if (!entry.onItem) return;
         // Delivered synchronously (in order with events); credit goes back once the sink is ready.
-        const ready = entry.onItem(header.op === 'chunk' ? body : header.payload);
-        if (ready) ready.then(() => this.grantCredit(id), () => this.send({ op: 'cancel', id }));
-        else this.grantCredit(id);
+        // A chunk's body goes back to the decoder once the sink settles (it no longer refers to
+        // it then); a sink that failed may still hold it, so that body is left to the collector.
+        const chunk = header.op === 'chunk';
+        const ready = entry.onItem(chunk ? body : header.payload);
+        if (ready) {
+          ready.then(
+            () => {
+              release?.();
+              this.grantCredit(id, chunk);
+            },
+            () => this.send({ op: 'cancel', id }),
+          );
+        } else {
+          release?.();
+          this.grantCredit(id, chunk);
+        }
         return;
       }
       case 'end':
@@ -437,8 +485,21 @@ export class Worker {
     }
   }
 
-  private grantCredit(id: number): void {
-    if (this.pending.has(id)) this.send({ op: 'credit', id, n: 1 });
+  /**
+   * Credits the worker for an item or chunk its sink is done with. A read's chunks are credited
+   * LIMITS.readCreditBatch at a time: every credit wakes the worker (a context switch on a
+   * loaded machine), and in the gateway's profile of a 1 GiB read those wake-ups, one per
+   * 1 MiB chunk, took more wall time than anything else. Holding back fewer than the window
+   * never stalls a read: a worker out of credit has its whole window in the gateway, and every
+   * chunk of it is released in time.
+   */
+  private grantCredit(id: number, chunk: boolean): void {
+    const entry = this.pending.get(id);
+    if (!entry) return;
+    entry.owed += 1;
+    if (chunk && entry.owed < LIMITS.readCreditBatch) return;
+    this.send({ op: 'credit', id, n: entry.owed });
+    entry.owed = 0;
   }
 
   /** The buffers of a frame's body (`buffer_lengths`); undefined, and logged, when they do not fit. */

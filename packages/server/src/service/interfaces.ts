@@ -235,7 +235,8 @@ export class InterfaceService {
 
   /**
    * Streams the interface's `read(params)` hook: chunks of at most LIMITS.readBlockBytes go to
-   * `onChunk` (the worker waits for the returned promise before producing more than its window);
+   * `onChunk` (the worker waits for the returned promise before producing more than its window;
+   * the chunk's Buffer is reused once that promise resolves, or at once when it returns nothing);
    * the outcome's payload is the number of bytes sent. Never rejects.
    */
   async read(

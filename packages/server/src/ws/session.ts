@@ -210,7 +210,7 @@ export class Session extends SocketSession<ClientFrame> {
         signal: this.controller.signal,
         onChunk: (chunk) => {
           sent += chunk.length;
-          return this.sendPaced(chunk);
+          return this.sendChunk(chunk);
         },
       });
       this.gateway.metrics.readBytes.inc(sent);
@@ -278,22 +278,28 @@ export class Session extends SocketSession<ClientFrame> {
     );
   }
 
-  /**
-   * Sends a frame (an object as JSON text, a Buffer as a binary frame), and resolves once the
-   * socket's queue is below its high-water mark again.
-   */
-  private sendPaced(frame: object | Buffer): Promise<void> | undefined {
+  /** Sends a stream item as JSON text, and resolves once the socket's queue is below its high-water mark again. */
+  private sendPaced(frame: object): Promise<void> | undefined {
     if (this.socket.readyState !== this.socket.OPEN) return Promise.reject(new Error('socket closed'));
-    const binary = Buffer.isBuffer(frame);
-    const data = binary ? frame : JSON.stringify(frame);
-    // A read's bytes are never deflated (README "Compression"); text frames follow the threshold.
-    const options = binary ? BINARY_FRAME : TEXT_FRAME;
+    const data = JSON.stringify(frame);
     this.corkForThisTick();
     if (this.socket.bufferedAmount < LIMITS.socketHighWaterBytes) {
-      this.socket.send(data, options);
+      this.socket.send(data, TEXT_FRAME);
       return undefined;
     }
-    return new Promise((resolve, reject) => this.socket.send(data, options, (err) => (err ? reject(err) : resolve())));
+    return new Promise((resolve, reject) => this.socket.send(data, TEXT_FRAME, (err) => (err ? reject(err) : resolve())));
+  }
+
+  /**
+   * Sends a read's chunk as a binary frame and resolves once the socket has written it: the
+   * worker's decoder reuses the Buffer after that, and credit for the next chunk waits for it, so
+   * a read keeps at most its window of chunks in the gateway.
+   */
+  private sendChunk(chunk: Buffer): Promise<void> {
+    if (this.socket.readyState !== this.socket.OPEN) return Promise.reject(new Error('socket closed'));
+    this.corkForThisTick();
+    // A read's bytes are never deflated (README "Compression").
+    return new Promise((resolve, reject) => this.socket.send(chunk, BINARY_FRAME, (err) => (err ? reject(err) : resolve())));
   }
 
   /** Cancels calls in flight, detaches, and evicts the instance when no other client is attached. */

@@ -43,6 +43,9 @@ def main(argv: list[str] | None = None) -> int:
     except OSError:
         log(f"fd {REQUEST_FD} and fd {REPLY_FD} must be the gateway's pipes")
         return 2
+    # The gateway made the reply socket itself (kernel/reply-channel.ts) and its end was
+    # non-blocking there; every write here expects to block until the gateway reads.
+    os.set_blocking(REPLY_FD, True)
     widen_pipe(REPLY_FD)
     _prepare(project)
     worker = Worker(project)

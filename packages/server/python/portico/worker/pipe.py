@@ -34,7 +34,8 @@ HAND_OVER_AFTER_S = 0.002
 EXIT_FLUSH_SECONDS = 5.0
 #: Linux F_SETPIPE_SZ (not exported by the fcntl module before Python 3.10 on every platform).
 _F_SETPIPE_SZ = 1031
-#: Reply pipe capacity asked for: a whole read chunk fits, so a 1 MiB chunk is one write, not sixteen.
+#: Reply channel capacity asked for (pipe size, or socket send buffer, which Linux doubles): a
+#: whole read chunk fits, so a 1 MiB chunk is one write rather than a blocked write per 200 KiB.
 REPLY_PIPE_BYTES = 1 << 20
 
 Work = Callable[[], None]
@@ -182,7 +183,28 @@ class Pipe:
 
 
 def widen_pipe(fd: int) -> None:
-    """Best effort: grow the reply pipe so bulk reads stream with fewer context switches."""
+    """Best effort: let a whole read chunk (and more) wait in the reply channel, so bulk reads
+    stream with fewer blocked writes and wake-ups.
+
+    Node gives a child's extra stdio entries as Unix socket pairs, not pipes, where F_SETPIPE_SZ
+    fails; a socket's queue is bounded by the writer's SO_SNDBUF instead (about 208 KiB by
+    default, which cut every 1 MiB chunk into blocked pieces).
+    """
+    import socket
+
+    copy = os.dup(fd)  # the probe owns and closes its descriptor; fd stays the writer's
+    try:
+        probe = socket.socket(fileno=copy)
+    except OSError:
+        os.close(copy)
+        probe = None  # not a socket: a pipe
+    if probe is not None:
+        with probe:
+            try:
+                probe.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, REPLY_PIPE_BYTES)
+            except OSError:
+                pass  # above net.core.wmem_max: the kernel keeps its default, only slower
+        return
     try:
         import fcntl
 
