@@ -89,6 +89,17 @@ export async function onDemoCopy(fn) {
 }
 
 /**
+ * Stops `child` when the bench process ends, however it ends (a section that throws, Ctrl-C), so a
+ * failed run never leaves a gateway running without a parent.
+ */
+export function stopOnExit(child) {
+  const stop = () => child.kill('SIGKILL');
+  process.once('exit', stop);
+  child.once('exit', () => process.off('exit', stop));
+}
+for (const signal of ['SIGINT', 'SIGTERM']) process.once(signal, () => process.exit(130));
+
+/**
  * Starts the built gateway as its own process; resolves with its URL. `gw.measure(work)` runs
  * `work` and returns its result with the CPU seconds of the gateway and of its workers, and the
  * gateway's allocated bytes, meanwhile
@@ -106,6 +117,7 @@ export function startGateway(project, extraArgs = [], { env = {} } = {}) {
     stdio: ['ignore', 'pipe', logFd],
     env: { ...process.env, ...env, PORTICO_BENCH_ALLOC_FILE: allocFile },
   });
+  stopOnExit(child);
   closeSync(logFd);
   child.once('exit', (code, signal) => {
     if (code && signal !== 'SIGTERM') console.error(`gateway exited with ${code}; its last log lines:\n${readFileSync(logFile, 'utf8').split('\n').slice(-40).join('\n')}`);
