@@ -25,6 +25,8 @@ interface Slot {
   worker: Worker;
   ready: Promise<Worker>;
   lastUsed: number;
+  /** Until `ready` settles: the worker is not alive yet (its reply channel opens before it is spawned), but it is the one to wait for. */
+  starting: boolean;
 }
 
 export class KernelPool {
@@ -46,7 +48,7 @@ export class KernelPool {
     if (this.closed) return Promise.reject(new Error('kernel pool is closed'));
     const key = slotKey(project, python);
     const slot = this.slots.get(key);
-    if (slot && slot.worker.alive) {
+    if (slot && (slot.starting || slot.worker.alive)) {
       slot.lastUsed = Date.now();
       return slot.ready;
     }
@@ -68,7 +70,12 @@ export class KernelPool {
     worker.onExit(() => {
       if (this.slots.get(key)?.worker === worker) this.slots.delete(key);
     });
-    this.slots.set(key, { worker, ready, lastUsed: Date.now() });
+    const entry: Slot = { worker, ready, lastUsed: Date.now(), starting: true };
+    this.slots.set(key, entry);
+    ready.then(
+      () => (entry.starting = false),
+      () => (entry.starting = false),
+    );
     return ready;
   }
 
