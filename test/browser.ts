@@ -12,6 +12,9 @@ import { existsSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll } from 'vitest';
+import type { RunningServer } from '../packages/server/src/index.js';
+import { cleanup } from './helpers.js';
 
 export const CHROMIUM = process.env.PORTICO_CHROMIUM ?? '/usr/bin/chromium';
 
@@ -90,4 +93,51 @@ export function embed(gatewayUrl: string, attributes: string): string {
 <script type="module" src="${gatewayUrl}/static/portico-widget.js"></script>
 <portico-widget url="${gatewayUrl}" ${attributes}></portico-widget>
 </body></html>`;
+}
+
+/** What `embedSuite` gives a browser suite. */
+export interface EmbedSuite {
+  /** The gateway, started in beforeAll (a suite that restarts it may replace it). */
+  running: RunningServer;
+  /** The static site, on its own origin, which the gateway allows. */
+  site: { origin: string; close: () => Promise<void> };
+  /** The site's pages by path (`/name.html`); a page may be added at any time. */
+  pages: Record<string, string>;
+  /** The suite's browser, launched on first use. */
+  browser(): Promise<LaunchedBrowser>;
+  /** Serves `html` at `/name` of the site and opens it in a new page. */
+  open(name: string, html: string): Promise<TrackedPage>;
+}
+
+/**
+ * The fixtures every embed suite shares: a static site and the gateway `start(origin)` makes for it,
+ * started in beforeAll; the browser, the site and every gateway stopped in afterAll.
+ */
+export function embedSuite(start: (siteOrigin: string) => Promise<RunningServer>, timeout: number): EmbedSuite {
+  let launched: LaunchedBrowser | undefined;
+  const suite: EmbedSuite = {
+    running: undefined as unknown as RunningServer,
+    site: undefined as unknown as EmbedSuite['site'],
+    pages: {},
+    async browser() {
+      launched ??= await launchBrowser();
+      return launched;
+    },
+    async open(name, html) {
+      suite.pages[`/${name}`] = html;
+      const tracked = await (await suite.browser()).newPage();
+      await tracked.page.goto(`${suite.site.origin}/${name}`);
+      return tracked;
+    },
+  };
+  beforeAll(async () => {
+    suite.site = await staticSite(suite.pages);
+    suite.running = await start(suite.site.origin);
+  }, timeout);
+  afterAll(async () => {
+    await launched?.close();
+    await suite.site?.close();
+    await cleanup();
+  }, timeout);
+  return suite;
 }

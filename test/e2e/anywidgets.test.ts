@@ -3,42 +3,25 @@
  * shown on a plain web page through the widget runtime, in Debian Chromium: the user's mouse
  * reaches Python, and what Python answers shows on the page.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
-import { embed, launchBrowser, staticSite, type LaunchedBrowser } from '../browser.js';
-import { api, cleanup, fixtureFiles, gateway, tempProject } from '../helpers.js';
+import { embed, embedSuite } from '../browser.js';
+import { api, fixtureFiles, gateway, tempProject } from '../helpers.js';
 import { TEST_PYTHON } from '../notebook.js';
-import type { RunningServer } from '../../packages/server/src/index.js';
 import { drawScatter, isDrawdataOwnWarning, PUBLISHED_WIDGETS, type ServedWidget } from './anywidget-actions.js';
 
 const E2E_TIMEOUT = 120_000;
 
-let running: RunningServer;
-let site: { origin: string; close: () => Promise<void> };
-let b: LaunchedBrowser | undefined;
-const sitePages: Record<string, string> = {};
-
-beforeAll(async () => {
-  const project = await tempProject(await fixtureFiles('anywidgets'));
-  site = await staticSite(sitePages);
-  running = await gateway({ project, allowOrigins: [site.origin], python: TEST_PYTHON });
-}, E2E_TIMEOUT);
-
-afterAll(async () => {
-  await b?.close();
-  await site?.close();
-  await cleanup();
-}, E2E_TIMEOUT);
+const suite = embedSuite(
+  async (origin) => gateway({ project: await tempProject(await fixtureFiles('anywidgets')), allowOrigins: [origin], python: TEST_PYTHON }),
+  E2E_TIMEOUT,
+);
 
 /** A page of the static site showing the fixture module `target` (or the instance `uuid="…"`), and how to read its Python state. */
 async function show(target: string, attributes = `target="${target}"`): Promise<ServedWidget & { errors: string[]; uuid: string }> {
-  const name = `/${target}-${Object.keys(sitePages).length}.html`;
-  sitePages[name] = embed(running.url, attributes);
-  b ??= await launchBrowser();
-  const { page, errors } = await b.newPage();
-  await page.goto(`${site.origin}${name}`);
+  const { page, errors } = await suite.open(`${target}-${Object.keys(suite.pages).length}.html`, embed(suite.running.url, attributes));
   const uuid = await uuidOf(page);
-  const call = async (method: string, args: unknown[] = []) => (await api(running, 'POST', '/v1/interfaces/call', { target: uuid, method, args })).body.payload;
+  const call = async (method: string, args: unknown[] = []) => (await api(suite.running, 'POST', '/v1/interfaces/call', { target: uuid, method, args })).body.payload;
   const python = () => call('widget_state');
   return { page, root: page.locator('portico-widget'), python, call, errors, uuid };
 }

@@ -7,11 +7,10 @@
  * Python, a page that connects later gets the binary value Python holds now, and a page whose
  * socket dropped gets, on reconnect, the binary value Python took meanwhile.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
-import { embed, launchBrowser, staticSite, type LaunchedBrowser } from '../browser.js';
-import { api, cleanup, gateway, tempProject } from '../helpers.js';
-import type { RunningServer } from '../../packages/server/src/index.js';
+import { embed, embedSuite } from '../browser.js';
+import { api, gateway, tempProject } from '../helpers.js';
 
 const E2E_TIMEOUT = 120_000;
 
@@ -99,22 +98,7 @@ export default {
 `,
 };
 
-let running: RunningServer;
-let site: { origin: string; close: () => Promise<void> };
-let b: LaunchedBrowser | undefined;
-const sitePages: Record<string, string> = {};
-
-beforeAll(async () => {
-  const project = await tempProject(FILES, { demo: false });
-  site = await staticSite(sitePages);
-  running = await gateway({ project, allowOrigins: [site.origin] });
-}, E2E_TIMEOUT);
-
-afterAll(async () => {
-  await b?.close();
-  await site?.close();
-  await cleanup();
-}, E2E_TIMEOUT);
+const suite = embedSuite(async (origin) => gateway({ project: await tempProject(FILES, { demo: false }), allowOrigins: [origin] }), E2E_TIMEOUT);
 
 /**
  * The page's WebSocket, with a switch for the test: while `portico.blocked` is set, new sockets go
@@ -133,26 +117,26 @@ function controllableSockets() {
 }
 
 async function open(name: string): Promise<{ page: Page; errors: string[] }> {
-  sitePages[`/${name}`] = embed(running.url, 'target="bins"');
-  b ??= await launchBrowser();
-  const { page, errors } = await b.newPage();
+  suite.pages[`/${name}`] = embed(suite.running.url, 'target="bins"');
+  const { page, errors } = await (await suite.browser()).newPage();
   await page.addInitScript(controllableSockets);
-  await page.goto(`${site.origin}/${name}`);
+  await page.goto(`${suite.site.origin}/${name}`);
   return { page, errors };
 }
 
-const call = async (uuid: string, method: string) => (await api(running, 'POST', '/v1/interfaces/call', { target: uuid, method })).body.payload;
+const call = async (uuid: string, method: string) => (await api(suite.running, 'POST', '/v1/interfaces/call', { target: uuid, method })).body.payload;
 
 describe('binary widget data in the browser', { timeout: E2E_TIMEOUT }, () => {
   it('widget_manager.get_model finds another widget of the page, binary values included', async () => {
-    sitePages['/two.html'] = `<!doctype html><html><body>
-<script type="module" src="${running.url}/static/portico-widget.js"></script>
-<portico-widget url="${running.url}" target="finder" version='[{"other": "bins-shared"}]'></portico-widget>
-<portico-widget url="${running.url}" target="bins" uuid="bins-shared"></portico-widget>
-</body></html>`;
-    b ??= await launchBrowser();
-    const { page, errors } = await b.newPage();
-    await page.goto(`${site.origin}/two.html`);
+    const gw = suite.running.url;
+    const { page, errors } = await suite.open(
+      'two.html',
+      `<!doctype html><html><body>
+<script type="module" src="${gw}/static/portico-widget.js"></script>
+<portico-widget url="${gw}" target="finder" version='[{"other": "bins-shared"}]'></portico-widget>
+<portico-widget url="${gw}" target="bins" uuid="bins-shared"></portico-widget>
+</body></html>`,
+    );
     const found = page.locator('portico-widget [data-found]');
     await expect.poll(() => found.getAttribute('data-found'), { timeout: 30_000 }).toBe(JSON.stringify({ id: 'bins-shared', kind: 'DataView', bytes: [1, 2, 3, 250] }));
     expect(errors).toEqual([]);
@@ -194,7 +178,7 @@ describe('binary widget data in the browser', { timeout: E2E_TIMEOUT }, () => {
       control.sockets.at(-1).close();
     });
     await expect.poll(() => element.getAttribute('data-portico-status')).toBe('reconnecting');
-    await api(running, 'POST', '/v1/interfaces/call', { target: uuid, method: 'set_image', args: [[4, 4, 4]] });
+    await api(suite.running, 'POST', '/v1/interfaces/call', { target: uuid, method: 'set_image', args: [[4, 4, 4]] });
     await expect.poll(() => laterWidget.getAttribute('data-image')).toBe('[4,4,4]');
     expect(await widget.getAttribute('data-image')).toBe('[9,8,7]'); // it missed the push
     await page.evaluate(() => ((globalThis as any).portico.blocked = false));

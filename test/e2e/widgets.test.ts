@@ -6,11 +6,11 @@
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
-import { embed, launchBrowser, staticSite, type LaunchedBrowser } from '../browser.js';
-import { api, cleanup, gateway, tempProject } from '../helpers.js';
-import { startServer, type RunningServer } from '../../packages/server/src/index.js';
+import { embed, embedSuite, staticSite } from '../browser.js';
+import { api, gateway, tempProject } from '../helpers.js';
+import { startServer } from '../../packages/server/src/index.js';
 
 const E2E_TIMEOUT = 120_000;
 
@@ -87,31 +87,14 @@ async function uuidOf(page: Page): Promise<string> {
 }
 
 let project: string;
-let running: RunningServer;
-let site: { origin: string; close: () => Promise<void> };
-let b: LaunchedBrowser | undefined;
-let port: number;
-const sitePages: Record<string, string> = {};
-
-beforeAll(async () => {
+const suite = embedSuite(async (origin) => {
   project = await tempProject(FILES);
-  site = await staticSite(sitePages);
-  running = await gateway({ project, allowOrigins: [site.origin] });
-  port = Number(new URL(running.url).port);
-}, E2E_TIMEOUT);
-
-afterAll(async () => {
-  await b?.close();
-  await site?.close();
-  await cleanup();
+  return gateway({ project, allowOrigins: [origin] });
 }, E2E_TIMEOUT);
 
 /** Opens a new page of the static site that embeds a widget with `attributes`. */
 async function open(attributes: string, name: string): Promise<{ page: Page; errors: string[] }> {
-  sitePages[`/${name}`] = embed(running.url, attributes);
-  b ??= await launchBrowser();
-  const { page, errors } = await b.newPage();
-  await page.goto(`${site.origin}/${name}`);
+  const { page, errors } = await suite.open(name, embed(suite.running.url, attributes));
   return { page, errors };
 }
 
@@ -125,10 +108,10 @@ describe('widgets in the browser', { timeout: E2E_TIMEOUT }, () => {
     const uuid = await uuidOf(page);
     await button.click();
     await expect.poll(() => button.textContent()).toBe('count is 1');
-    await expect.poll(async () => (await api(running, 'POST', '/v1/interfaces/call', { target: uuid, method: 'value' })).body.payload).toBe(1);
+    await expect.poll(async () => (await api(suite.running, 'POST', '/v1/interfaces/call', { target: uuid, method: 'value' })).body.payload).toBe(1);
 
     // a server push (a method calling push_widget_change) updates the page
-    await api(running, 'POST', '/v1/interfaces/call', { target: uuid, method: 'add', args: [5] });
+    await api(suite.running, 'POST', '/v1/interfaces/call', { target: uuid, method: 'add', args: [5] });
     await expect.poll(() => button.textContent()).toBe('count is 6');
     expect(errors).toEqual([]);
     await page.close();
@@ -172,7 +155,7 @@ describe('widgets in the browser', { timeout: E2E_TIMEOUT }, () => {
     await expect.poll(() => value.textContent()).toBe('value=4');
     const uuid = await uuidOf(page);
     // the hooks answer /call by name too (as a reference client asks for the state): Python has what the page shows
-    const state = await api(running, 'POST', '/v1/interfaces/call', { target: uuid, method: 'widget_state' });
+    const state = await api(suite.running, 'POST', '/v1/interfaces/call', { target: uuid, method: 'widget_state' });
     expect(state.body.payload).toMatchObject({ value: 4 });
     const answer = page.locator('portico-widget [data-answer]');
     await expect.poll(() => answer.getAttribute('data-answer')).toBe('HELLO');
@@ -200,13 +183,14 @@ describe('widgets in the browser', { timeout: E2E_TIMEOUT }, () => {
     await button.click();
     await expect.poll(() => button.textContent()).toBe('count is 8');
 
-    await running.close();
+    const port = Number(new URL(suite.running.url).port);
+    await suite.running.close();
     await expect.poll(() => page.locator('portico-widget').getAttribute('data-portico-status'), { timeout: 30_000 }).not.toBe('open');
-    running = await startServer({ project, host: '127.0.0.1', port, log: () => undefined, logLevel: 'silent', allowOrigins: [site.origin] });
+    suite.running = await startServer({ project, host: '127.0.0.1', port, log: () => undefined, logLevel: 'silent', allowOrigins: [suite.site.origin] });
     // The fresh worker holds a fresh instance: the page resyncs to the server's state, then follows it.
     await expect.poll(() => page.locator('portico-widget').getAttribute('data-portico-status'), { timeout: 60_000 }).toBe('open');
     await expect.poll(() => button.textContent(), { timeout: 30_000 }).toBe('count is 7');
-    await api(running, 'POST', '/v1/interfaces/call', { target: uuid, method: 'add', args: [3] });
+    await api(suite.running, 'POST', '/v1/interfaces/call', { target: uuid, method: 'add', args: [3] });
     await expect.poll(() => button.textContent()).toBe('count is 10');
     await page.close();
   });
@@ -214,8 +198,7 @@ describe('widgets in the browser', { timeout: E2E_TIMEOUT }, () => {
   it('a page from an origin that is not allowed is refused, REST and WebSocket', async () => {
     const stranger = await staticSite({ '/': '<!doctype html><title>stranger</title>' });
     try {
-      b ??= await launchBrowser();
-      const { page } = await b.newPage();
+      const { page } = await (await suite.browser()).newPage();
       await page.goto(`${stranger.origin}/`);
       const outcome = await page.evaluate(async (gw) => {
         const ws = await new Promise<string>((resolve) => {
@@ -225,10 +208,10 @@ describe('widgets in the browser', { timeout: E2E_TIMEOUT }, () => {
         });
         const rest = await fetch(gw + '/v1/project').then((r) => `status ${r.status}`, () => 'blocked');
         return { ws, rest };
-      }, running.url);
+      }, suite.running.url);
       expect(outcome).toEqual({ ws: 'refused', rest: 'blocked' });
       // and the gateway itself said no (not just the browser's CORS): 403 to that Origin
-      const direct = await fetch(`${running.url}/v1/project`, { headers: { origin: stranger.origin } });
+      const direct = await fetch(`${suite.running.url}/v1/project`, { headers: { origin: stranger.origin } });
       expect(direct.status).toBe(403);
       await page.close();
     } finally {
@@ -237,10 +220,9 @@ describe('widgets in the browser', { timeout: E2E_TIMEOUT }, () => {
   });
   it('an embed on an origin that is not allowed shows what was refused and the flag that allows it, not a blank page', async () => {
     // The page is the whole embedding a web developer writes, on an origin the gateway does not allow.
-    const stranger = await staticSite({ '/embed.html': embed(running.url, 'target="counter"') });
+    const stranger = await staticSite({ '/embed.html': embed(suite.running.url, 'target="counter"') });
     try {
-      b ??= await launchBrowser();
-      const { page } = await b.newPage();
+      const { page } = await (await suite.browser()).newPage();
       await page.goto(`${stranger.origin}/embed.html`);
       const notice = page.locator('portico-widget .portico-widget-error[role=alert]');
       await notice.waitFor({ timeout: 30_000 });
@@ -250,11 +232,11 @@ describe('widgets in the browser', { timeout: E2E_TIMEOUT }, () => {
       expect(text).toContain('(origin_refused)');
       expect(await page.locator('portico-widget').getAttribute('data-portico-status')).toBe('closed');
       // the same words come from the gateway to anyone who asks, and REST refusals carry them too
-      const asked = await (await fetch(`${running.url}/v1/origin`, { headers: { origin: stranger.origin } })).json();
+      const asked = await (await fetch(`${suite.running.url}/v1/origin`, { headers: { origin: stranger.origin } })).json();
       expect(asked).toEqual({ origin: stranger.origin, allowed: false, message: expect.stringContaining(`--allow-origin ${stranger.origin}`) });
-      const refused = await fetch(`${running.url}/v1/project`, { headers: { origin: stranger.origin } });
+      const refused = await fetch(`${suite.running.url}/v1/project`, { headers: { origin: stranger.origin } });
       expect((await refused.json()).detail.message).toBe(asked.message);
-      expect(await (await fetch(`${running.url}/v1/origin`, { headers: { origin: site.origin } })).json()).toEqual({ origin: site.origin, allowed: true, message: null });
+      expect(await (await fetch(`${suite.running.url}/v1/origin`, { headers: { origin: suite.site.origin } })).json()).toEqual({ origin: suite.site.origin, allowed: true, message: null });
       await page.close();
     } finally {
       await stranger.close();
@@ -265,14 +247,13 @@ describe('widgets in the browser', { timeout: E2E_TIMEOUT }, () => {
     const gone = await staticSite({});
     const deadUrl = `http://127.0.0.1:${new URL(gone.origin).port}`;
     await gone.close(); // a port nobody listens on any more
-    sitePages['/dead.html'] = `<!doctype html><html><body>
+    suite.pages['/dead.html'] = `<!doctype html><html><body>
 <script type="module">
-  import { mount } from '${running.url}/static/portico-widget.js';
+  import { mount } from '${suite.running.url}/static/portico-widget.js';
   mount(document.querySelector('#w'), { url: '${deadUrl}', target: 'counter' }).catch(() => {});
 </script><div id="w"></div></body></html>`;
-    b ??= await launchBrowser();
-    const { page } = await b.newPage();
-    await page.goto(`${site.origin}/dead.html`);
+    const { page } = await (await suite.browser()).newPage();
+    await page.goto(`${suite.site.origin}/dead.html`);
     const notice = page.locator('#w .portico-widget-error[role=alert]');
     await notice.waitFor({ timeout: 30_000 });
     expect(await notice.textContent()).toContain(`Cannot reach the Portico gateway at ${deadUrl}`);
