@@ -222,34 +222,50 @@ class Calls:
         self._deliver(call, result, stream, on_loop=False)
 
     def drive_sync(self, call: _Call, iterator: collections.abc.Iterator[Any]) -> None:
-        """Stream a sync iterator from a pool thread, never advancing it past the credit window.
+        """Stream a sync iterator from a pool thread within the credit window (see ``pump``)."""
 
-        When the window is full the stream is parked and its thread returns to the pool, so slow
-        clients cannot use up the pool; the next credit resubmits it (possibly to another thread).
+        def step() -> bool | None:
+            try:
+                item = run_interruptible(call, next, (iterator,), {})
+            except StopIteration:
+                return None
+            except BaseException as exc:
+                self.fail_raised(call, exc)
+                return False
+            return self._send_item(call, item)
+
+        self.pump(call, iterator, step, lambda: {"op": "end", "id": call.id})
+
+    def pump(self, call: _Call, source: Any, step: Callable[[], bool | None], end: Callable[[], dict[str, Any]]) -> None:
+        """Drive a sync stream (items, or a read's chunks) on this pool thread, never past the credit window.
+
+        ``step`` sends one piece (True), finds the stream over (None) or has stopped it, answering
+        any failure itself (False). When the window is full ``source`` is parked and the thread
+        returns to the pool, so slow clients cannot use up the pool; the next credit resumes it
+        (``call.resume``, possibly on another thread). Otherwise ``source`` is closed once the
+        stream is over, before its ``end()`` frame: a client that saw the end may rely on it.
         """
-        finished = True
+        close_at_exit = True
         try:
             while True:
                 with call.lock:
                     if call.done:
                         return
                     if call.credits <= 0:
-                        call.parked = iterator
-                        finished = False
+                        call.parked = source
+                        close_at_exit = False
                         return
-                try:
-                    item = run_interruptible(call, next, (iterator,), {})
-                except StopIteration:
-                    self.finish(call, {"op": "end", "id": call.id})
+                going = step()
+                if going is None:
+                    close_at_exit = False
+                    close_iterator(call, source)
+                    self.finish(call, end())
                     return
-                except BaseException as exc:
-                    self.fail_raised(call, exc)
-                    return
-                if not self._send_item(call, item):
+                if not going:
                     return
         finally:
-            if finished:
-                close_iterator(call, iterator)
+            if close_at_exit:
+                close_iterator(call, source)
 
     async def _run_coroutine(
         self, call: _Call, fn: Callable[..., Any], args: list[Any], kwargs: dict[str, Any], stream: bool
@@ -275,8 +291,42 @@ class Calls:
             self.fail(call, _Refusal("call_failed", f"{call.method}() raised CancelledError", exception="CancelledError"))
 
     async def _drive_async(self, call: _Call, iterator: collections.abc.AsyncIterator[Any]) -> None:
-        """Stream an async iterator on the loop; credits wake it through an asyncio.Event."""
+        """Stream an async iterator on the loop within the credit window (see ``pump_async``)."""
+
+        async def step() -> bool | None:
+            try:
+                item = await iterator.__anext__()
+            except StopAsyncIteration:
+                return None
+            except asyncio.CancelledError:
+                raise
+            except BaseException as exc:
+                self.fail_raised(call, exc)
+                return False
+            return self._send_item(call, item)
+
+        async def close() -> None:
+            aclose = getattr(iterator, "aclose", None)
+            if aclose is not None:
+                try:
+                    await aclose()
+                except BaseException as exc:
+                    log(f"closing the stream of {call.method}() raised {described(exc)}")
+
+        await self.pump_async(call, step, close, lambda: {"op": "end", "id": call.id})
+
+    async def pump_async(
+        self,
+        call: _Call,
+        step: Callable[[], collections.abc.Awaitable[bool | None]],
+        close: Callable[[], collections.abc.Awaitable[None]],
+        end: Callable[[], dict[str, Any]],
+    ) -> None:
+        """``pump`` on the event loop: ``step`` as there, credits wake it through an asyncio.Event,
+        ``close()`` releases the source (before the ``end()`` frame), and a CancelledError out of
+        ``step`` that our cancel did not cause fails the call."""
         call.async_wakeup = wakeup = asyncio.Event()
+        close_at_exit = True
         try:
             while True:
                 while call.credits <= 0 and not call.done:
@@ -285,25 +335,20 @@ class Calls:
                 if call.done:
                     return
                 try:
-                    item = await iterator.__anext__()
-                except StopAsyncIteration:
-                    self.finish(call, {"op": "end", "id": call.id})
-                    return
+                    going = await step()
                 except asyncio.CancelledError:
                     self.fail_foreign_cancel(call)
                     return
-                except BaseException as exc:
-                    self.fail_raised(call, exc)
+                if going is None:
+                    close_at_exit = False
+                    await close()
+                    self.finish(call, end())
                     return
-                if not self._send_item(call, item):
+                if not going:
                     return
         finally:
-            aclose = getattr(iterator, "aclose", None)
-            if aclose is not None:
-                try:
-                    await aclose()
-                except BaseException as exc:
-                    log(f"closing the stream of {call.method}() raised {described(exc)}")
+            if close_at_exit:
+                await close()
 
     def start_hook(
         self, call: _Call, instance: _Instance, args: tuple[Any, ...], finish: Finish, fail: Failure

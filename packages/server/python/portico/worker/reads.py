@@ -16,7 +16,7 @@ from typing import Any
 from .. import _read
 from .._json import dumps
 from . import protocol
-from .call import _Call, close_iterator, run_interruptible
+from .call import _Call, run_interruptible
 from .calls import Calls
 from .instances import _Instance
 from .methods import _ASYNC, _GEN, _SYNC, _method_kind
@@ -97,37 +97,20 @@ class Reads:
             self.calls.fail_raised(call, exc)
 
     def _drive_read(self, call: _Call, source: _read.Source) -> None:
-        """Send a sync source's chunks from a pool thread within the credit window; parked (and
-        resumed by credit, like ``Calls.drive_sync``) while the window is full."""
-        finished = True
-        try:
-            while True:
-                with call.lock:
-                    if call.done:
-                        return
-                    if call.credits <= 0:
-                        call.parked = source
-                        finished = False
-                        return
-                try:
-                    piece = run_interruptible(call, source.pull, (), {})
-                except BaseException as exc:
-                    self._fail_read(call, exc)
-                    return
-                if piece is None:
-                    # Released before the end is announced: a client that saw chunk_done may
-                    # rely on the file being closed (and may replace or delete it).
-                    finished = False
-                    close_iterator(call, source)
-                    self.calls.finish(call, {"op": "end", "id": call.id, "bytes": call.sent})
-                    return
-                sent = self._send_chunk(call, piece)
-                del piece  # before the next pull: the hook may reuse or resize what it yielded
-                if not sent:
-                    return
-        finally:
-            if finished:
-                close_iterator(call, source)
+        """Send a sync source's chunks from a pool thread within the credit window (``Calls.pump``);
+        the source is released before the end is announced, so a client that saw chunk_done may
+        replace or delete the file."""
+
+        def step() -> bool | None:
+            try:
+                piece = run_interruptible(call, source.pull, (), {})
+            except BaseException as exc:
+                self._fail_read(call, exc)
+                return False
+            # Returning drops ``piece`` before the next pull: the hook may reuse what it yielded.
+            return None if piece is None else self._send_chunk(call, piece)
+
+        self.calls.pump(call, source, step, lambda: {"op": "end", "id": call.id, "bytes": call.sent})
 
     def _chunk_head(self, call: _Call, size: int) -> bytes:
         return _read.chunk_head(dumps({"op": "chunk", "id": call.id}).encode("utf-8"), size)
@@ -158,39 +141,23 @@ class Reads:
         return True
 
     async def _drive_read_async(self, call: _Call, source: _read.AsyncSource) -> None:
-        """Send an async source's chunks from the loop; credits wake it like an async stream of ``Calls``."""
-        call.async_wakeup = wakeup = asyncio.Event()
-        closed = False
-        try:
-            while True:
-                while call.credits <= 0 and not call.done:
-                    wakeup.clear()
-                    await wakeup.wait()
-                if call.done:
-                    return
-                try:
-                    piece = await source.pull()
-                except asyncio.CancelledError:
-                    self.calls.fail_foreign_cancel(call)
-                    return
-                except BaseException as exc:
-                    self._fail_read(call, exc)
-                    return
-                if piece is None:
-                    await self._close_async(source)  # before the end is announced, as for sync sources
-                    closed = True
-                    self.calls.finish(call, {"op": "end", "id": call.id, "bytes": call.sent})
-                    return
-                if len(piece) <= ASYNC_INLINE_CHUNK:
-                    sent = self._send_chunk_copy(call, piece)
-                else:
-                    sent = await self.loop.run_in_executor(self.pool, self._send_chunk, call, piece)
-                del piece
-                if not sent:
-                    return
-        finally:
-            if not closed:
-                await self._close_async(source)
+        """Send an async source's chunks from the loop within the credit window (``Calls.pump_async``)."""
+
+        async def step() -> bool | None:
+            try:
+                piece = await source.pull()
+            except asyncio.CancelledError:
+                raise
+            except BaseException as exc:
+                self._fail_read(call, exc)
+                return False
+            if piece is None:
+                return None
+            if len(piece) <= ASYNC_INLINE_CHUNK:
+                return self._send_chunk_copy(call, piece)
+            return await self.loop.run_in_executor(self.pool, self._send_chunk, call, piece)
+
+        await self.calls.pump_async(call, step, lambda: self._close_async(source), lambda: {"op": "end", "id": call.id, "bytes": call.sent})
 
     @staticmethod
     async def _close_async(source: _read.AsyncSource) -> None:

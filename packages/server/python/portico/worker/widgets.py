@@ -135,20 +135,19 @@ class Widgets:
             self.calls.fail_raised(call, exc)
 
     def _finish_state(self, call: _Call, state: Any) -> None:
-        if not isinstance(state, collections.abc.Mapping):
-            message = f"widget_state() returned {_type_name(state)}; it must return a dict"
-            self.calls.fail(call, _Refusal("call_failed", message, exception="TypeError"))
-            return
-        plain, paths, buffers = split_buffers(state)
-        self.calls.finish_result(call, _with_paths({"state": plain}, paths), buffers)
+        self._finish_mapping(call, state, "state", "a dict")
 
     def _finish_changes(self, call: _Call, changes: Any) -> None:
-        if not isinstance(changes, collections.abc.Mapping):
-            message = f"widget_update() returned {_type_name(changes)}; it must return a dict of changes or None"
+        self._finish_mapping(call, changes, "changes", "a dict of changes or None")
+
+    def _finish_mapping(self, call: _Call, value: Any, key: str, expected: str) -> None:
+        """Answers ``{key: value}`` with its binary values as buffers; a hook that returned no dict fails."""
+        if not isinstance(value, collections.abc.Mapping):
+            message = f"{call.method}() returned {_type_name(value)}; it must return {expected}"
             self.calls.fail(call, _Refusal("call_failed", message, exception="TypeError"))
             return
-        plain, paths, buffers = split_buffers(changes)
-        self.calls.finish_result(call, _with_paths({"changes": plain}, paths), buffers)
+        plain, paths, buffers = split_buffers(value)
+        self.calls.finish_result(call, _with_paths({key: plain}, paths), buffers)
 
     def _finish_reply(self, call: _Call, reply: Any) -> None:
         if isinstance(reply, WidgetReply):
