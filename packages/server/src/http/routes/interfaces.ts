@@ -1,4 +1,5 @@
 /** /v1/interfaces: create or attach, list, get, delete, and remote calls over REST. */
+import type { Socket } from 'node:net';
 import { InterfaceInfo } from '../../contract/common.js';
 import { FindRequest, SearchItemsResponse } from '../../contract/search.js';
 import {
@@ -13,7 +14,6 @@ import {
   SetLabelRequest,
   UuidParams,
 } from '../../contract/rest.js';
-import type { Socket } from 'node:net';
 import type { Gateway } from '../../service/gateway.js';
 import { bindRequest } from '../bind.js';
 import { route } from '../route.js';
