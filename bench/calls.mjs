@@ -1,7 +1,7 @@
 // Issues 2, 22: WebSocket and REST remote-call latency and throughput through the real gateway.
 import http from 'node:http';
 import { openWs } from './floors.mjs';
-import { summarize, us } from './lib.mjs';
+import { cpuSeconds, summarize, us } from './lib.mjs';
 
 export async function connectedSocket(url, { target = 'streamer', deflate = false } = {}) {
   const ws = await openWs(`${url.replace(/^http/, 'ws')}/v1/interfaces/ws`, [], { deflate });
@@ -75,9 +75,11 @@ export async function wsCallPipelined(url, { connections = 8, total = 40000, inF
 
 /**
  * Sequential REST calls, then `concurrency` parallel loops for requests/s. Uses node:http with a
- * keep-alive agent: fetch's own per-request cost would dominate the figure.
+ * keep-alive agent: fetch's own per-request cost would dominate the figure. With `serverPid`, also
+ * the CPU that process spent per request (`cpuUs`): the floor's, to set the gateway's beside it.
  */
-export async function restCalls(url, { count = 1500, warmup = 100, concurrency = 16, total = 6000, path = '/v1/interfaces/call', method = 'POST' } = {}) {
+export async function restCalls(url, { count = 1500, warmup = 100, concurrency = 16, total = 6000, path = '/v1/interfaces/call', method = 'POST', serverPid } = {}) {
+  const cpu0 = serverPid && (await cpuSeconds(serverPid));
   const body = method === 'POST' ? JSON.stringify({ target: 'streamer', method: 'echo', args: [1] }) : '';
   const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
   const target = new URL(`${url}${path}`);
@@ -107,5 +109,7 @@ export async function restCalls(url, { count = 1500, warmup = 100, concurrency =
   );
   const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
   agent.destroy();
-  return { ...summarize(samples), perSecond: total / seconds, calls: warmup + count + total };
+  const calls = warmup + count + total;
+  const cpuUs = serverPid ? (((await cpuSeconds(serverPid)) - cpu0) * 1e6) / calls : undefined;
+  return { ...summarize(samples), perSecond: total / seconds, calls, ...(serverPid ? { cpuUs } : {}) };
 }

@@ -64,7 +64,7 @@ try {
       ws: await medianOf(RUNS, () => wsEchoRtt(echo.url)),
       pipe: await medianOf(RUNS, () => pipeEchoRtt()),
       wsPipelined: await medianOf(RUNS, () => wsEchoThroughput(echo.url, { connections: 8, inFlight: 32 })),
-      http1: await medianOf(RUNS, () => restCalls(httpFloor.url, { path: '/', concurrency: 16 })),
+      http1: await medianOf(RUNS, () => restCalls(httpFloor.url, { path: '/', concurrency: 16, serverPid: httpFloor.pid })),
     };
     floors.callP50 = floors.ws.p50 + floors.pipe.p50;
     floors.callP99 = floors.ws.p99 + floors.pipe.p99;
@@ -77,6 +77,7 @@ try {
       { name: 'raw ws echo msgs/s pipelined (8 conns x 32)', value: floors.wsPipelined, unit: '/s' },
       { name: 'raw http POST p50 (1 keep-alive client)', value: floors.http1.p50, unit: ' µs' },
       { name: 'raw http POST/s (16 keep-alive clients)', value: floors.http1.perSecond, unit: '/s' },
+      { name: 'raw http server CPU per POST', value: floors.http1.cpuUs, unit: ' µs' },
     ]);
   }
 
@@ -105,7 +106,7 @@ try {
       { name: 'REST GET /v1/health p50 (HTTP stack, no Python)', value: http.p50, unit: ' µs' },
       { name: 'REST call p50 (1 keep-alive client)', value: rest.p50, unit: ' µs', floor: floors.http1.p50 + floors.pipe.p50, target: 2 },
       { name: 'REST calls/s (16 keep-alive clients)', value: rest.perSecond, unit: '/s', floor: floors.http1.perSecond, target: 0.6 * floors.http1.perSecond, higherIsBetter: true },
-      { name: 'gateway CPU per REST call', value: rest.cpuUs, unit: ' µs' },
+      { name: 'gateway CPU per REST call', value: rest.cpuUs, unit: ' µs', floor: floors.http1.cpuUs },
       { name: 'gateway allocations per REST call', value: rest.allocB, unit: ' B' },
       { name: 'Python worker CPU per REST call', value: rest.workerUs, unit: ' µs' },
       { name: 'gateway RSS after the load', value: await rssMb(gw.pid), unit: ' MB' },

@@ -1,5 +1,6 @@
 /** WebSocket /v1/interfaces/ws: connect, calls, streams, events, errors and faults against a real worker. */
 import { existsSync } from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, cleanup, Client, gateway, tempProject } from './helpers.js';
@@ -203,5 +204,36 @@ describe('worker faults', () => {
     const res = await pending;
     expect(res.status).toBe(502);
     expect(res.body.detail.code).toBe('worker_crashed');
+  });
+
+  it('a REST client that goes away cancels its call inside Python, also on a connection that made calls before', async () => {
+    const project = await tempProject(EXTRA);
+    const g = await gateway({ project });
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const post = (method: string, args: unknown[]) => {
+      const body = JSON.stringify({ target: 'marker', method, args });
+      return http.request(`${g.url}/v1/interfaces/call`, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }).end(body);
+    };
+    const answered = (req: http.ClientRequest) =>
+      new Promise<number>((resolve, reject) => req.on('response', (res) => res.resume().on('end', () => resolve(res.statusCode!))).on('error', reject));
+    const sockets = new Set<unknown>();
+    for (let i = 0; i < 2; i++) {
+      const req = post('pid', []);
+      req.on('socket', (socket) => sockets.add(socket));
+      expect(await answered(req)).toBe(200);
+    }
+    const hung = post('hang', ['rest-cancelled.txt']);
+    hung.on('socket', (socket) => sockets.add(socket));
+    hung.on('error', () => undefined);
+    let worker;
+    for (let i = 0; i < 100 && !(worker = g.gateway.pool.peek(g.gateway.projects.defaultDir, 'python3'))?.busy; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(sockets.size).toBe(1); // all three calls on one keep-alive connection
+    hung.destroy();
+    const file = path.join(project, 'rest-cancelled.txt');
+    for (let i = 0; i < 100 && !existsSync(file); i++) await new Promise((r) => setTimeout(r, 100));
+    expect(existsSync(file)).toBe(true);
+    agent.destroy();
   });
 });

@@ -15,7 +15,7 @@ import { accessLog } from './access-log.js';
 import { corsMiddleware } from './cors.js';
 import { isPublicPath, mountDocs, openApiDocument } from './docs.js';
 import { errorMiddleware } from './errors.js';
-import { mountRoutes } from './route.js';
+import { exactRoutes, mountRoutes } from './route.js';
 import { interfaceRoutes } from './routes/interfaces.js';
 import { dataRoutes } from './routes/data.js';
 import { executionRoutes } from './routes/executions.js';
@@ -64,6 +64,7 @@ export function createApp(gateway: Gateway, auth: Authenticator, log: (line: str
     if (!isPublicPath(ctx.path) && !isStaticPath(ctx.path)) ctx.state.principal = await auth.authenticate(bearerFromHeader(ctx.get('authorization') || undefined));
     await next();
   });
+  app.use(exactRoutes(router));
   app.use(router.routes());
   // A method no route knows (TRACE, …) is a 405 like any other method a path lacks, never a 501.
   const notAllowed = () => new PorticoError('method_not_allowed', 'This method is not allowed here');

@@ -11,6 +11,7 @@ export const HEADERS = {
 } as const;
 
 function queryValue(ctx: Koa.Context, name: string): string | undefined {
+  if (!ctx.querystring) return undefined; // most requests have none: no parse, no parsed object
   const value = ctx.query[name];
   return Array.isArray(value) ? value[0] : value;
 }

@@ -67,6 +67,34 @@ function parse(schema: z.ZodType, value: unknown, where: 'body' | 'query' | 'pat
   );
 }
 
+/**
+ * Dispatches requests for routes without path parameters straight to their handler, from a map of
+ * `METHOD path`, before `router.routes()`. The router tests every route's regular expression in
+ * turn, reads `ctx.host` and composes a middleware chain per request: in the gateway's CPU profile
+ * of REST calls that was 7.6% of its busy time, twice what Koa's own code took.
+ * A route is taken here only where the router would run the very same handler first for that
+ * exact path (nothing registered before it matches too), so answers are the router's; every
+ * other request (parameters, another spelling of a path such as a trailing slash or other case,
+ * a method the path lacks) goes on to the router unchanged. Built once every route is mounted.
+ */
+export function exactRoutes(router: Router): Koa.Middleware {
+  const handlers = new Map<string, Koa.Middleware>();
+  for (const layer of router.stack) {
+    const [handler, ...more] = layer.stack;
+    if (typeof layer.path !== 'string' || layer.paramNames.length > 0 || !handler || more.length > 0 || !layer.match(layer.path)) continue;
+    for (const method of layer.methods) {
+      const key = `${method} ${layer.path}`;
+      if (!handlers.has(key) && router.match(layer.path, method).pathAndMethod[0] === layer) handlers.set(key, handler as Koa.Middleware);
+    }
+  }
+  return function exactRoute(ctx, next) {
+    const handler = handlers.get(`${ctx.method} ${ctx.path}`);
+    if (!handler) return next();
+    ctx.params = {};
+    return handler(ctx, next);
+  };
+}
+
 /** Mounts routes on the router and registers them in the OpenAPI registry. */
 export function mountRoutes(router: Router, registry: OpenAPIRegistry, routes: AnyRoute[]): void {
   for (const spec of routes) {

@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -30,5 +30,38 @@ describe('worker process', () => {
     expect(worker.pid).toBeGreaterThan(0);
     await worker.stop();
     expect(worker.alive).toBe(false);
+  });
+
+  it('a resolution is reused for the life of its worker: an edit made outside the gateway shows after invalidate, or in the next worker', async () => {
+    project ??= await mkdtemp(path.join(tmpdir(), 'portico-worker-test-'));
+    const file = path.join(project, 'tally.py');
+    let edits = 0;
+    // Each edit changes the file's size and moves its mtime on, so neither Python's import check nor a stale .pyc can hide it.
+    const edit = async (start: string) => {
+      await writeFile(file, ['from portico import Interface', '', 'class Tally(Interface):', '    class Config:', `        start: int = ${start}`, ''].join('\n'));
+      const later = new Date(Date.now() + 10_000 * ++edits);
+      await utimes(file, later, later);
+    };
+    await edit('1');
+    const first = new Worker({ project, python });
+    await first.start();
+    try {
+      expect((await first.resolve('tally', [])).config).toEqual({ start: 1 });
+      await edit('22');
+      expect((await first.resolve('tally', [])).config).toEqual({ start: 1 });
+      expect(await first.invalidate(['tally'])).toEqual([]);
+      expect((await first.resolve('tally', [])).config).toEqual({ start: 22 });
+      await edit('333');
+      expect((await first.resolve('tally', [])).config).toEqual({ start: 22 });
+    } finally {
+      await first.stop();
+    }
+    const next = new Worker({ project, python });
+    await next.start();
+    try {
+      expect((await next.resolve('tally', [])).config).toEqual({ start: 333 });
+    } finally {
+      await next.stop();
+    }
   });
 });

@@ -272,8 +272,10 @@ export class Worker {
   }
 
   /**
-   * Resolves a version against a module's Config. Results are cached until `invalidate` names
-   * the module (a source edit), so repeated REST calls on the same target cost no round trip.
+   * Resolves a version against a module's Config. Results are cached for the life of this
+   * worker, until `invalidate` names the module (a source edit), so repeated REST calls on the
+   * same target cost no round trip; an edit made outside the gateway is not seen meanwhile
+   * (README "Resolutions in the gateway").
    */
   async resolve(module: string, version: unknown[]): Promise<Resolved> {
     const key = JSON.stringify([module, version]);
