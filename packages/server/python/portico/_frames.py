@@ -23,6 +23,8 @@ HEADER_MAX_BYTES = 64 * 1024 * 1024
 BODY_MAX_BYTES = 1024 * 1024 * 1024
 
 _PREFIX = struct.Struct(">II")
+#: Most frames a holding thread keeps back before they are written anyway (FrameWriter.hold).
+HOLD_MAX_FRAMES = 64
 
 
 class FrameError(Exception):
@@ -85,6 +87,8 @@ class FrameReader:
         self._chunk = chunk_bytes
         self._buf = bytearray()
         self._pos = 0
+        #: Called before every read of the pipe, which may wait for the gateway (see Pipe.serve).
+        self.before_read: Callable[[], None] | None = None
 
     def _available(self) -> int:
         return len(self._buf) - self._pos
@@ -95,6 +99,8 @@ class FrameReader:
             del self._buf[: self._pos]
             self._pos = 0
         while len(self._buf) < need:
+            if self.before_read is not None:
+                self.before_read()
             data = os.read(self._fd, max(self._chunk, need - len(self._buf)))
             if not data:
                 return False
@@ -130,6 +136,12 @@ class FrameWriter:
     in progress only append their frame; the thread holding the write lock takes everything
     pending before it lets go, so under load many frames leave in one ``os.write`` (batching)
     and frames from one thread keep their order.
+
+    One thread at a time may *hold* its frames (``hold``): they wait in the queue, in order with
+    everyone else's, until it calls ``send_held``, until ``HOLD_MAX_FRAMES`` wait, or until
+    another thread writes (which takes them along). The thread reading requests holds the
+    replies of the calls it runs itself while more requests are already read, so a batch of
+    pipelined calls is answered with one write, not one per call (each write wakes the gateway).
     """
 
     def __init__(self, fd: int, on_broken: Callable[[OSError], None]) -> None:
@@ -139,11 +151,22 @@ class FrameWriter:
         self._pending_lock = threading.Lock()  # guards _pending only; never held during I/O
         self._io_lock = threading.Lock()  # held by the one thread writing
         self._broken = False
+        self._holder: int | None = None  # the thread whose frames wait for its send_held (see hold)
 
     def put(self, frame: bytes) -> None:
         """Send one encoded frame (thread-safe). May write in the calling thread."""
         with self._pending_lock:
             self._pending.append(frame)
+            held = self._holder == threading.get_ident() and len(self._pending) < HOLD_MAX_FRAMES
+        if not held:
+            self._drain(blocking=False)
+
+    def hold(self, thread: int | None) -> None:
+        """From now on the frames ``thread`` puts wait for ``send_held`` (None: nobody holds)."""
+        self._holder = thread
+
+    def send_held(self) -> None:
+        """Write the frames waiting in the queue, held ones included (thread-safe)."""
         self._drain(blocking=False)
 
     def flush(self, timeout: float | None = None) -> bool:

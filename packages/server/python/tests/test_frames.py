@@ -10,11 +10,12 @@ import json
 import os
 import pathlib
 import struct
+import threading
 import unittest
 import uuid
 
 import support  # noqa: F401  (puts the portico package on sys.path)
-from portico._frames import HEADER_MAX_BYTES, FrameError, FrameReader, FrameWriter, encode_frame, read_frame
+from portico._frames import HEADER_MAX_BYTES, HOLD_MAX_FRAMES, FrameError, FrameReader, FrameWriter, encode_frame, read_frame
 from portico._json import dumps
 from portico._view import ConfigView
 
@@ -71,6 +72,39 @@ class FramingTest(unittest.TestCase):
         while len(received) < len(expected):
             received += os.read(read_fd, 65536)
         self.assertEqual(received, expected)
+
+
+    def test_a_holding_thread_keeps_its_frames_until_it_sends_them(self) -> None:
+        read_fd, write_fd = os.pipe()
+        self.addCleanup(os.close, read_fd)
+        self.addCleanup(os.close, write_fd)
+        os.set_blocking(read_fd, False)
+        writer = FrameWriter(write_fd, on_broken=lambda exc: None)
+        writer.hold(threading.get_ident())
+        held = [encode_frame({"op": "result", "id": i}) for i in range(3)]
+        for frame in held:
+            writer.put(frame)
+        with self.assertRaises(BlockingIOError):
+            os.read(read_fd, 65536)  # nothing written yet
+        writer.send_held()
+        self.assertEqual(os.read(read_fd, 65536), b"".join(held))
+
+        # Another thread's frame takes the held ones along, in the order they were put.
+        writer.put(held[0])
+        other = encode_frame({"op": "event"})
+        thread = threading.Thread(target=writer.put, args=(other,))
+        thread.start()
+        thread.join()
+        self.assertEqual(os.read(read_fd, 65536), held[0] + other)
+
+        # At most HOLD_MAX_FRAMES wait; then they go out anyway.
+        many = [encode_frame({"op": "result", "id": i}) for i in range(HOLD_MAX_FRAMES)]
+        for frame in many:
+            writer.put(frame)
+        self.assertEqual(os.read(read_fd, 1 << 20), b"".join(many))
+        writer.hold(None)
+        writer.put(other)
+        self.assertEqual(os.read(read_fd, 65536), other)
 
 
 class FrameReaderTest(unittest.TestCase):
