@@ -23,8 +23,10 @@ HEADER_MAX_BYTES = 64 * 1024 * 1024
 BODY_MAX_BYTES = 1024 * 1024 * 1024
 
 _PREFIX = struct.Struct(">II")
-#: Most frames a holding thread keeps back before they are written anyway (FrameWriter.hold).
-HOLD_MAX_FRAMES = 64
+#: Most frames, and bytes, a holding thread keeps back before they are written anyway
+#: (FrameWriter.hold): a 64 KiB read of requests holds up to about 250 small calls.
+HOLD_MAX_FRAMES = 256
+HOLD_MAX_BYTES = 256 * 1024
 
 
 class FrameError(Exception):
@@ -138,8 +140,8 @@ class FrameWriter:
     and frames from one thread keep their order.
 
     One thread at a time may *hold* its frames (``hold``): they wait in the queue, in order with
-    everyone else's, until it calls ``send_held``, until ``HOLD_MAX_FRAMES`` wait, or until
-    another thread writes (which takes them along). The thread reading requests holds the
+    everyone else's, until it calls ``send_held``, until ``HOLD_MAX_FRAMES`` or
+    ``HOLD_MAX_BYTES`` wait, or until another thread writes (which takes them along). The thread reading requests holds the
     replies of the calls it runs itself while more requests are already read, so a batch of
     pipelined calls is answered with one write, not one per call (each write wakes the gateway).
     """
@@ -148,6 +150,7 @@ class FrameWriter:
         self._fd = fd
         self._on_broken = on_broken
         self._pending: list[bytes] = []
+        self._pending_bytes = 0
         self._pending_lock = threading.Lock()  # guards _pending only; never held during I/O
         self._io_lock = threading.Lock()  # held by the one thread writing
         self._broken = False
@@ -157,9 +160,19 @@ class FrameWriter:
         """Send one encoded frame (thread-safe). May write in the calling thread."""
         with self._pending_lock:
             self._pending.append(frame)
-            held = self._holder == threading.get_ident() and len(self._pending) < HOLD_MAX_FRAMES
+            self._pending_bytes += len(frame)
+            held = (
+                self._holder == threading.get_ident()
+                and len(self._pending) < HOLD_MAX_FRAMES
+                and self._pending_bytes < HOLD_MAX_BYTES
+            )
         if not held:
             self._drain(blocking=False)
+
+    def _take_pending(self) -> list[bytes]:
+        """With the pending lock held: every frame put so far, which the caller then writes."""
+        batch, self._pending, self._pending_bytes = self._pending, [], 0
+        return batch
 
     def hold(self, thread: int | None) -> None:
         """From now on the frames ``thread`` puts wait for ``send_held`` (None: nobody holds)."""
@@ -180,7 +193,7 @@ class FrameWriter:
             try:
                 while True:
                     with self._pending_lock:
-                        batch, self._pending = self._pending, []
+                        batch = self._take_pending()
                     if not batch or self._broken:
                         break
                     try:

@@ -14,8 +14,8 @@ import threading
 import unittest
 import uuid
 
-import support  # noqa: F401  (puts the portico package on sys.path)
-from portico._frames import HEADER_MAX_BYTES, HOLD_MAX_FRAMES, FrameError, FrameReader, FrameWriter, encode_frame, read_frame
+import support  # puts the portico package on sys.path
+from portico._frames import HEADER_MAX_BYTES, HOLD_MAX_BYTES, HOLD_MAX_FRAMES, FrameError, FrameReader, FrameWriter, encode_frame, read_frame
 from portico._json import dumps
 from portico._view import ConfigView
 
@@ -97,11 +97,27 @@ class FramingTest(unittest.TestCase):
         thread.join()
         self.assertEqual(os.read(read_fd, 65536), held[0] + other)
 
-        # At most HOLD_MAX_FRAMES wait; then they go out anyway.
+        # At most HOLD_MAX_FRAMES, or HOLD_MAX_BYTES, wait; then they go out anyway.
         many = [encode_frame({"op": "result", "id": i}) for i in range(HOLD_MAX_FRAMES)]
         for frame in many:
             writer.put(frame)
         self.assertEqual(os.read(read_fd, 1 << 20), b"".join(many))
+        big = encode_frame({"op": "result", "payload": "x" * HOLD_MAX_BYTES})
+        expected = held[0] + big
+        received = bytearray()
+
+        def receive() -> None:  # the pipe holds less than the big frame: read while it is written
+            os.set_blocking(read_fd, True)
+            while len(received) < len(expected):
+                received.extend(os.read(read_fd, 1 << 20))
+
+        reading = threading.Thread(target=receive, daemon=True)
+        reading.start()
+        writer.put(held[0])
+        writer.put(big)  # over the byte bound: written now, with the frame held before it
+        reading.join(support.TIMEOUT)
+        self.assertEqual(bytes(received), expected)
+        os.set_blocking(read_fd, False)
         writer.hold(None)
         writer.put(other)
         self.assertEqual(os.read(read_fd, 65536), other)
