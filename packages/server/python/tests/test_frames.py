@@ -135,6 +135,23 @@ class FrameReaderTest(unittest.TestCase):
         os.close(write_fd)
         self.assertIsNone(reader.read())  # clean EOF between frames
 
+    def test_headers_read_as_json_loads_reads_them(self) -> None:
+        read_fd, write_fd = os.pipe()
+        self.addCleanup(os.close, read_fd)
+        reader = FrameReader(read_fd)
+        for raw in (b' {"op": "a"} ', b'{"op":"\u00e9","n":1.5,"x":[null,true]}'):
+            os.write(write_fd, struct.pack(">II", len(raw), 0) + raw)
+            self.assertEqual(reader.read(), (json.loads(raw), b""))
+        for raw in (b'{"op":"a"} x', b'{"op":"a"', b"[1]", b"\xff"):
+            with self.subTest(raw=raw):
+                other_r, other_w = os.pipe()
+                self.addCleanup(os.close, other_r)
+                os.write(other_w, struct.pack(">II", len(raw), 0) + raw)
+                os.close(other_w)
+                with self.assertRaises(FrameError):
+                    FrameReader(other_r).read()
+        os.close(write_fd)
+
     def test_eof_inside_a_frame_is_an_error(self) -> None:
         read_fd, write_fd = os.pipe()
         self.addCleanup(os.close, read_fd)
