@@ -24,8 +24,10 @@ BODY_MAX_BYTES = 1024 * 1024 * 1024
 
 _PREFIX = struct.Struct(">II")
 #: Most frames, and bytes, a holding thread keeps back before they are written anyway
-#: (FrameWriter.hold): a 64 KiB read of requests holds up to about 250 small calls.
-HOLD_MAX_FRAMES = 256
+#: (FrameWriter.hold). Enough that a write per reply is gone; few enough that the gateway is
+#: already forwarding the first replies of a large batch (a 64 KiB read brings up to ~250
+#: small calls) while the worker runs the rest: on two cores the overlap matters.
+HOLD_MAX_FRAMES = 32
 HOLD_MAX_BYTES = 256 * 1024
 
 
