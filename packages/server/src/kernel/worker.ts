@@ -106,7 +106,7 @@ interface Pending {
 /** Resolutions remembered per worker (oldest dropped first). */
 const RESOLVE_CACHE_SIZE = 1024;
 
-/** Frames queued in one tick up to this many bytes are joined into one write; beyond, written as they are. */
+/** Frames queued in one turn of the event loop up to this many bytes are joined into one write; beyond, written as they are. */
 const COALESCE_BYTES = 256 * 1024;
 
 /** How often deadlines are checked: a timeout lands within this much of its limit. */
