@@ -23,6 +23,12 @@ HEADER_MAX_BYTES = 64 * 1024 * 1024
 BODY_MAX_BYTES = 1024 * 1024 * 1024
 
 _PREFIX = struct.Struct(">II")
+#: Most frames, and bytes, a holding thread keeps back before they are written anyway
+#: (FrameWriter.hold). Enough that a write per reply is gone; few enough that the gateway is
+#: already forwarding the first replies of a large batch (a 64 KiB read brings up to ~250
+#: small calls) while the worker runs the rest: on two cores the overlap matters.
+HOLD_MAX_FRAMES = 32
+HOLD_MAX_BYTES = 256 * 1024
 
 
 class FrameError(Exception):
@@ -34,11 +40,13 @@ def encode_frame(header: dict[str, Any], body: bytes = b"") -> bytes:
     raw = dumps(header).encode("utf-8")
     if len(raw) > HEADER_MAX_BYTES:
         raise ValueError(f"{len(raw)} bytes of JSON exceed the {HEADER_MAX_BYTES >> 20} MiB frame header limit")
+    if not body:
+        return _PREFIX.pack(len(raw), 0) + raw
     return _PREFIX.pack(len(raw), len(body)) + raw + body
 
 
-def _parse(prefix: bytes) -> tuple[int, int]:
-    header_len, body_len = _PREFIX.unpack(prefix)
+def _parse(lengths: tuple[int, int]) -> tuple[int, int]:
+    header_len, body_len = lengths
     if header_len > HEADER_MAX_BYTES:
         raise FrameError(f"frame header of {header_len} bytes exceeds {HEADER_MAX_BYTES} bytes")
     if body_len > BODY_MAX_BYTES:
@@ -46,11 +54,23 @@ def _parse(prefix: bytes) -> tuple[int, int]:
     return header_len, body_len
 
 
-def _decode_header(raw: bytes | memoryview) -> dict[str, Any]:
+#: Scans one JSON value from a str: json.loads without its encoding detection and whitespace
+#: regexes, which were a measurable part of reading a small request.
+_scan_json = json.JSONDecoder().scan_once
+
+
+def _decode_header(raw: bytes | bytearray) -> dict[str, Any]:
     try:
-        header = json.loads(bytes(raw))
-    except ValueError as exc:  # includes UnicodeDecodeError
-        raise FrameError(f"frame header is not UTF-8 JSON: {exc}") from None
+        text = raw.decode("utf-8")
+        header, end = _scan_json(text, 0)
+        if end != len(text):
+            raise ValueError("extra data")
+    except (ValueError, StopIteration):
+        # Anything unusual (whitespace around it, or no JSON at all) is json.loads's to judge.
+        try:
+            header = json.loads(bytes(raw))
+        except ValueError as exc:  # includes UnicodeDecodeError
+            raise FrameError(f"frame header is not UTF-8 JSON: {exc}") from None
     if not isinstance(header, dict):
         raise FrameError("frame header is not a JSON object")
     return header
@@ -70,7 +90,7 @@ def read_frame(stream: BinaryIO) -> tuple[dict[str, Any], bytes] | None:
         return None
     if len(prefix) != _PREFIX.size:
         raise FrameError("stream ended inside a frame prefix")
-    header_len, body_len = _parse(prefix)
+    header_len, body_len = _parse(_PREFIX.unpack(prefix))
     raw = _read_exact(stream, header_len, "header")
     body = _read_exact(stream, body_len, "body") if body_len else b""
     return _decode_header(raw), body
@@ -85,9 +105,8 @@ class FrameReader:
         self._chunk = chunk_bytes
         self._buf = bytearray()
         self._pos = 0
-
-    def _available(self) -> int:
-        return len(self._buf) - self._pos
+        #: Called before every read of the pipe, which may wait for the gateway (see Pipe.serve).
+        self.before_read: Callable[[], None] | None = None
 
     def _fill(self, need: int) -> bool:
         """Read until ``need`` bytes are buffered; False on EOF."""
@@ -95,6 +114,8 @@ class FrameReader:
             del self._buf[: self._pos]
             self._pos = 0
         while len(self._buf) < need:
+            if self.before_read is not None:
+                self.before_read()
             data = os.read(self._fd, max(self._chunk, need - len(self._buf)))
             if not data:
                 return False
@@ -103,21 +124,23 @@ class FrameReader:
 
     def read(self) -> tuple[dict[str, Any], bytes] | None:
         """The next frame; None on a clean EOF between frames."""
-        if self._available() < _PREFIX.size and not self._fill(_PREFIX.size):
-            if self._available():
+        if len(self._buf) - self._pos < _PREFIX.size and not self._fill(_PREFIX.size):
+            if len(self._buf) - self._pos:
                 raise FrameError("stream ended inside a frame prefix")
             return None
-        header_len, body_len = _parse(bytes(self._buf[self._pos : self._pos + _PREFIX.size]))
+        header_len, body_len = _parse(_PREFIX.unpack_from(self._buf, self._pos))
         total = _PREFIX.size + header_len + body_len
-        if self._available() < total and not self._fill(total):
+        if len(self._buf) - self._pos < total and not self._fill(total):
             raise FrameError("stream ended inside a frame")
+        buf = self._buf
         start = self._pos + _PREFIX.size
-        view = memoryview(self._buf)
-        try:
-            header = _decode_header(view[start : start + header_len])
-            body = bytes(view[start + header_len : start + header_len + body_len]) if body_len else b""
-        finally:
-            view.release()
+        end = start + header_len
+        header = _decode_header(buf[start:end])
+        if body_len:
+            with memoryview(buf) as view:
+                body = bytes(view[end : end + body_len])
+        else:
+            body = b""
         self._pos += total
         return header, body
 
@@ -130,20 +153,48 @@ class FrameWriter:
     in progress only append their frame; the thread holding the write lock takes everything
     pending before it lets go, so under load many frames leave in one ``os.write`` (batching)
     and frames from one thread keep their order.
+
+    One thread at a time may *hold* its frames (``hold``): they wait in the queue, in order with
+    everyone else's, until it calls ``send_held``, until ``HOLD_MAX_FRAMES`` or
+    ``HOLD_MAX_BYTES`` wait, or until another thread writes (which takes them along). The thread reading requests holds the
+    replies of the calls it runs itself while more requests are already read, so a batch of
+    pipelined calls is answered with one write, not one per call (each write wakes the gateway).
     """
 
     def __init__(self, fd: int, on_broken: Callable[[OSError], None]) -> None:
         self._fd = fd
         self._on_broken = on_broken
         self._pending: list[bytes] = []
+        self._pending_bytes = 0
         self._pending_lock = threading.Lock()  # guards _pending only; never held during I/O
         self._io_lock = threading.Lock()  # held by the one thread writing
         self._broken = False
+        self._holder: int | None = None  # the thread whose frames wait for its send_held (see hold)
 
     def put(self, frame: bytes) -> None:
         """Send one encoded frame (thread-safe). May write in the calling thread."""
         with self._pending_lock:
             self._pending.append(frame)
+            self._pending_bytes += len(frame)
+            held = (
+                self._holder == threading.get_ident()
+                and len(self._pending) < HOLD_MAX_FRAMES
+                and self._pending_bytes < HOLD_MAX_BYTES
+            )
+        if not held:
+            self._drain(blocking=False)
+
+    def _take_pending(self) -> list[bytes]:
+        """With the pending lock held: every frame put so far, which the caller then writes."""
+        batch, self._pending, self._pending_bytes = self._pending, [], 0
+        return batch
+
+    def hold(self, thread: int | None) -> None:
+        """From now on the frames ``thread`` puts wait for ``send_held`` (None: nobody holds)."""
+        self._holder = thread
+
+    def send_held(self) -> None:
+        """Write the frames waiting in the queue, held ones included (thread-safe)."""
         self._drain(blocking=False)
 
     def flush(self, timeout: float | None = None) -> bool:
@@ -157,7 +208,7 @@ class FrameWriter:
             try:
                 while True:
                     with self._pending_lock:
-                        batch, self._pending = self._pending, []
+                        batch = self._take_pending()
                     if not batch or self._broken:
                         break
                     try:

@@ -280,7 +280,7 @@ class ChunkWriter(FrameWriter):
         """With the write lock held: write every frame put so far."""
         while not self._broken:
             with self._pending_lock:
-                batch, self._pending = self._pending, []
+                batch = self._take_pending()
             if not batch:
                 return
             try:

@@ -10,11 +10,12 @@ import json
 import os
 import pathlib
 import struct
+import threading
 import unittest
 import uuid
 
-import support  # noqa: F401  (puts the portico package on sys.path)
-from portico._frames import HEADER_MAX_BYTES, FrameError, FrameReader, FrameWriter, encode_frame, read_frame
+import support  # puts the portico package on sys.path
+from portico._frames import HEADER_MAX_BYTES, HOLD_MAX_BYTES, HOLD_MAX_FRAMES, FrameError, FrameReader, FrameWriter, encode_frame, read_frame
 from portico._json import dumps
 from portico._view import ConfigView
 
@@ -73,6 +74,55 @@ class FramingTest(unittest.TestCase):
         self.assertEqual(received, expected)
 
 
+    def test_a_holding_thread_keeps_its_frames_until_it_sends_them(self) -> None:
+        read_fd, write_fd = os.pipe()
+        self.addCleanup(os.close, read_fd)
+        self.addCleanup(os.close, write_fd)
+        os.set_blocking(read_fd, False)
+        writer = FrameWriter(write_fd, on_broken=lambda exc: None)
+        writer.hold(threading.get_ident())
+        held = [encode_frame({"op": "result", "id": i}) for i in range(3)]
+        for frame in held:
+            writer.put(frame)
+        with self.assertRaises(BlockingIOError):
+            os.read(read_fd, 65536)  # nothing written yet
+        writer.send_held()
+        self.assertEqual(os.read(read_fd, 65536), b"".join(held))
+
+        # Another thread's frame takes the held ones along, in the order they were put.
+        writer.put(held[0])
+        other = encode_frame({"op": "event"})
+        thread = threading.Thread(target=writer.put, args=(other,))
+        thread.start()
+        thread.join()
+        self.assertEqual(os.read(read_fd, 65536), held[0] + other)
+
+        # At most HOLD_MAX_FRAMES, or HOLD_MAX_BYTES, wait; then they go out anyway.
+        many = [encode_frame({"op": "result", "id": i}) for i in range(HOLD_MAX_FRAMES)]
+        for frame in many:
+            writer.put(frame)
+        self.assertEqual(os.read(read_fd, 1 << 20), b"".join(many))
+        big = encode_frame({"op": "result", "payload": "x" * HOLD_MAX_BYTES})
+        expected = held[0] + big
+        received = bytearray()
+
+        def receive() -> None:  # the pipe holds less than the big frame: read while it is written
+            os.set_blocking(read_fd, True)
+            while len(received) < len(expected):
+                received.extend(os.read(read_fd, 1 << 20))
+
+        reading = threading.Thread(target=receive, daemon=True)
+        reading.start()
+        writer.put(held[0])
+        writer.put(big)  # over the byte bound: written now, with the frame held before it
+        reading.join(support.TIMEOUT)
+        self.assertEqual(bytes(received), expected)
+        os.set_blocking(read_fd, False)
+        writer.hold(None)
+        writer.put(other)
+        self.assertEqual(os.read(read_fd, 65536), other)
+
+
 class FrameReaderTest(unittest.TestCase):
     def test_reads_frames_across_chunk_boundaries(self) -> None:
         read_fd, write_fd = os.pipe()
@@ -84,6 +134,23 @@ class FrameReaderTest(unittest.TestCase):
         self.assertEqual(reader.read(), ({"op": "b"}, big))
         os.close(write_fd)
         self.assertIsNone(reader.read())  # clean EOF between frames
+
+    def test_headers_read_as_json_loads_reads_them(self) -> None:
+        read_fd, write_fd = os.pipe()
+        self.addCleanup(os.close, read_fd)
+        reader = FrameReader(read_fd)
+        for raw in (b' {"op": "a"} ', b'{"op":"\u00e9","n":1.5,"x":[null,true]}'):
+            os.write(write_fd, struct.pack(">II", len(raw), 0) + raw)
+            self.assertEqual(reader.read(), (json.loads(raw), b""))
+        for raw in (b'{"op":"a"} x', b'{"op":"a"', b"[1]", b"\xff"):
+            with self.subTest(raw=raw):
+                other_r, other_w = os.pipe()
+                self.addCleanup(os.close, other_r)
+                os.write(other_w, struct.pack(">II", len(raw), 0) + raw)
+                os.close(other_w)
+                with self.assertRaises(FrameError):
+                    FrameReader(other_r).read()
+        os.close(write_fd)
 
     def test_eof_inside_a_frame_is_an_error(self) -> None:
         read_fd, write_fd = os.pipe()

@@ -6,15 +6,17 @@ import json
 import os
 import unittest
 
-from support import WorkerTestCase
+from support import WorkerTestCase, encode
 
 COUNTER = """
     import asyncio
     import dataclasses
     import datetime
     import decimal
+    import os
     import pathlib
     import threading
+    import time
     import uuid
 
     from portico import Interface
@@ -93,6 +95,11 @@ COUNTER = """
             self.save_file("note.txt", "hi")
             return self.local_directory()
 
+        def wait_for_file(self, path):
+            while not os.path.exists(path):
+                time.sleep(0.001)
+            return "found"
+
         def recall(self):
             return [self.load_file("state.json"), self.load_file("note.txt"), self.load_file("missing.json", 7)]
 """
@@ -144,6 +151,22 @@ class WorkerCallsTest(WorkerTestCase):
         self.assertEqual(self.worker.result(self.worker.call("add", 5, uuid="rel")), 5)
         self.worker.send({"op": "release", "uuid": "rel"})
         self.assertEqual(self.worker.result(self.worker.call("add", 5, uuid="rel")), 5)
+
+    def test_a_reply_read_in_the_same_batch_as_a_slow_call_does_not_wait_for_it(self) -> None:
+        # Both requests arrive in one write, so the reading thread runs them one after the other
+        # and holds the first reply while it reads: the slow call must not keep it.
+        self.worker.result(self.worker.call("add", 0, uuid="batch"))  # the instance exists: both run inline
+        flag = os.path.join(self.project, "batch-flag")
+        quick, slow = self.worker._next_id + 1, self.worker._next_id + 2
+        self.worker._next_id += 2
+        call = {"op": "call", "uuid": "batch", "module": "counter", "config": {}, "kwargs": {}, "stream": False}
+        self.worker.send_raw(
+            encode(dict(call, id=quick, method="add", args=[1])) + encode(dict(call, id=slow, method="wait_for_file", args=[flag]))
+        )
+        self.assertEqual(self.worker.result(quick), 1)  # would time out if it waited for the slow call
+        with open(flag, "w", encoding="utf-8"):
+            pass
+        self.assertEqual(self.worker.result(slow), "found")
 
     def test_args_and_kwargs_are_passed_through(self) -> None:
         payload = self.worker.result(self.worker.call("echo", 1, "a", key=[1]))

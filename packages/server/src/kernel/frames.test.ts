@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { encodeFrame, FrameDecoder, splitBody } from './frames.js';
+import { encodeFrame, FrameDecoder, FrameQueue, splitBody } from './frames.js';
 
 describe('bridge frames', () => {
   it('round-trip a header and a body, whatever the chunking', () => {
@@ -12,6 +12,27 @@ describe('bridge frames', () => {
       expect(frames.map((f) => f.header)).toEqual([{ op: 'a', n: 1 }, { op: 'b' }, { op: 'c', s: 'é' }]);
       expect(frames[1]!.body.equals(body)).toBe(true);
       expect(frames[0]!.body.length).toBe(0);
+    }
+  });
+
+  it('a frame queue writes what it holds as the frames themselves: one buffer, or the parts past its bound', () => {
+    const body = [Buffer.from('abc'), Buffer.alloc(0), Buffer.from([0, 255])];
+    const frames: Array<[object, Buffer[]]> = [
+      [{ op: 'call', id: 1, s: 'é €' }, []],
+      [{ op: 'widget_set', id: 2 }, body],
+      [{ op: 'credit', id: 1, n: 4 }, [Buffer.alloc(0)]],
+    ];
+    const expected = Buffer.concat(frames.flatMap(([header, parts]) => encodeFrame(header, parts)));
+    for (const bound of [1 << 20, 10]) {
+      const queue = new FrameQueue(bound);
+      expect(queue.empty).toBe(true);
+      for (const [header, parts] of frames) queue.push(header, parts);
+      expect(queue.empty).toBe(false);
+      const written = queue.take();
+      expect(written.length).toBe(bound > expected.length ? 1 : 5); // past the bound: each header, then each body part
+      expect(Buffer.concat(written).equals(expected)).toBe(true);
+      expect(queue.empty).toBe(true);
+      expect(Buffer.concat(queue.take()).length).toBe(0);
     }
   });
 

@@ -9,7 +9,7 @@ import path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { LIMITS } from '../config/constants.js';
 import { PorticoError, type ErrorCode, type Issue } from '../errors.js';
-import { FrameDecoder, encodeFrame, splitBody, type BridgeFrame } from './frames.js';
+import { FrameDecoder, FrameQueue, splitBody, type BridgeFrame } from './frames.js';
 import { openReplyChannel } from './reply-channel.js';
 
 /** The bundled Python package folder (`packages/server/python`), put on the worker's PYTHONPATH. */
@@ -106,7 +106,7 @@ interface Pending {
 /** Resolutions remembered per worker (oldest dropped first). */
 const RESOLVE_CACHE_SIZE = 1024;
 
-/** Frames queued in one tick up to this many bytes are joined into one write; beyond, written as they are. */
+/** Frames queued in one turn of the event loop up to this many bytes are joined into one write; beyond, written as they are. */
 const COALESCE_BYTES = 256 * 1024;
 
 /** How often deadlines are checked: a timeout lands within this much of its limit. */
@@ -148,8 +148,7 @@ export class Worker {
   private readonly pending = new Map<number, Pending>();
   // Chunk bodies are reused once the sink is done with them; a read has at most a window of them out.
   private readonly decoder = new FrameDecoder(LIMITS.maxBridgeFrameBytes, LIMITS.readBlockBytes, LIMITS.streamWindow);
-  private outbox: Buffer[] = [];
-  private flushScheduled = false;
+  private readonly outbox = new FrameQueue(COALESCE_BYTES);
   private exitError: PorticoError | undefined;
   private exited!: Promise<void>;
   private readonly exitListeners: Array<() => void> = [];
@@ -531,26 +530,28 @@ export class Worker {
     }
   }
 
-  /** Queues a frame; everything queued in one tick goes out in a single write. */
+  /**
+   * Queues a frame; everything queued in one turn of the event loop goes out in a single write
+   * (setImmediate runs right after the turn's I/O callbacks): pipelined calls arriving on several
+   * sockets at once reach the worker in one write, and every write wakes the worker.
+   */
   private send(header: object, body: Buffer[] = []): void {
     if (!this.toWorker || this.exitError) return;
-    this.outbox.push(...encodeFrame(header, body));
-    if (this.flushScheduled) return;
-    this.flushScheduled = true;
-    queueMicrotask(() => {
-      this.flushScheduled = false;
-      const parts = this.outbox;
-      this.outbox = [];
-      const total = parts.reduce((sum, part) => sum + part.length, 0);
-      if (parts.length === 1 || total <= COALESCE_BYTES) {
-        this.toWorker?.write(parts.length === 1 ? parts[0]! : Buffer.concat(parts, total));
-        return;
-      }
-      // Widget buffers of megabytes: hand the parts over as they are (one writev), not copied into one.
-      this.toWorker?.cork();
-      for (const part of parts) this.toWorker?.write(part);
-      this.toWorker?.uncork();
-    });
+    const scheduled = !this.outbox.empty;
+    this.outbox.push(header, body);
+    if (!scheduled) setImmediate(() => this.flush());
+  }
+
+  private flush(): void {
+    const parts = this.outbox.take();
+    if (parts.length === 1) {
+      this.toWorker?.write(parts[0]!);
+      return;
+    }
+    // Widget buffers of megabytes: hand the parts over as they are (one writev), not copied into one.
+    this.toWorker?.cork();
+    for (const part of parts) this.toWorker?.write(part);
+    this.toWorker?.uncork();
   }
 
   private failAll(error: PorticoError): void {

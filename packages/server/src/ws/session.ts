@@ -260,7 +260,8 @@ export class Session extends SocketSession<ClientFrame> {
   }
 
   private async call(frame: Frame<'call'>): Promise<void> {
-    const connection = await this.connected('call');
+    // Connected and no connect in progress: no await, so the request leaves in this tick.
+    const connection = (!this.connecting && this.connection) || (await this.connected('call'));
     const { id } = frame;
     await this.gateway.interfaces.call(
       connection.ctx,

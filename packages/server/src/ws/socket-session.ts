@@ -152,19 +152,24 @@ export abstract class SocketSession<F extends { type: string; id?: FrameId }> {
     // The per-frame debug line is built only when it is written: calls are the hot path.
     const debug = this.gateway.logger.isLevelEnabled('debug');
     const started = debug ? performance.now() : 0;
-    let code: string | undefined;
-    this.handle(frame, buffers)
-      .catch((err) => {
-        if (!(err instanceof PorticoError)) this.log(`frame '${frame.type}' failed: ${(err as Error)?.stack ?? err}`);
+    const done = (code?: string) => {
+      this.handling -= 1;
+      if (!debug) return;
+      // One line per frame at debug level; the socket's own line (info) comes when it closes.
+      this.gateway.logger.debug({ frame: frame.type, id, ...(code ? { code } : {}), duration_ms: Math.round((performance.now() - started) * 100) / 100 }, 'frame');
+    };
+    // One then() rather than catch() and finally(): a promise and a microtask fewer per frame.
+    this.handle(frame, buffers).then(
+      () => done(),
+      (err) => {
         const error = toPorticoError(err);
-        code = error.code;
-        this.sendError(id, error);
-      })
-      .finally(() => {
-        this.handling -= 1;
-        if (!debug) return;
-        // One line per frame at debug level; the socket's own line (info) comes when it closes.
-        this.gateway.logger.debug({ frame: frame.type, id, ...(code ? { code } : {}), duration_ms: Math.round((performance.now() - started) * 100) / 100 }, 'frame');
-      });
+        try {
+          if (!(err instanceof PorticoError)) this.log(`frame '${frame.type}' failed: ${(err as Error)?.stack ?? err}`);
+          this.sendError(id, error);
+        } finally {
+          done(error.code);
+        }
+      },
+    );
   }
 }

@@ -27,6 +27,9 @@ from .methods import _AGEN, _ASYNC, _GEN, _SYNC, Methods
 from .pipe import Pipe, Work
 from .protocol import _Refusal, described, log
 
+#: Result types that are neither a coroutine nor an iterator (so never a stream) by their type alone.
+_PLAIN_RESULTS = frozenset({type(None), bool, int, float, str, dict, list, tuple})
+
 Finish = Callable[[_Call, Any], None]
 """Ends a hook's call with what the hook returned (each hook shapes its own reply)."""
 Failure = Callable[[_Call, BaseException], None]
@@ -107,11 +110,26 @@ class Calls:
         return True
 
     def on_call(self, header: dict[str, Any]) -> Work | None:
-        request_id, uuid, module, config = protocol.instance_fields(header)
-        method = protocol.field(header, "method", str)
-        args = protocol.field(header, "args", list, [])
-        kwargs = protocol.field(header, "kwargs", dict, {})
-        stream = protocol.field(header, "stream", bool, False)
+        get = header.get
+        request_id, uuid, module, config = get("id"), get("uuid"), get("module"), get("config")
+        method, args, kwargs, stream = get("method"), get("args"), get("kwargs"), get("stream")
+        # Every field there with its exact type (what the gateway always sends) needs no more
+        # checks; anything else (absent fields, defaults, a float id) is checked one by one.
+        if not (
+            type(request_id) is int
+            and type(uuid) is str
+            and type(module) is str
+            and type(config) is dict
+            and type(method) is str
+            and type(args) is list
+            and type(kwargs) is dict
+            and type(stream) is bool
+        ):
+            request_id, uuid, module, config = protocol.instance_fields(header)
+            method = protocol.field(header, "method", str)
+            args = protocol.field(header, "args", list, [])
+            kwargs = protocol.field(header, "kwargs", dict, {})
+            stream = protocol.field(header, "stream", bool, False)
         call = self.register(request_id, method)
         return self.begin(call, uuid, module, config, lambda instance: self._start(call, instance, args, kwargs, stream))
 
@@ -186,7 +204,9 @@ class Calls:
 
     def _deliver(self, call: _Call, result: Any, stream: bool, on_loop: bool) -> None:
         """Send what a plain or async method returned: a value, or a stream it handed back."""
-        if inspect.iscoroutine(result):
+        if type(result) in _PLAIN_RESULTS:  # most results: no coroutine or iterator checks
+            self.finish_result(call, result)
+        elif inspect.iscoroutine(result):
             self.submit_coroutine(call, self._await_result(call, result, stream))
         elif isinstance(result, collections.abc.AsyncIterator):
             if stream:

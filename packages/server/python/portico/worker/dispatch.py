@@ -14,7 +14,8 @@ thread that read it, and a watchdog hands the reading to another thread when tha
 running after ``HAND_OVER_AFTER_S`` (leader/follower, see ``Pipe.serve``), so a slow call stalls
 the bridge for no longer than that. Pool threads run generators, imports,
 resolution and reflection (``modules``, ``schema``); one thread runs the event loop; replies are
-written to fd 4 by the thread that produced them. ``widget_set`` and ``widget_msg`` to one
+written to fd 4 by the thread that produced them, except that the reading thread holds the replies
+of the calls it ran until it reads again (one write per batch, ``Pipe.serve``). ``widget_set`` and ``widget_msg`` to one
 instance run one at a time in arrival order, in that instance's lane (``widgets.py``).
 """
 

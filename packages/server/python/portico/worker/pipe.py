@@ -87,9 +87,16 @@ class Pipe:
         at all (a hand-over before every call was most of a small call's cost on two cores, and
         pipelined calls submitted to the pool grew it to hundreds of threads fighting over the
         GIL), while a slow call still stalls the bridge for that long at most.
+
+        The reading thread holds the frames it puts (``FrameWriter.hold``) and sends them just
+        before it reads the pipe again: pipelined calls read in one batch are answered in one
+        write instead of one per call, and every write wakes the gateway (a write per reply was
+        most of the worker's system time under pipelined calls). A call that keeps the reader
+        busy does not keep what it holds: the watchdog sends it at its next tick.
         """
         self._reader = reader
         self._dispatch = dispatch
+        reader.before_read = self.writer.send_held
         self.send({"op": "ready", "pid": os.getpid(), "python": platform.python_version(), "executable": sys.executable})
         threading.Thread(target=self._watch, name="portico-hand-over", daemon=True).start()
         self._lead()
@@ -100,6 +107,7 @@ class Pipe:
         """Read and dispatch frames until a call this thread runs is handed over, or serving ends."""
         reader, dispatch = self._reader, self._dispatch
         assert reader is not None and dispatch is not None
+        self.writer.hold(threading.get_ident())
         while not self._done.is_set():
             try:
                 frame = reader.read()
@@ -134,28 +142,44 @@ class Pipe:
                 led_again = self._wait_as_standby() if handed_over else True
             if not led_again:
                 return
+            if handed_over:
+                self.writer.hold(threading.get_ident())  # reading again
 
     def _watch(self) -> None:
-        """Hand the reading over when the leader has run the same call for a whole period."""
+        """Hand the reading over when the leader has run the same call for a whole period.
+
+        It ticks while calls keep starting and waits for ``_busy`` only after a whole period in
+        which none did: setting the event wakes this thread, which then wants the GIL, and doing
+        that for every call put two thread switches on each call's path.
+        """
         seen = None
+        started_before = self._calls_started
         while not self._done.is_set():
             self._busy.wait()
             time.sleep(HAND_OVER_AFTER_S)
             with self._roles:
                 current = self._inline_call
+                started, started_before = started_before, self._calls_started
                 if current is None:
-                    self._busy.clear()  # the leader sets it again, under this lock, for its next call
+                    if started == self._calls_started:
+                        self._busy.clear()  # the leader sets it again, under this lock, for its next call
                     seen = None
                     continue
                 if current != seen:
                     seen = current
-                    continue
-                # The leader is stuck in user code: it becomes a plain call thread, and
-                # someone else reads meanwhile. It learns this from _inline_call being None.
-                self._inline_call = None
-                self._running_inline += 1
-                standby, self._standby = self._standby, None
-                seen = None
+                    send_held = True  # what the batch before this call answered
+                else:
+                    # The leader is stuck in user code: it becomes a plain call thread, and
+                    # someone else reads meanwhile. It learns this from _inline_call being None.
+                    send_held = False
+                    self._inline_call = None
+                    self._running_inline += 1
+                    self.writer.hold(None)
+                    standby, self._standby = self._standby, None
+                    seen = None
+            self.writer.send_held()
+            if send_held:
+                continue
             if standby is not None:
                 standby.release()
             else:
