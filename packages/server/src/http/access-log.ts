@@ -7,16 +7,35 @@
 import { randomUUID } from 'node:crypto';
 import type Koa from 'koa';
 import type { Principal } from '../auth/credentials.js';
-import type { Logger } from '../ops/logger.js';
+import { batchingChild, type Logger } from '../ops/logger.js';
 import type { Metrics } from '../ops/metrics.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
+
+interface Access {
+  line: { method: string; status: number } & Record<string, unknown>;
+  seconds: number;
+}
 
 export function accessLog(logger: Logger, metrics: Metrics): Koa.Middleware {
   // The access line's keys are the fixed ones below, none of them a redacted path (ops/logger.ts)
   // nor an object a wildcard path could reach, so redaction can only cost here: it was the
   // largest allocation of a REST call in the gateway's heap profile. Same destination and level.
-  const access = logger.child({}, { redact: { paths: [] } });
+  // The lines of the requests that ended in one turn of the event loop go out in one write: a
+  // synchronous write per line was 2.6% of a REST call's busy time with 16 clients.
+  const access = batchingChild(logger, { redact: { paths: [] } });
+  const ended: Access[] = [];
+  // Koa sends the response once the middleware returns: the metrics and the log write wait until
+  // it went out rather than delay it. The line's fields are read when the request ended.
+  const record = () => {
+    for (const { line, seconds } of ended) {
+      metrics.httpRequests.inc({ method: line.method, status: String(line.status) });
+      metrics.httpDuration.observe({ method: line.method }, seconds);
+      access.logger.info(line, 'http');
+    }
+    ended.length = 0;
+    access.flush();
+  };
   return async function logAccess(ctx, next) {
     const started = performance.now();
     const given = ctx.get('x-request-id');
@@ -40,14 +59,7 @@ export function accessLog(logger: Logger, metrics: Metrics): Koa.Middleware {
         user: principal?.subject ?? (ctx.get('x-service-user') || undefined),
         auth: principal?.kind,
       };
-      // Koa sends the response once this middleware returns: the metrics and the synchronous log
-      // write (4% of a REST call's busy time) wait until it went out rather than delay it. The
-      // line's fields are read now, as they were when the request ended.
-      setImmediate(function recordAccess() {
-        metrics.httpRequests.inc({ method: line.method, status: String(line.status) });
-        metrics.httpDuration.observe({ method: line.method }, seconds);
-        access.info(line, 'http');
-      });
+      if (ended.push({ line, seconds }) === 1) setImmediate(record);
     }
   };
 }
