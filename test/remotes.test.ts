@@ -5,7 +5,7 @@
 import { execFile, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:https';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -133,6 +133,32 @@ describe('remote modules', () => {
     expect(refused.code).toBe(1);
     expect(refused.stderr).toContain('integrity_failed');
     expect(await readFile(path.join(project, '.portico/remotes/shared.py'), 'utf8')).toBe(SHARED);
+  });
+
+  it('a portico.json written, edited or removed while the gateway runs is what the next uses follow', async () => {
+    const project = await tempProject();
+    const g = await gateway({ project });
+    // The gateway has read the project's remotes (none) before the file appears.
+    expect((await api(g, 'POST', '/v1/interfaces/call', { target: 'counter', method: 'value' })).status).toBe(200);
+    const declare = (pin: string) => writeFile(path.join(project, 'portico.json'), JSON.stringify({ remotes: { shared: { file: path.join(lib, 'shared.py'), sha256: pin } } }));
+    await declare(sha(SHARED));
+    await expect.poll(async () => (await api(g, 'POST', '/v1/interfaces/call', { target: 'shared', method: 'times', args: [4] })).body).toEqual({ payload: 8 });
+    await declare(sha('another pin'));
+    await expect.poll(async () => (await api(g, 'POST', '/v1/interfaces', { target: 'shared', version: [{ scale: 5 }] })).body.detail?.code).toBe('integrity_failed');
+    await rm(path.join(project, 'portico.json'));
+    await expect.poll(async () => (await api(g, 'GET', '/v1/project/remotes')).body.remotes).toEqual({});
+  });
+
+  it('a portico.json that is a symbolic link follows its target', async () => {
+    const declared = path.join(lib, 'declared.json');
+    await writeFile(declared, JSON.stringify({ remotes: {} }));
+    const project = await tempProject();
+    await symlink(declared, path.join(project, 'portico.json'));
+    const g = await gateway({ project });
+    expect((await api(g, 'GET', '/v1/project/remotes')).body.remotes).toEqual({});
+    // An edit of the target is no event in the project folder: the link is checked on every use.
+    await writeFile(declared, JSON.stringify({ remotes: { shared: { file: path.join(lib, 'shared.py') } } }));
+    expect((await api(g, 'GET', '/v1/project/remotes')).body.remotes).toEqual({ shared: path.join(lib, 'shared.py') });
   });
 
   it('a malformed portico.json is a clear error', async () => {

@@ -4,7 +4,7 @@
  * ws/; everything else the gateway has to say goes through the same logger. Credentials never
  * reach a line: nothing logs headers or tokens, and these paths are redacted besides.
  */
-import { pino, type DestinationStream, type Logger } from 'pino';
+import { pino, type ChildLoggerOptions, type DestinationStream, type Logger } from 'pino';
 import pretty from 'pino-pretty';
 
 export type { Logger };
@@ -23,4 +23,28 @@ export function createLogger(level: LogLevel = 'info', destination?: Destination
   if (destination) return pino(options, destination);
   if (process.stderr.isTTY) return pino(options, pretty({ destination: 2, sync: true, ignore: 'pid,hostname', translateTime: 'SYS:HH:MM:ss.l' }));
   return pino(options, pino.destination({ dest: 2, sync: true }));
+}
+
+/**
+ * A child of `logger` (no bindings, `options` as for `logger.child`) whose lines are held until
+ * `flush()` writes them to the logger's destination at once: one system call for many lines
+ * rather than one each. A destination that takes each line's metadata (pino.multistream) is
+ * written line by line as before.
+ */
+export function batchingChild(logger: Logger, options: ChildLoggerOptions): { logger: Logger; flush(): void } {
+  const child = logger.child({}, options);
+  type Streams = Record<symbol, DestinationStream & Record<symbol, unknown>>;
+  const destination = (logger as unknown as Streams)[pino.symbols.streamSym]!;
+  if (destination[pino.symbols.needsMetadataGsym] === true) return { logger: child, flush() {} };
+  let held = '';
+  (child as unknown as Streams)[pino.symbols.streamSym] = { write: (line: string) => void (held += line) };
+  return {
+    logger: child,
+    flush() {
+      if (held === '') return;
+      const lines = held;
+      held = '';
+      destination.write(lines);
+    },
+  };
 }

@@ -5,7 +5,8 @@
  * restarts, executions by state, store operations and their latency, upload and read bytes, and
  * the process's own figures. Labels that clients choose (method names) are bounded.
  */
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type Metric } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
+import { LabelledCounter, LabelledHistogram } from './series.js';
 
 /** Distinct method labels kept before the rest count as `(other)`: clients choose method names. */
 const MAX_METHOD_LABELS = 200;
@@ -23,27 +24,28 @@ export interface MetricSources {
 export class Metrics {
   readonly registry = new Registry();
   private readonly methods = new Set<string>();
-  readonly httpRequests: Counter<'method' | 'status'>;
-  readonly httpDuration: Histogram<'method'>;
-  private readonly calls = new CallTallies();
+  // Those every request touches are LabelledCounter and LabelledHistogram (ops/series.ts).
+  readonly httpRequests: LabelledCounter<'method' | 'status'>;
+  readonly httpDuration: LabelledHistogram<'method'>;
+  readonly calls: LabelledCounter<'method' | 'outcome'>;
+  readonly callDuration: LabelledHistogram<'method' | 'outcome'>;
   readonly sockets: Gauge<'endpoint'>;
   readonly workerRestarts: Counter;
-  readonly storeOperations: Counter<'op' | 'outcome'>;
-  readonly storeDuration: Histogram<'op'>;
+  readonly storeOperations: LabelledCounter<'op' | 'outcome'>;
+  readonly storeDuration: LabelledHistogram<'op'>;
   readonly uploadBytes: Counter;
   readonly readBytes: Counter;
 
   constructor(sources: MetricSources) {
     const registers = [this.registry];
-    this.httpRequests = new Counter({ name: 'portico_http_requests_total', help: 'HTTP requests answered, by method and status.', labelNames: ['method', 'status'], registers });
-    this.httpDuration = new Histogram({ name: 'portico_http_request_duration_seconds', help: 'Time to answer an HTTP request.', labelNames: ['method'], buckets: LATENCY_BUCKETS, registers });
-    // The Registry reads a metric through name, help, type, get() and reset() only (RegistryMetric).
-    this.registry.registerMetric(this.calls.counter('portico_calls_total', 'Remote method calls (REST and WebSocket), by method and outcome (ok or the error code).') as unknown as Metric);
-    this.registry.registerMetric(this.calls.histogram('portico_call_duration_seconds', 'Remote method call latency, by method and outcome.') as unknown as Metric);
+    this.httpRequests = new LabelledCounter({ name: 'portico_http_requests_total', help: 'HTTP requests answered, by method and status.', labelNames: ['method', 'status'], registers });
+    this.httpDuration = new LabelledHistogram({ name: 'portico_http_request_duration_seconds', help: 'Time to answer an HTTP request.', labelNames: ['method'], buckets: LATENCY_BUCKETS, registers });
+    this.calls = new LabelledCounter({ name: 'portico_calls_total', help: 'Remote method calls (REST and WebSocket), by method and outcome (ok or the error code).', labelNames: ['method', 'outcome'], registers });
+    this.callDuration = new LabelledHistogram({ name: 'portico_call_duration_seconds', help: 'Remote method call latency, by method and outcome.', labelNames: ['method', 'outcome'], buckets: LATENCY_BUCKETS, registers });
     this.sockets = new Gauge({ name: 'portico_sockets', help: 'Open WebSocket connections, by endpoint.', labelNames: ['endpoint'], registers });
     this.workerRestarts = new Counter({ name: 'portico_worker_restarts_total', help: 'Workers started again for a (project, interpreter) that had one before (after a crash or an idle stop).', registers });
-    this.storeOperations = new Counter({ name: 'portico_store_operations_total', help: 'Index operations, by operation and outcome.', labelNames: ['op', 'outcome'], registers });
-    this.storeDuration = new Histogram({ name: 'portico_store_operation_duration_seconds', help: 'Index operation latency.', labelNames: ['op'], buckets: LATENCY_BUCKETS, registers });
+    this.storeOperations = new LabelledCounter({ name: 'portico_store_operations_total', help: 'Index operations, by operation and outcome.', labelNames: ['op', 'outcome'], registers });
+    this.storeDuration = new LabelledHistogram({ name: 'portico_store_operation_duration_seconds', help: 'Index operation latency.', labelNames: ['op'], buckets: LATENCY_BUCKETS, registers });
     this.uploadBytes = new Counter({ name: 'portico_upload_bytes_total', help: 'Bytes written by WebSocket uploads.', registers });
     this.readBytes = new Counter({ name: 'portico_read_bytes_total', help: 'Bytes sent by WebSocket reads.', registers });
     new Gauge({
@@ -79,12 +81,14 @@ export class Metrics {
 
   /** Records one finished call. */
   call(method: string, outcome: string, seconds: number): void {
-    this.calls.record(this.methodLabel(method, outcome), outcome, seconds);
+    const labels = { method: this.methodLabel(method, outcome), outcome };
+    this.calls.inc(labels);
+    this.callDuration.observe(labels, seconds);
   }
 
   /** Times an index operation. */
   async store<T>(op: string, run: () => Promise<T>): Promise<T> {
-    const end = this.storeDuration.startTimer({ op });
+    const started = performance.now();
     try {
       const result = await run();
       this.storeOperations.inc({ op, outcome: 'ok' });
@@ -93,7 +97,7 @@ export class Metrics {
       this.storeOperations.inc({ op, outcome: (err as { code?: string })?.code ?? 'error' });
       throw err;
     } finally {
-      end();
+      this.storeDuration.observe({ op }, (performance.now() - started) / 1000);
     }
   }
 
@@ -103,76 +107,5 @@ export class Metrics {
     if (this.methods.size >= MAX_METHOD_LABELS) return '(other)';
     this.methods.add(method);
     return method;
-  }
-}
-
-interface CallTally {
-  labels: { method: string; outcome: string };
-  count: number;
-  sum: number;
-  /** Calls per latency bucket (LATENCY_BUCKETS, then +Inf), not cumulative. */
-  buckets: number[];
-}
-
-/** A metric as prom-client's Registry reads it (what its own Counter and Histogram give). */
-interface RegistryMetric {
-  name: string;
-  help: string;
-  type: 'counter' | 'histogram';
-  aggregator: 'sum';
-  get(): Promise<{ name: string; help: string; type: string; values: unknown[]; aggregator: string }>;
-  reset(): void;
-}
-
-/**
- * Calls counted and timed per (method, outcome) in plain numbers, turned into the
- * portico_calls_total counter and the portico_call_duration_seconds histogram only when
- * /metrics is read, in the same series prom-client's Counter and Histogram would give. Their
- * inc and observe hash and check the labels of every call: ~6% of the gateway's time per
- * pipelined WebSocket call in its profile; a call is now one map lookup and three additions.
- */
-class CallTallies {
-  private byLabels = new Map<string, CallTally>();
-
-  record(method: string, outcome: string, seconds: number): void {
-    const key = `${method}\0${outcome}`;
-    let tally = this.byLabels.get(key);
-    if (!tally) {
-      tally = { labels: { method, outcome }, count: 0, sum: 0, buckets: new Array<number>(LATENCY_BUCKETS.length + 1).fill(0) };
-      this.byLabels.set(key, tally);
-    }
-    let bucket = 0;
-    while (bucket < LATENCY_BUCKETS.length && seconds > LATENCY_BUCKETS[bucket]!) bucket++;
-    tally.count += 1;
-    tally.sum += seconds;
-    tally.buckets[bucket]! += 1;
-  }
-
-  counter(name: string, help: string): RegistryMetric {
-    return this.metric(name, help, 'counter', () => [...this.byLabels.values()].map((t) => ({ value: t.count, labels: t.labels })));
-  }
-
-  histogram(name: string, help: string): RegistryMetric {
-    return this.metric(name, help, 'histogram', () =>
-      [...this.byLabels.values()].flatMap((t) => {
-        let cumulative = 0;
-        const buckets = t.buckets.map((n, i) => {
-          cumulative += n;
-          return { value: cumulative, metricName: `${name}_bucket`, exemplar: null, labels: { le: LATENCY_BUCKETS[i] ?? '+Inf', ...t.labels } };
-        });
-        return [...buckets, { value: t.sum, metricName: `${name}_sum`, labels: t.labels }, { value: t.count, metricName: `${name}_count`, labels: t.labels }];
-      }),
-    );
-  }
-
-  private metric(name: string, help: string, type: RegistryMetric['type'], values: () => unknown[]): RegistryMetric {
-    return {
-      name,
-      help,
-      type,
-      aggregator: 'sum',
-      get: async () => ({ name, help, type, values: values(), aggregator: 'sum' }),
-      reset: () => (this.byLabels = new Map()),
-    };
   }
 }

@@ -11,7 +11,7 @@
  * a content that does not match its pin is refused — at fetch time and at every use.
  */
 import { createHash } from 'node:crypto';
-import { statSync } from 'node:fs';
+import { lstatSync, statSync, watch as fsWatch, type FSWatcher } from 'node:fs';
 import { lstat, mkdir, readFile, stat, symlink, unlink } from 'node:fs/promises';
 import { get } from 'node:https';
 import path from 'node:path';
@@ -43,40 +43,84 @@ function invalid(message: string): PorticoError {
   return new PorticoError('invalid_argument', `${REMOTES_FILE}: ${message}`);
 }
 
+/** What each project's portico.json declares, or the read in progress, while it holds (see readRemotes). */
+const declared = new Map<string, Promise<Map<string, RemoteSpec>>>();
+
+/**
+ * How long a watched answer is kept at most. inotify sees no change made by another machine on
+ * a shared file system (NFS, several gateways on one project, DESIGN §8): such an edit is seen
+ * within this time instead of never.
+ */
+const RECHECK_MS = 1000;
+
 /** Parsed portico.json per project, kept while the file's mtime and size are unchanged. */
 const parsedFiles = new Map<string, { stamp: string; specs: Map<string, RemoteSpec> }>();
 
-/** The readRemotes in progress per project, which calls made meanwhile share. */
-const reading = new Map<string, Promise<Map<string, RemoteSpec>>>();
+/** Per project folder, whether a watcher tells when its portico.json may have changed. */
+const watched = new Map<string, boolean>();
 
 /**
- * The remotes a project declares (an absent file declares none). Checked on every create, so
- * the file is re-read only when it changed. Calls made while one is in progress share its
- * answer: under a create load, one stat serves many creates (a stat is costly enough to show in
- * a profile of REST creates).
+ * The remotes a project declares (an absent file declares none), asked on every create (every
+ * REST call). The answer is kept until the file may have changed: a watcher on the project
+ * folder forgets it when an event names portico.json, names nothing, or is about the folder
+ * itself, and it is read again after RECHECK_MS in any case. A stat per call, even synchronous, was 2-3% of a REST call's busy time. Where there is
+ * no watcher (the folder cannot be watched) or it cannot see every change (portico.json is a
+ * symbolic link, whose target may change elsewhere), the file's mtime and size are checked on
+ * every call instead, and calls made while one check is in progress share its answer.
  */
 export function readRemotes(project: string): Promise<Map<string, RemoteSpec>> {
-  let answer = reading.get(project);
-  if (!answer) {
-    answer = readRemotesNow(project).finally(() => reading.delete(project));
-    reading.set(project, answer);
-  }
+  let answer = declared.get(project);
+  if (answer) return answer;
+  // Watching before reading: a change made meanwhile forgets this very answer.
+  const watching = watch(project);
+  const reading = readRemotesNow(project);
+  answer = reading.then(({ specs }) => specs);
+  declared.set(project, answer);
+  const forget = () => {
+    if (declared.get(project) === answer) declared.delete(project);
+  };
+  reading.then(({ linked }) => (watching && !linked ? setTimeout(forget, RECHECK_MS).unref() : forget()), forget);
   return answer;
 }
 
-async function readRemotesNow(project: string): Promise<Map<string, RemoteSpec>> {
+/** Starts watching a project folder for changes of portico.json; false when it cannot be watched. */
+function watch(project: string): boolean {
+  let watching = watched.get(project);
+  if (watching !== undefined) return watching;
+  const stop = () => {
+    watcher?.close();
+    watched.delete(project);
+    declared.delete(project);
+  };
+  let watcher: FSWatcher | undefined;
+  try {
+    watcher = fsWatch(project, { persistent: false }, (_event, name) => {
+      if (name === REMOTES_FILE || name === null) declared.delete(project);
+      else if (name === path.basename(project)) stop(); // the folder itself was moved or removed
+    });
+    watcher.on('error', stop);
+    watching = true;
+  } catch {
+    watching = false; // inotify watches exhausted, a file system without notifications, …
+  }
+  watched.set(project, watching);
+  return watching;
+}
+
+async function readRemotesNow(project: string): Promise<{ specs: Map<string, RemoteSpec>; linked: boolean }> {
   const file = path.join(project, REMOTES_FILE);
-  // A synchronous stat that returns nothing for a missing file: this runs on every create (every
-  // REST call), and the promise version costs a thread-pool round trip plus an ENOENT Error with
-  // its stack in the common case of a project without remotes (12% of a REST call's profile).
-  const info = statSync(file, { throwIfNoEntry: false });
-  if (!info) return new Map();
+  // Synchronous stats that return nothing for a missing file: the promise versions cost a
+  // thread-pool round trip and an ENOENT Error with its stack for a project without remotes.
+  const link = lstatSync(file, { throwIfNoEntry: false });
+  const info = link?.isSymbolicLink() ? statSync(file, { throwIfNoEntry: false }) : link;
+  const linked = link?.isSymbolicLink() ?? false;
+  if (!info) return { specs: new Map(), linked };
   const stamp = `${info.mtimeMs}:${info.size}`;
   const cached = parsedFiles.get(project);
-  if (cached?.stamp === stamp) return cached.specs;
+  if (cached?.stamp === stamp) return { specs: cached.specs, linked };
   const specs = parseRemotes(await readFile(file, 'utf8'));
   parsedFiles.set(project, { stamp, specs });
-  return specs;
+  return { specs, linked };
 }
 
 function parseRemotes(text: string): Map<string, RemoteSpec> {
@@ -173,6 +217,7 @@ export class RemoteModules {
    */
   async ensure(project: string, module: string): Promise<void> {
     const specs = await readRemotes(project);
+    if (specs.size === 0) return;
     const top = [...specs.keys()].find((name) => module === name || module.startsWith(`${name}.`));
     if (top === undefined) return;
     await this.fetch(project, top, specs.get(top)!, { refresh: false });
