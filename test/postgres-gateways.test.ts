@@ -5,6 +5,8 @@
  * whose database goes away answers 503 store_unavailable, then serves again by itself once the
  * database is back, without losing an acknowledged create.
  */
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SCHEMA_VERSION } from '../packages/server/src/store/postgres/schema.js';
@@ -86,6 +88,21 @@ describe('two gateways on one PostgreSQL index', () => {
     expect((await api(b, 'POST', `/v1/interfaces/${created.uuid}/archive`)).status).toBe(200);
     expect((await api(a, 'POST', '/v1/interfaces/search', { label: 'second' })).body.total).toBe(0);
     expect((await api(a, 'POST', '/v1/interfaces/search', { label: 'second', include_archived: true })).body.total).toBe(1);
+  });
+
+  it('every acknowledged create has its record file beside its data, as answered; a label rewrites it', async () => {
+    const project = await tempProject();
+    const running = await gateway({ project, store: postgres.url });
+    const recordFile = async (uuid: string) => JSON.parse(await readFile(path.join(project, '.portico/interfaces', uuid, 'interface.json'), 'utf8'));
+    const answers = await Promise.all(Array.from({ length: 64 }, (_, start) => api(running, 'POST', '/v1/interfaces', { target: 'counter', version: [{ start }] })));
+    for (const { status, body } of answers) {
+      expect(status).toBe(200);
+      const { cli: _cli, ...record } = body;
+      expect(await recordFile(body.uuid)).toEqual({ ...record, predicate: {} });
+    }
+    const { uuid } = answers[0]!.body;
+    expect((await api(running, 'PATCH', `/v1/interfaces/${uuid}/label`, { label: 'kept' })).status).toBe(200);
+    expect(await recordFile(uuid)).toMatchObject({ uuid, label: 'kept' });
   });
 
   it('the embedded store still refuses a second gateway on one project', async () => {

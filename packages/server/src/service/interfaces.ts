@@ -157,6 +157,8 @@ export class InterfaceService {
       created_at: new Date().toISOString(),
       archived: false,
     };
+    // Its uuid is its content hash unless the client chose one: publicInfo need not hash it again.
+    if (input.uuid == null) uuidIsContent.set(record, Object.keys(predicate).length === 0);
     return publicInfo((await store.insert(record)).record);
   }
 

@@ -4,6 +4,7 @@
  * one process at a time writing a project's index.
  */
 import { createHash, randomBytes } from 'node:crypto';
+import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { mkdir, open, readdir, readFile, realpath, rename, rm, unlink } from 'node:fs/promises';
 import { connect, createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -30,10 +31,12 @@ export async function syncPath(file: string): Promise<void> {
   }
 }
 
+/** Where an atomic write of `file` puts its content first: a dot name, since a crash may leave it behind and listings skip dotfiles. */
+const tempBeside = (file: string) => path.join(path.dirname(file), `.${path.basename(file)}.${randomBytes(6).toString('hex')}.tmp`);
+
 /** Writes a file so that readers and crashes see the old or the new content, never a mix. */
 export async function writeAtomic(file: string, data: string | Buffer, { durable = true } = {}): Promise<void> {
-  // A dot name: a crash may leave it behind, and listings skip dotfiles.
-  const tmp = path.join(path.dirname(file), `.${path.basename(file)}.${randomBytes(6).toString('hex')}.tmp`);
+  const tmp = tempBeside(file);
   const handle = await open(tmp, 'w');
   try {
     await handle.writeFile(data);
@@ -63,12 +66,36 @@ export function interfaceDir(project: string, uuid: string): string {
   return path.join(project, STORE_DIR, INTERFACES_DIR, uuid);
 }
 
+const recordText = (record: InterfaceRecord) => `${JSON.stringify(record, null, 2)}\n`;
+
 /** Writes the record file an interface directory carries (so the directory can travel and be reindexed). */
 export async function writeRecordFile(project: string, record: InterfaceRecord): Promise<void> {
   const dir = interfaceDir(project, record.uuid);
   await mkdir(dir, { recursive: true });
   // Not fsync'd: the journal is the durable copy; this one is for reindex and for travel.
-  await writeAtomic(path.join(dir, RECORD_FILE), `${JSON.stringify(record, null, 2)}\n`, { durable: false });
+  await writeAtomic(path.join(dir, RECORD_FILE), recordText(record), { durable: false });
+}
+
+/**
+ * writeRecordFile by synchronous calls, for the PostgreSQL store, which writes one after each
+ * create's commit. Why: through fs/promises each of the five calls (mkdir, open, write, close,
+ * rename) is a round trip to the thread pool, and profiling durable REST creates with 16 in flight
+ * measured those round trips at about 0.5 ms of gateway CPU per create (a third of it), against
+ * about 0.1 ms for the calls made directly; the event loop waits that long (on a local disk) for
+ * each create. Not fsync'd either: the database holds the durable copy.
+ */
+export function writeRecordFileSync(project: string, record: InterfaceRecord): void {
+  const dir = interfaceDir(project, record.uuid);
+  mkdirSync(dir, { recursive: true });
+  const file = path.join(dir, RECORD_FILE);
+  const tmp = tempBeside(file);
+  try {
+    writeFileSync(tmp, recordText(record));
+    renameSync(tmp, file);
+  } catch (err) {
+    rmSync(tmp, { force: true });
+    throw err;
+  }
 }
 
 export async function removeInterfaceDir(project: string, uuid: string): Promise<void> {
