@@ -35,6 +35,9 @@ export type InterfaceInfo = Omit<InterfaceRecord, 'predicate'> & { predicate: Re
  */
 const infos = new WeakMap<InterfaceRecord, InterfaceInfo>();
 
+/** Whether a record create() just made has its content hash as uuid, so describing it hashes nothing. */
+const uuidIsContent = new WeakMap<InterfaceRecord, boolean>();
+
 /**
  * The content uuid of a resolution with nothing folded in, per resolution object: the worker
  * hands back the same object for a cached resolution until a source edit invalidates it, so
@@ -57,7 +60,7 @@ function publicInfo(record: InterfaceRecord): InterfaceInfo {
 
 function describe(record: InterfaceRecord): InterfaceInfo {
   const folded = Object.keys(record.predicate).length > 0;
-  const byContent = !folded && record.uuid === interfaceUuid(record.module, record.config, record.predicate);
+  const byContent = uuidIsContent.get(record) ?? (!folded && record.uuid === interfaceUuid(record.module, record.config, record.predicate));
   return { ...record, predicate: folded ? record.predicate : null, cli: byContent ? cliLine(record.module, record.version) : cliLine(record.uuid, []) };
 }
 
