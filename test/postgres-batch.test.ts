@@ -59,3 +59,27 @@ describe('creates that arrive together', () => {
     expect((await store.search({ limit: 100 })).items.map((r) => r.uuid).sort()).toEqual(good.map((r) => r.uuid).sort());
   });
 });
+
+describe('a connection the server ends in the middle of a transaction', () => {
+  it('fails that transaction as store_unavailable, leaves nothing unhandled, and the index answers again', async () => {
+    let backend = 0;
+    let ended!: () => void;
+    const connectionEnded = new Promise<void>((resolve) => (ended = resolve));
+    let inTransaction!: () => void;
+    const started = new Promise<void>((resolve) => (inTransaction = resolve));
+    const transaction = index.transaction(async (client) => {
+      backend = (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+      // pg's own listener runs first: by the time this one runs, the client has reported the end.
+      (client as unknown as { connection: NodeJS.EventEmitter }).connection.once('end', ended);
+      inTransaction();
+      await connectionEnded; // between two statements, as a compaction is while it waits for its lock
+      await client.query('SELECT 1');
+    });
+    await started;
+    await admin.query('SELECT pg_terminate_backend($1)', [backend]);
+    await expect(transaction).rejects.toMatchObject({ code: 'store_unavailable' });
+    const store = await index.open('/srv/after-terminate');
+    await store.insert(record('after', {}));
+    expect((await store.search({ limit: 1 })).total).toBe(1);
+  });
+});

@@ -152,16 +152,26 @@ export class PostgresIndex {
     } catch (err) {
       throw unavailable(err, this.url);
     }
+    // A checked-out client has no listener of the pool's: a connection the server ends between
+    // two statements (a restart, pg_terminate_backend) would emit an 'error' nobody handles and
+    // end the gateway. The statement in progress, or the next, fails and says why.
+    let broken: Error | undefined;
+    const onError = (err: Error) => {
+      broken = err;
+      this.log(`index database connection lost during a transaction: ${err.message}`);
+    };
+    client.on('error', onError);
     try {
       await client.query('BEGIN');
       const result = await work(client);
       await client.query('COMMIT');
       return result;
     } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
+      if (!broken) await client.query('ROLLBACK').catch(() => undefined);
       throw unavailable(err, this.url);
     } finally {
-      client.release();
+      client.off('error', onError);
+      client.release(broken); // a broken connection is closed, not handed out again
     }
   }
 
