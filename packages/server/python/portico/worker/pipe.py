@@ -88,10 +88,11 @@ class Pipe:
         pipelined calls submitted to the pool grew it to hundreds of threads fighting over the
         GIL), while a slow call still stalls the bridge for that long at most.
 
-        The reading thread holds the frames it puts (``FrameWriter.hold``) and sends them just
-        before it reads the pipe again: pipelined calls read in one batch are answered in one
-        write instead of one per call, and every write wakes the gateway (a write per reply was
-        most of the worker's system time under pipelined calls). A call that keeps the reader
+        While more of a batch is already read, the reading thread holds the frames it puts
+        (``FrameWriter.hold``) and the batch's last reply takes them all: pipelined calls read in
+        one batch are answered in one write instead of one per call, and every write wakes the
+        gateway (a write per reply was most of the worker's system time under pipelined calls).
+        A lone call's reply (nothing read after it) is written as it is put. A call that keeps the reader
         busy does not keep what it holds: the watchdog sends it at its next tick.
         """
         self._reader = reader
