@@ -108,6 +108,11 @@ class FrameReader:
         #: Called before every read of the pipe, which may wait for the gateway (see Pipe.serve).
         self.before_read: Callable[[], None] | None = None
 
+    @property
+    def buffered(self) -> bool:
+        """Bytes of a next frame are already read: ``read`` may return without waiting."""
+        return len(self._buf) > self._pos
+
     def _fill(self, need: int) -> bool:
         """Read until ``need`` bytes are buffered; False on EOF."""
         if self._pos:

@@ -217,3 +217,45 @@ class JsonEncodingTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class LoneReplyTest(unittest.TestCase):
+    def test_a_lone_calls_reply_is_written_before_the_reader_reads_again(self) -> None:
+        # A batch's replies wait for its last call, but a call with nothing read after it must
+        # not hold its reply until the reading thread comes back to the pipe.
+        import concurrent.futures
+
+        from portico.worker.pipe import Pipe
+
+        reply_r, reply_w = os.pipe()
+        os.set_blocking(reply_r, False)
+        pool = concurrent.futures.ThreadPoolExecutor(2)
+        pipe = Pipe(reply_w, pool)
+        seen: list[bytes] = []
+
+        class Reader:
+            before_read = None
+            buffered = False
+
+            def __init__(self) -> None:
+                self.frames = [({"op": "call", "id": 1}, b""), ({"op": "call", "id": 2}, b"")]
+
+            def read(self):
+                try:  # what reached the gateway before this read, without before_read's help
+                    seen.append(os.read(reply_r, 65536))
+                except BlockingIOError:
+                    seen.append(b"")
+                return self.frames.pop(0) if self.frames else None
+
+        def dispatch(header, body):
+            return lambda: pipe.send({"op": "result", "id": header["id"]})
+
+        try:
+            self.assertEqual(pipe.serve(Reader(), dispatch), 0)
+        finally:
+            pool.shutdown()
+            os.close(reply_r)
+            os.close(reply_w)
+        self.assertIn(b'"op":"ready"', seen[0])
+        self.assertIn(b'"id":1', seen[1])
+        self.assertIn(b'"id":2', seen[2])

@@ -64,4 +64,34 @@ describe('worker process', () => {
       await next.stop();
     }
   });
+
+  it('a lone call is written to the worker in the turn it was made; calls made while others are in flight share one later write, in order', async () => {
+    project ??= await mkdtemp(path.join(tmpdir(), 'portico-worker-test-'));
+    await writeFile(path.join(project, 'echoer.py'), ['from portico import Interface', '', 'class Echoer(Interface):', '    def echo(self, x):', '        return x', ''].join('\n'));
+    const worker = new Worker({ project, python });
+    await worker.start();
+    try {
+      const { config } = await worker.resolve('echoer', []);
+      const toWorker = (worker as unknown as { toWorker: { write: (chunk: Buffer) => boolean } }).toWorker;
+      const writes: string[] = [];
+      const write = toWorker.write.bind(toWorker);
+      toWorker.write = (chunk: Buffer) => {
+        writes.push(chunk.toString('latin1'));
+        return write(chunk);
+      };
+      const call = (x: number) => worker.call({ uuid: 'u-echoer', module: 'echoer', config, method: 'echo', args: [x], kwargs: {} });
+      const lone = call(1);
+      expect(writes).toHaveLength(1); // before this test yields to the event loop
+      expect(writes[0]).toContain('"args":[1]');
+      const more = [call(2), call(3)];
+      expect(writes).toHaveLength(1); // the worker is busy with call 1: these wait for the turn's end
+      const outcomes = await Promise.all([lone, ...more]);
+      expect(outcomes.map((o) => o.ok && !o.streamed && o.payload)).toEqual([1, 2, 3]);
+      expect(writes).toHaveLength(2);
+      expect(writes[1]!.indexOf('"args":[2]')).toBeLessThan(writes[1]!.indexOf('"args":[3]'));
+      expect(writes[1]!.indexOf('"args":[2]')).toBeGreaterThanOrEqual(0);
+    } finally {
+      await worker.stop();
+    }
+  });
 });

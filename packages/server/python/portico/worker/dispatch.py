@@ -15,7 +15,8 @@ running after ``HAND_OVER_AFTER_S`` (leader/follower, see ``Pipe.serve``), so a 
 the bridge for no longer than that. Pool threads run generators, imports,
 resolution and reflection (``modules``, ``schema``); one thread runs the event loop; replies are
 written to fd 4 by the thread that produced them, except that the reading thread holds the replies
-of the calls it ran until it reads again (one write per batch, ``Pipe.serve``). ``widget_set`` and ``widget_msg`` to one
+of the calls it ran while more of a batch is already read (one write per batch, ``Pipe.serve``;
+a lone call's reply is written at once). ``widget_set`` and ``widget_msg`` to one
 instance run one at a time in arrival order, in that instance's lane (``widgets.py``).
 """
 

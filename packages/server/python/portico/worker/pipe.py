@@ -88,10 +88,11 @@ class Pipe:
         pipelined calls submitted to the pool grew it to hundreds of threads fighting over the
         GIL), while a slow call still stalls the bridge for that long at most.
 
-        The reading thread holds the frames it puts (``FrameWriter.hold``) and sends them just
-        before it reads the pipe again: pipelined calls read in one batch are answered in one
-        write instead of one per call, and every write wakes the gateway (a write per reply was
-        most of the worker's system time under pipelined calls). A call that keeps the reader
+        While more of a batch is already read, the reading thread holds the frames it puts
+        (``FrameWriter.hold``) and the batch's last reply takes them all: pipelined calls read in
+        one batch are answered in one write instead of one per call, and every write wakes the
+        gateway (a write per reply was most of the worker's system time under pipelined calls).
+        A lone call's reply (nothing read after it) is written as it is put. A call that keeps the reader
         busy does not keep what it holds: the watchdog sends it at its next tick.
         """
         self._reader = reader
@@ -107,7 +108,7 @@ class Pipe:
         """Read and dispatch frames until a call this thread runs is handed over, or serving ends."""
         reader, dispatch = self._reader, self._dispatch
         assert reader is not None and dispatch is not None
-        self.writer.hold(threading.get_ident())
+        me = threading.get_ident()
         while not self._done.is_set():
             try:
                 frame = reader.read()
@@ -116,6 +117,11 @@ class Pipe:
                 return self._stop(2)
             if frame is None:
                 return self._stop(0)
+            # Hold what this request answers only while more of a batch is read already: the
+            # batch's last reply then takes them all in one write. A lone request's reply is
+            # written as it is put, before this thread's bookkeeping after the call, so the
+            # gateway works on it meanwhile. (The watchdog sets None when it hands over.)
+            self.writer.hold(me if reader.buffered else None)
             try:
                 work = dispatch(*frame)
             except Exit:
@@ -142,8 +148,6 @@ class Pipe:
                 led_again = self._wait_as_standby() if handed_over else True
             if not led_again:
                 return
-            if handed_over:
-                self.writer.hold(threading.get_ident())  # reading again
 
     def _watch(self) -> None:
         """Hand the reading over when the leader has run the same call for a whole period.
