@@ -4,7 +4,6 @@
  * one process at a time writing a project's index.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { mkdir, open, readdir, readFile, realpath, rename, rm, unlink } from 'node:fs/promises';
 import { connect, createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -74,28 +73,6 @@ export async function writeRecordFile(project: string, record: InterfaceRecord):
   await mkdir(dir, { recursive: true });
   // Not fsync'd: the journal is the durable copy; this one is for reindex and for travel.
   await writeAtomic(path.join(dir, RECORD_FILE), recordText(record), { durable: false });
-}
-
-/**
- * writeRecordFile by synchronous calls, for the PostgreSQL store, which writes one after each
- * create's commit. Why: through fs/promises each of the five calls (mkdir, open, write, close,
- * rename) is a round trip to the thread pool, and profiling durable REST creates with 16 in flight
- * measured those round trips at about 0.5 ms of gateway CPU per create (a third of it), against
- * about 0.1 ms for the calls made directly; the event loop waits that long (on a local disk) for
- * each create. Not fsync'd either: the database holds the durable copy.
- */
-export function writeRecordFileSync(project: string, record: InterfaceRecord): void {
-  const dir = interfaceDir(project, record.uuid);
-  mkdirSync(dir, { recursive: true });
-  const file = path.join(dir, RECORD_FILE);
-  const tmp = tempBeside(file);
-  try {
-    writeFileSync(tmp, recordText(record));
-    renameSync(tmp, file);
-  } catch (err) {
-    rmSync(tmp, { force: true });
-    throw err;
-  }
 }
 
 export async function removeInterfaceDir(project: string, uuid: string): Promise<void> {

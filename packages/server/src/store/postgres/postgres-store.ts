@@ -18,7 +18,7 @@ import pg from 'pg';
 import { LIMITS } from '../../config/constants.js';
 import type { FindRequest, SearchResponse } from '../../contract/search.js';
 import { PorticoError } from '../../errors.js';
-import { interfaceDir, removeInterfaceDir, writeRecordFileSync } from '../files.js';
+import { interfaceDir, removeInterfaceDir, writeRecordFile } from '../files.js';
 import { planQuery } from '../query.js';
 import type { InterfaceRecord, RecordPatch, Store } from '../store.js';
 import { codeText, INSERT_COLUMNS, RECORD_COLUMNS, recordValues, rowRecord, type RecordRow } from './coding.js';
@@ -270,7 +270,7 @@ export class PostgresStore implements Store {
     interfaceDir(this.project, record.uuid);
     if (await this.index.insert(this.project, record)) {
       // Beside the interface's data, for `portico reindex` and for travel, as the embedded store does.
-      writeRecordFileSync(this.project, record);
+      await writeRecordFile(this.project, record);
       return { record, created: true };
     }
     // ON CONFLICT waited for the winner's commit, so its row is there to read.
@@ -290,7 +290,7 @@ export class PostgresStore implements Store {
     const { rows } = await this.index.query<RecordRow>(text, values);
     if (!rows[0]) return undefined;
     const record = rowRecord(rows[0]);
-    writeRecordFileSync(this.project, record);
+    await writeRecordFile(this.project, record);
     return record;
   }
 
