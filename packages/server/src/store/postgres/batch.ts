@@ -45,9 +45,14 @@ export class Batcher<T, R> {
       this.run(batch.map(({ item }) => item))
         .then(
           (results) => batch.forEach(({ resolve }, i) => resolve(results[i]!)),
-          (err: unknown) => {
-            if (batch.length === 1 || !this.perItem(err)) batch.forEach(({ reject }) => reject(err));
-            else for (const { item, resolve, reject } of batch) this.run([item]).then((results) => resolve(results[0]!), reject);
+          async (err: unknown) => {
+            if (batch.length === 1 || !this.perItem(err)) {
+              batch.forEach(({ reject }) => reject(err));
+              return;
+            }
+            // One by one, and within this batch's slot: a failed batch of hundreds must not
+            // become hundreds of statements at once, queued ahead of every other query on the pool.
+            for (const { item, resolve, reject } of batch) await this.run([item]).then((results) => resolve(results[0]!), reject);
           },
         )
         .finally(() => {
