@@ -29,7 +29,10 @@ export async function readJson(ctx: Koa.Context, limit: number = LIMITS.maxBodyB
  */
 function readAll(ctx: Koa.Context, limit: number): Promise<Buffer> {
   const req = ctx.req;
+  const prematureClose = () => Object.assign(new Error('Premature close'), { code: 'ERR_STREAM_PREMATURE_CLOSE' });
   return new Promise((resolve, reject) => {
+    // Gone before its body was read (while authentication waited, say): no event will ever come.
+    if (req.destroyed && !req.readableEnded) return reject(prematureClose());
     const chunks: Buffer[] = [];
     let size = 0;
     const done = (err?: Error) => {
@@ -54,7 +57,7 @@ function readAll(ctx: Koa.Context, limit: number): Promise<Buffer> {
     };
     // A client that goes away mid-body: the iterator rejected with a premature close here too.
     const onClose = () => {
-      if (!req.complete) done(Object.assign(new Error('Premature close'), { code: 'ERR_STREAM_PREMATURE_CLOSE' }));
+      if (!req.readableEnded) done(prematureClose());
     };
     req.on('data', onData);
     req.on('end', onEnd);
