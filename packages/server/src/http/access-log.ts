@@ -28,12 +28,12 @@ export function accessLog(logger: Logger, metrics: Metrics): Koa.Middleware {
   // Koa sends the response once the middleware returns: the metrics and the log write wait until
   // it went out rather than delay it. The line's fields are read when the request ended.
   const record = () => {
-    for (const { line, seconds } of ended) {
+    // Taken first: a write that throws must not leave the lines in place, or none would be scheduled again.
+    for (const { line, seconds } of ended.splice(0)) {
       metrics.httpRequests.inc({ method: line.method, status: String(line.status) });
       metrics.httpDuration.observe({ method: line.method }, seconds);
       access.logger.info(line, 'http');
     }
-    ended.length = 0;
     access.flush();
   };
   return async function logAccess(ctx, next) {
