@@ -5,12 +5,12 @@
 // included, and the rate all cores would allow at that CPU per create), and the
 // gateway's RSS is compared before and after the index grew to 1M rows.
 // Runs against a throwaway cluster (scripts/provision-postgres.mjs), or PORTICO_BENCH_POSTGRES.
-import { spawn } from 'node:child_process';
 import { readFile, realpath } from 'node:fs/promises';
 import { cpus } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { cpuMs, createRate, jsonClient, ROOT, rssMb, startGateway, summarize, us } from './lib.mjs';
+import { startHttpFloor } from './floors.mjs';
 import { seedPostgres } from './postgres-seed.mjs';
 import { startCluster } from '../scripts/provision-postgres.mjs';
 
@@ -38,20 +38,6 @@ function seededMap(count) {
     });
   }
   return map;
-}
-
-/** The floor for a REST create: a bare node:http server in its own process answering each JSON POST with a small JSON body. */
-function startHttpFloor() {
-  const source = `require('node:http').createServer((req, res) => {
-    const chunks = [];
-    req.on('data', (c) => chunks.push(c));
-    req.on('end', () => { const body = JSON.parse(Buffer.concat(chunks)); res.setHeader('content-type', 'application/json'); res.end(JSON.stringify({ uuid: 'x', version: body.version })); });
-  }).listen(0, '127.0.0.1', function () { console.log(this.address().port); });`;
-  const child = spawn(process.execPath, ['-e', source], { stdio: ['ignore', 'pipe', 'inherit'] });
-  return new Promise((resolve, reject) => {
-    child.stdout.once('data', (port) => resolve({ url: `http://127.0.0.1:${Number(port)}`, stop: () => new Promise((r) => { child.once('exit', r); child.kill(); }) }));
-    child.once('exit', (code) => reject(new Error(`HTTP floor exited (${code})`)));
-  });
 }
 
 /** The pids of a process's children (the gateway's Python worker). */

@@ -217,7 +217,6 @@ export class RemoteModules {
    */
   async ensure(project: string, module: string): Promise<void> {
     const specs = await readRemotes(project);
-    if (specs.size === 0) return;
     const top = [...specs.keys()].find((name) => module === name || module.startsWith(`${name}.`));
     if (top === undefined) return;
     await this.fetch(project, top, specs.get(top)!, { refresh: false });
