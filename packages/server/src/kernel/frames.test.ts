@@ -106,6 +106,21 @@ describe('bridge frames', () => {
     expect(targets.some((length) => length !== 65_536 && length < 100_000 && length > 60_000)).toBe(true);
   });
 
+  it('a result of megabytes in its header, read through the reused scratch buffer, arrives intact', () => {
+    const decoder = new FrameDecoder(1 << 26, 1 << 20, 16);
+    const result = Array.from({ length: 200_000 }, (_, i) => `v${i}`);
+    const wire = Buffer.concat([...encodeFrame({ op: 'result', id: 7, result }, []), ...encodeFrame({ op: 'result', id: 8 }, Buffer.from('next'))]);
+    const frames = [];
+    for (let at = 0; at < wire.length; ) {
+      const n = wire.copy(decoder.readTarget(), 0, at, wire.length);
+      at += n;
+      frames.push(...decoder.commitRead(n));
+    }
+    expect(frames.map((f) => f.header.id)).toEqual([7, 8]);
+    expect(frames[0]!.header.result).toEqual(result);
+    expect(frames[1]!.body.toString()).toBe('next');
+  });
+
   it('an idle decoder lets its pooled bodies go; one still reading keeps them', () => {
     const decoder = new FrameDecoder(1 << 20, 1024, 2);
     const wire = Buffer.concat(encodeFrame({ op: 'chunk', id: 1 }, Buffer.alloc(1000, 1)));

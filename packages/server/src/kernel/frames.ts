@@ -209,7 +209,9 @@ export class FrameDecoder {
       for (const part of rest) this.fill(part, frames);
       break;
     }
-    if (transient) this.chunks = this.chunks.map((part) => Buffer.from(part));
+    // Only what is still a view of `chunk` needs a copy: earlier parts were copied when they came
+    // (copying them on every read made a large result held across reads cost its size squared).
+    if (transient) this.chunks = this.chunks.map((part) => (part.buffer === chunk.buffer ? Buffer.from(part) : part));
     return frames;
   }
 
