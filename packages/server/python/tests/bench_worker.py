@@ -2,10 +2,14 @@
 throughput of a binary ``read``.
 
     python3 tests/bench_worker.py [--calls 20000] [--in-flight 64] [--runs 3]
+    python3 tests/bench_worker.py --lone [--calls 3000] [--gap-ms 1]
     python3 tests/bench_worker.py --read-mib 1024 [--source file|bytes|generator|async_generator]
 
 The client pre-encodes every request and, while the clock runs, only splits the reply stream
 into frames; replies are decoded and checked after the clock stops. So the figure is the worker's.
+The worker's CPU per call is its threads' run time (/proc/<pid>/task/*/schedstat) over the
+clocked calls. ``--lone`` sends one call at a time and waits ``--gap-ms`` after each reply, so
+every call finds the worker idle in os.read (its CPU then includes the hand-over watchdog waking).
 A read is consumed like the gateway does: each chunk's body is read into one buffer and dropped,
 and every chunk is credited as it arrives.
 """
@@ -99,7 +103,20 @@ class ReplyCounter:
         return out
 
 
-def run(calls: int, in_flight: int, method: str) -> float:
+def worker_cpu_ns(pid: int) -> int:
+    """Run time of every thread of ``pid`` so far (ns), from the scheduler's accounting."""
+    total = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat", encoding="ascii") as stat:
+                total += int(stat.read().split()[0])
+        except (OSError, ValueError):
+            pass  # a thread that ended meanwhile
+    return total
+
+
+def run(calls: int, in_flight: int, method: str, gap_s: float = 0.0) -> tuple[float, float]:
+    """(calls/s, worker CPU µs per call); ``gap_s`` > 0: one call at a time (see --lone)."""
     with tempfile.TemporaryDirectory(prefix="portico-bench-") as project:
         write_files(project, PROJECT)
         worker = WorkerProcess(project, read_replies=False)
@@ -111,7 +128,13 @@ def run(calls: int, in_flight: int, method: str) -> float:
         base = replies.frames
         requests = [encode(dict(call, id=i, args=[i])) for i in range(1, calls + 1)]
         sent = 0
+        cpu_before = worker_cpu_ns(worker.proc.pid)
         start = time.perf_counter()
+        while gap_s and sent < calls:
+            worker.send_raw(requests[sent])
+            sent += 1
+            replies.wait(lambda: replies.frames - base >= sent)
+            time.sleep(gap_s)
         while sent < calls:
             replies.wait(lambda: sent - (replies.frames - base) < in_flight)
             room = in_flight - (sent - (replies.frames - base))
@@ -119,12 +142,13 @@ def run(calls: int, in_flight: int, method: str) -> float:
             sent += room
         replies.wait(lambda: replies.frames - base >= calls)
         elapsed = time.perf_counter() - start
+        cpu_us = (worker_cpu_ns(worker.proc.pid) - cpu_before) / calls / 1e3
         worker.close()
         replies.thread.join()
         os.close(worker.reply_fd)
         results = [f for f in replies.decoded() if f["op"] == "result" and f["id"] > 0]
         assert len(results) == calls and all(f["payload"] == f["id"] for f in results), "wrong replies"
-        return calls / elapsed
+        return calls / elapsed, cpu_us
 
 
 def read_throughput(mib: int, source: str) -> tuple[float, int]:
@@ -187,10 +211,12 @@ def read_throughput(mib: int, source: str) -> tuple[float, int]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="pipelined trivial calls per second through the worker")
-    parser.add_argument("--calls", type=int, default=20000)
+    parser.add_argument("--calls", type=int, default=0, help="calls per run (default 20000, --lone 3000)")
     parser.add_argument("--in-flight", type=int, default=64)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--method", choices=("ping", "aping"), default="ping", help="aping is the async variant")
+    parser.add_argument("--lone", action="store_true", help="one call at a time, the worker idle before each")
+    parser.add_argument("--gap-ms", type=float, default=1.0, help="--lone: pause after each reply")
     parser.add_argument("--read-mib", type=int, default=0, help="measure a read of this many MiB instead of calls")
     parser.add_argument("--source", choices=("file", "bytes", "generator", "async_generator"), default="file", help="what read() returns")
     options = parser.parse_args()
@@ -201,11 +227,17 @@ def main() -> None:
             f"{', '.join(f'{r:,.0f}' for r in rates)}; {options.read_mib} MiB in 1 MiB chunks, Python {sys.version.split()[0]})"
         )
         return
-    rates = [run(options.calls, options.in_flight, options.method) for _ in range(options.runs)]
+    calls = options.calls or (3000 if options.lone else 20000)
+    gap_s = options.gap_ms / 1e3 if options.lone else 0.0
+    results = [run(calls, options.in_flight, options.method, gap_s) for _ in range(options.runs)]
+    rates, cpus = [rate for rate, _ in results], [cpu for _, cpu in results]
+    how = f"lone (one at a time, {options.gap_ms:g} ms apart)" if options.lone else "pipelined"
+    shape = "" if options.lone else f", {options.in_flight} in flight"
     print(
-        f"worker: {max(rates):,.0f} {options.method}() calls/s pipelined (best of {options.runs}: {', '.join(f'{r:,.0f}' for r in rates)}; "
-        f"{options.calls} trivial calls, {options.in_flight} in flight, Python {sys.version.split()[0]})"
+        f"worker: {max(rates):,.0f} {options.method}() calls/s {how} (best of {options.runs}: {', '.join(f'{r:,.0f}' for r in rates)}; "
+        f"{calls} trivial calls{shape}, Python {sys.version.split()[0]})"
     )
+    print(f"worker CPU per call: {min(cpus):.1f} µs (least of {options.runs}: {', '.join(f'{c:.1f}' for c in cpus)})")
 
 
 if __name__ == "__main__":
