@@ -14,6 +14,8 @@ from typing import Any, BinaryIO, Callable
 
 from ._json import dumps
 
+_get_ident = threading.get_ident
+
 __all__ = ["BODY_MAX_BYTES", "HEADER_MAX_BYTES", "FrameError", "FrameWriter", "encode_frame", "read_frame"]
 
 #: Largest header the protocol allows (both directions).
@@ -133,7 +135,9 @@ class FrameReader:
             if len(self._buf) - self._pos:
                 raise FrameError("stream ended inside a frame prefix")
             return None
-        header_len, body_len = _parse(_PREFIX.unpack_from(self._buf, self._pos))
+        header_len, body_len = _PREFIX.unpack_from(self._buf, self._pos)
+        if header_len > HEADER_MAX_BYTES or body_len > BODY_MAX_BYTES:
+            _parse((header_len, body_len))  # raises the FrameError that says which
         total = _PREFIX.size + header_len + body_len
         if len(self._buf) - self._pos < total and not self._fill(total):
             raise FrameError("stream ended inside a frame")
@@ -179,14 +183,36 @@ class FrameWriter:
     def put(self, frame: bytes) -> None:
         """Send one encoded frame (thread-safe). May write in the calling thread."""
         with self._pending_lock:
-            self._pending.append(frame)
-            self._pending_bytes += len(frame)
-            held = (
-                self._holder == threading.get_ident()
-                and len(self._pending) < HOLD_MAX_FRAMES
-                and self._pending_bytes < HOLD_MAX_BYTES
-            )
-        if not held:
+            pending = self._pending
+            holder = self._holder
+            # The common case, a lone reply: nothing waits and nobody writes, so this frame is
+            # written at once without going through the queue (_drain's loop costs several
+            # function calls and lock round trips more, on every lone call's path).
+            direct = not pending and holder is None and not self._broken and self._io_lock.acquire(False)
+            if not direct:
+                pending.append(frame)
+                self._pending_bytes += len(frame)
+                if (
+                    holder is not None
+                    and holder == _get_ident()
+                    and len(pending) < HOLD_MAX_FRAMES
+                    and self._pending_bytes < HOLD_MAX_BYTES
+                ):
+                    return  # held (see hold)
+        if not direct:
+            self._drain(blocking=False)
+            return
+        try:
+            written = os.write(self._fd, frame)
+            if written < len(frame):
+                self._write_all(memoryview(frame)[written:])
+        except OSError as exc:
+            self._broken = True
+            self._on_broken(exc)
+        finally:
+            self._io_lock.release()
+        # A frame put while we wrote, whose thread found the write lock taken, is ours to write.
+        if self._pending:
             self._drain(blocking=False)
 
     def _take_pending(self) -> list[bytes]:
@@ -200,7 +226,10 @@ class FrameWriter:
 
     def send_held(self) -> None:
         """Write the frames waiting in the queue, held ones included (thread-safe)."""
-        self._drain(blocking=False)
+        # Called before every read of the pipe: mostly there is nothing to write. A frame put
+        # after this look is not ours to write (its thread writes it, or holds it itself).
+        if self._pending:
+            self._drain(blocking=False)
 
     def flush(self, timeout: float | None = None) -> bool:
         """Write everything put so far; False when the write lock is not had within ``timeout``."""

@@ -59,10 +59,16 @@ class Pipe:
         # Threads running a call that was handed over (they read it, someone else reads now).
         self._running_inline = 0
         # The call the leader is running itself (a number per inline call), None when it reads;
-        # the watchdog sets it to None when it hands the reading over. _busy: one is running.
+        # the watchdog sets it to None when it hands the reading over.
         self._inline_call: int | None = None
         self._calls_started = 0
-        self._busy = threading.Event()
+        # The watchdog sleeps on _wake (a locked lock) while _watch_idle; the leader starting a
+        # call releases it. A bare lock rather than an Event: Event.set runs a Condition's
+        # notify in Python, several function calls on every lone call's path.
+        self._watch_idle = True
+        self._wake = threading.Lock()
+        self._wake.acquire()
+        self._ended = False  # _done is set: read on every frame, where Event.is_set is a call
         self._done = threading.Event()
         self._status = 0
         self._reader: FrameReader | None = None
@@ -109,7 +115,8 @@ class Pipe:
         reader, dispatch = self._reader, self._dispatch
         assert reader is not None and dispatch is not None
         me = threading.get_ident()
-        while not self._done.is_set():
+        writer, roles = self.writer, self._roles
+        while not self._ended:
             try:
                 frame = reader.read()
             except FrameError as exc:
@@ -121,28 +128,29 @@ class Pipe:
             # batch's last reply then takes them all in one write. A lone request's reply is
             # written as it is put, before this thread's bookkeeping after the call, so the
             # gateway works on it meanwhile. (The watchdog sets None when it hands over.)
-            self.writer.hold(me if reader.buffered else None)
+            writer.hold(me if reader.buffered else None)
             try:
                 work = dispatch(*frame)
             except Exit:
                 return self._stop(0)
             if work is None:
                 continue
-            with self._roles:
+            with roles:
                 # Running inline is only safe while the watchdog could still hand the reading over.
                 inline = self._running_inline < MAX_SYNC_THREADS - 1
                 if inline:
                     self._calls_started += 1
                     self._inline_call = self._calls_started
-                    if not self._busy.is_set():
-                        self._busy.set()
+                    if self._watch_idle:
+                        self._watch_idle = False
+                        self._wake.release()
             if not inline:
                 self.pool.submit(work)
                 continue
             try:
                 work()
             finally:
-                with self._roles:
+                with roles:
                     handed_over = self._inline_call is None
                     self._inline_call = None
                 led_again = self._wait_as_standby() if handed_over else True
@@ -152,21 +160,23 @@ class Pipe:
     def _watch(self) -> None:
         """Hand the reading over when the leader has run the same call for a whole period.
 
-        It ticks while calls keep starting and waits for ``_busy`` only after a whole period in
-        which none did: setting the event wakes this thread, which then wants the GIL, and doing
-        that for every call put two thread switches on each call's path.
+        It ticks while calls keep starting and sleeps on ``_wake`` only after a whole period in
+        which none did: waking it wakes this thread, which then wants the GIL, and doing that for
+        every call put two thread switches on each call's path.
         """
         seen = None
         started_before = self._calls_started
-        while not self._done.is_set():
-            self._busy.wait()
+        while not self._ended:
+            if self._watch_idle:
+                self._wake.acquire()  # released by the leader's next call, or by _stop
+                continue
             time.sleep(HAND_OVER_AFTER_S)
             with self._roles:
                 current = self._inline_call
                 started, started_before = started_before, self._calls_started
                 if current is None:
                     if started == self._calls_started:
-                        self._busy.clear()  # the leader sets it again, under this lock, for its next call
+                        self._watch_idle = True  # the leader wakes it again, under this lock, for its next call
                     seen = None
                     continue
                 if current != seen:
@@ -193,19 +203,22 @@ class Pipe:
         """After a handed-over call: wait to lead again if no thread is standing by; else end."""
         with self._roles:
             self._running_inline -= 1
-            if self._standby is not None or self._done.is_set():
+            if self._standby is not None or self._ended:
                 return False
             turn = self._standby = threading.Lock()
             turn.acquire()
         turn.acquire()  # released by the next hand-over, or by _stop
-        return not self._done.is_set()
+        return not self._ended
 
     def _stop(self, status: int) -> None:
         with self._roles:
             self._status = status
             standby, self._standby = self._standby, None
+            self._ended = True
+            if self._watch_idle:  # lets the watchdog see that serving ended
+                self._watch_idle = False
+                self._wake.release()
         self._done.set()
-        self._busy.set()  # lets the watchdog see that serving ended
         if standby is not None:
             standby.release()
 
