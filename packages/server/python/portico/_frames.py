@@ -12,11 +12,11 @@ import struct
 import threading
 from typing import Any, BinaryIO, Callable
 
-from ._json import dumps
+from ._json import dumps, encode_string
 
 _get_ident = threading.get_ident
 
-__all__ = ["BODY_MAX_BYTES", "HEADER_MAX_BYTES", "FrameError", "FrameWriter", "encode_frame", "read_frame"]
+__all__ = ["BODY_MAX_BYTES", "HEADER_MAX_BYTES", "FrameError", "FrameWriter", "encode_frame", "read_frame", "result_frame"]
 
 #: Largest header the protocol allows (both directions).
 HEADER_MAX_BYTES = 64 * 1024 * 1024
@@ -45,6 +45,28 @@ def encode_frame(header: dict[str, Any], body: bytes = b"") -> bytes:
     if not body:
         return _PREFIX.pack(len(raw), 0) + raw
     return _PREFIX.pack(len(raw), len(body)) + raw + body
+
+
+def result_frame(request_id: Any, payload: Any) -> bytes:
+    """``encode_frame({"op": "result", "id": request_id, "payload": payload})``, byte for byte.
+
+    Every call's reply: for an int id the header is formatted around the encoded payload
+    instead of encoding a dict, and a str or int payload (most small results) is encoded
+    without building a JSON encoder, several steps fewer on every call. The same errors.
+    """
+    if type(request_id) is not int:
+        return encode_frame({"op": "result", "id": request_id, "payload": payload})
+    kind = type(payload)
+    if kind is str:
+        text = encode_string(payload)
+    elif kind is int:
+        text = int.__repr__(payload)  # what json writes for an int
+    else:
+        text = dumps(payload)
+    raw = f'{{"op":"result","id":{int.__repr__(request_id)},"payload":{text}}}'.encode("utf-8")
+    if len(raw) > HEADER_MAX_BYTES:
+        raise ValueError(f"{len(raw)} bytes of JSON exceed the {HEADER_MAX_BYTES >> 20} MiB frame header limit")
+    return _PREFIX.pack(len(raw), 0) + raw
 
 
 def _parse(lengths: tuple[int, int]) -> tuple[int, int]:

@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["dumps"]
+__all__ = ["dumps", "encode_string"]
 
 
 def _default(obj: Any) -> Any:
@@ -73,6 +73,10 @@ def _direct_c_encoder() -> Callable[[Any], str] | None:
 
 
 _encode = _direct_c_encoder() or _ENCODER.encode
+
+
+#: ``dumps`` of a str (what the encoder calls for one): a str result needs no encoder built.
+encode_string: Callable[[str], str] = json.encoder.encode_basestring_ascii
 
 
 def dumps(obj: Any) -> str:

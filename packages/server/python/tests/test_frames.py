@@ -15,7 +15,7 @@ import unittest
 import uuid
 
 import support  # puts the portico package on sys.path
-from portico._frames import HEADER_MAX_BYTES, HOLD_MAX_BYTES, HOLD_MAX_FRAMES, FrameError, FrameReader, FrameWriter, encode_frame, read_frame
+from portico._frames import HEADER_MAX_BYTES, HOLD_MAX_BYTES, HOLD_MAX_FRAMES, FrameError, FrameReader, FrameWriter, encode_frame, read_frame, result_frame
 from portico._json import dumps
 from portico._view import ConfigView
 
@@ -121,6 +121,21 @@ class FramingTest(unittest.TestCase):
         writer.hold(None)
         writer.put(other)
         self.assertEqual(os.read(read_fd, 65536), other)
+
+
+class ResultFrameTest(unittest.TestCase):
+    def test_result_frame_is_encode_frame_of_the_result_header(self) -> None:
+        # result_frame formats the header itself: byte for byte what encode_frame gives, and the same errors.
+        payloads = ["", "\u00e9\n\u2028\ud800\"", "x" * 300, 0, -3, 10**40, True, False, None, 1.5, [1, Point(1, 2)], {"k": (1,)}]
+        for request_id in (0, 7, -5, 10**20, 2.5, True, "x"):
+            for payload in payloads:
+                self.assertEqual(
+                    result_frame(request_id, payload), encode_frame({"op": "result", "id": request_id, "payload": payload})
+                )
+        for bad in (float("nan"), object(), {1j: 2}):
+            for encode in (lambda: result_frame(1, bad), lambda: encode_frame({"op": "result", "id": 1, "payload": bad})):
+                with self.assertRaises((TypeError, ValueError)):
+                    encode()
 
 
 class FrameReaderTest(unittest.TestCase):

@@ -158,6 +158,34 @@ class WorkerConcurrencyTest(WorkerTestCase):
         results = [self.call("quick", uuid="c-sync") for _ in range(20)]
         self.assertEqual([self.worker.result(r) for r in results], ["quick"] * 20)
 
+    def test_cancel_a_sleeping_sync_method_of_a_live_instance(self) -> None:
+        # A plain call on an instance that exists, with its method checked once already, takes
+        # on_call's fast path: it runs on the reading thread until the reading is handed over,
+        # and must be interrupted by a cancel the new reader reads exactly like a pooled call.
+        self.assertEqual(self.worker.result(self.call("sleepy", 0, uuid="c-live")), "slept")  # checks sleepy
+        for attempt in range(3):
+            uuid = f"c-live{attempt}"
+            self.assertEqual(self.worker.result(self.call("quick", uuid=uuid)), "quick")  # creates it
+            request = self.call("sleepy", 60, uuid=uuid)
+            self.worker.wait_for(lambda f, uuid=uuid: f.get("uuid") == uuid and f["payload"] == "sleeping")
+            self.worker.send({"op": "cancel", "id": request})
+            self.assertEqual(self.worker.error(request)["code"], "cancelled")
+            self.wait_state(uuid, "sleepy", "cancelled")  # CallCancelled was raised inside it
+            self.assert_single_terminal(request)
+            self.assertEqual(self.worker.result(self.call("quick", uuid=uuid)), "quick")
+
+    def test_cancel_during_emit_of_a_live_instances_call(self) -> None:
+        # test_cancel_during_emit_is_answered_and_raised on the fast path (see above): the
+        # instance exists and the method was checked by the first attempt.
+        for attempt in range(25):
+            uuid = f"live-announce{attempt}"
+            self.assertEqual(self.worker.result(self.call("quick", uuid=uuid)), "quick")
+            request = self.call("announce_then_wait", uuid=uuid)
+            self.worker.wait_for(lambda f, uuid=uuid: f.get("uuid") == uuid and f["payload"] == "announced")
+            self.worker.send({"op": "cancel", "id": request})
+            self.assertEqual(self.worker.error(request, timeout=5)["code"], "cancelled")
+            self.wait_state(uuid, "announce_then_wait", "cancelled")
+
     def test_cancel_a_coroutine(self) -> None:
         request = self.call("async_sleep", 60, uuid="c-async")
         self.worker.wait_for(lambda f: f.get("uuid") == "c-async" and f["payload"] == "async sleeping")

@@ -70,18 +70,20 @@ class Methods:
     """The checked kind and signature of each (class, method name) called so far."""
 
     def __init__(self) -> None:
-        self._methods: dict[tuple[type, str], _Method | tuple[str, str]] = {}
+        #: (class, name) -> its _Method, or the refusal's (code, message). Calls reads it
+        #: directly for its fast path; only ``get`` and ``forget`` change it.
+        self.entries: dict[tuple[type, str], _Method | tuple[str, str]] = {}
 
     def get(self, instance: _Instance, name: str) -> _Method:
         """``name`` on ``instance``, or the refusal (cached too) for calling it remotely."""
         cls = type(instance.obj)
-        entry = self._methods.get((cls, name))
+        entry = self.entries.get((cls, name))
         if entry is None:
             try:
                 entry = self._inspect_method(instance, name)
             except _Refusal as refusal:
                 entry = (refusal.code, refusal.message)
-            self._methods[(cls, name)] = entry
+            self.entries[(cls, name)] = entry
         if isinstance(entry, tuple):
             raise _Refusal(*entry)
         return entry
@@ -97,8 +99,8 @@ class Methods:
 
     def forget(self, affected: Callable[[str], bool]) -> None:
         """Drop the entries of classes from the modules ``affected`` names (``invalidate``)."""
-        for key in [key for key in list(self._methods) if affected(getattr(key[0], "__module__", ""))]:
-            self._methods.pop(key, None)
+        for key in [key for key in list(self.entries) if affected(getattr(key[0], "__module__", ""))]:
+            self.entries.pop(key, None)
 
 
 def _check_remote(cls: type, label: str, name: str) -> None:
