@@ -5,6 +5,10 @@ methods on a thread (the one that read the request, or the pool), coroutines on 
 loop, sync and async generators streamed within the credit window (``credit``), ``cancel``, and
 the terminal frame of each (first one wins). Reads and widget hooks run through the same
 machinery (``register``, ``begin``, ``start_hook``).
+
+Most calls are a plain method of a live instance: ``on_call`` sends those down one fast path
+(``_run_plain``: run, encode, send, in one function), and everything else down the general one
+(``register``, ``begin``, ``_start``, ``_run_sync``, ``_deliver``), which gives every refusal.
 """
 
 from __future__ import annotations
@@ -283,12 +287,12 @@ class Calls:
         written out here: the same steps, locks and interrupt hold-off, in one function."""
         lock = call.lock
         thread_id = _get_ident()
-        with lock:  # run_interruptible: from here on, cancel may interrupt this thread
-            if call.done:  # cancelled while queued
-                return
-            call.thread_id = thread_id
-            _interruptible.call = call
         try:
+            with lock:  # run_interruptible: from here on, cancel may interrupt this thread
+                if call.done:  # cancelled while queued
+                    return
+                call.thread_id = thread_id
+                _interruptible.call = call
             try:
                 result = fn(*args)
             finally:
