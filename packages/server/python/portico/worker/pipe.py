@@ -116,6 +116,7 @@ class Pipe:
         assert reader is not None and dispatch is not None
         me = threading.get_ident()
         writer, roles = self.writer, self._roles
+        holding: int | None = None  # what this thread last gave writer.hold (None on a new leader)
         while not self._ended:
             try:
                 frame = reader.read()
@@ -128,7 +129,10 @@ class Pipe:
             # batch's last reply then takes them all in one write. A lone request's reply is
             # written as it is put, before this thread's bookkeeping after the call, so the
             # gateway works on it meanwhile. (The watchdog sets None when it hands over.)
-            writer.hold(me if reader.buffered else None)
+            holder = me if reader.buffered else None
+            if holder is not holding:
+                writer.hold(holder)
+                holding = holder
             try:
                 work = dispatch(*frame)
             except Exit:
@@ -156,6 +160,8 @@ class Pipe:
                 led_again = self._wait_as_standby() if handed_over else True
             if not led_again:
                 return
+            if handed_over:
+                holding = None  # the watchdog let go of this thread's hold
 
     def _watch(self) -> None:
         """Hand the reading over when the leader has run the same call for a whole period.
