@@ -85,13 +85,16 @@ class Worker:
     def dispatch(self, header: dict[str, Any], body: bytes = b"") -> Work | None:
         """Handle one request; returns the sync call the reading thread should run, if any."""
         op = header.get("op")
-        handler = self._handlers.get(op) if isinstance(op, str) else None
-        with_body = self._body_handlers.get(op) if isinstance(op, str) else None
+        handler = with_body = None
+        if isinstance(op, str):  # (an unhashable op would make the lookups raise)
+            handler = self._handlers.get(op)
+            if handler is None:
+                with_body = self._body_handlers.get(op)
         if handler is None and with_body is None:
             self._bad_request(header, f"unknown op {op!r}" if op is not None else "the frame has no 'op'")
             return None
         try:
-            return with_body(header, body) if with_body is not None else handler(header)  # type: ignore[misc]
+            return handler(header) if handler is not None else with_body(header, body)  # type: ignore[misc]
         except _Refusal as refusal:
             # Only requests reach here; their `id` is their own (credit/cancel log instead).
             if refusal.code == "bad_request" and header.get("op") not in _REQUESTS:
