@@ -115,8 +115,8 @@ def worker_cpu_ns(pid: int) -> int:
     return total
 
 
-def run(calls: int, in_flight: int, method: str, gap_s: float = 0.0) -> tuple[float, float]:
-    """(calls/s, worker CPU µs per call); ``gap_s`` > 0: one call at a time (see --lone)."""
+def run(calls: int, in_flight: int, method: str, lone: bool = False, gap_s: float = 0.0) -> tuple[float, float]:
+    """(calls/s, worker CPU µs per call); ``lone``: one call at a time, ``gap_s`` apart (see --lone)."""
     with tempfile.TemporaryDirectory(prefix="portico-bench-") as project:
         write_files(project, PROJECT)
         worker = WorkerProcess(project, read_replies=False)
@@ -130,11 +130,12 @@ def run(calls: int, in_flight: int, method: str, gap_s: float = 0.0) -> tuple[fl
         sent = 0
         cpu_before = worker_cpu_ns(worker.proc.pid)
         start = time.perf_counter()
-        while gap_s and sent < calls:
+        while lone and sent < calls:
             worker.send_raw(requests[sent])
             sent += 1
             replies.wait(lambda: replies.frames - base >= sent)
-            time.sleep(gap_s)
+            if gap_s:
+                time.sleep(gap_s)
         while sent < calls:
             replies.wait(lambda: sent - (replies.frames - base) < in_flight)
             room = in_flight - (sent - (replies.frames - base))
@@ -216,7 +217,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--method", choices=("ping", "aping"), default="ping", help="aping is the async variant")
     parser.add_argument("--lone", action="store_true", help="one call at a time, the worker idle before each")
-    parser.add_argument("--gap-ms", type=float, default=1.0, help="--lone: pause after each reply")
+    parser.add_argument("--gap-ms", type=float, default=1.0, help="--lone: pause after each reply (0: back to back)")
     parser.add_argument("--read-mib", type=int, default=0, help="measure a read of this many MiB instead of calls")
     parser.add_argument("--source", choices=("file", "bytes", "generator", "async_generator"), default="file", help="what read() returns")
     options = parser.parse_args()
@@ -228,8 +229,7 @@ def main() -> None:
         )
         return
     calls = options.calls or (3000 if options.lone else 20000)
-    gap_s = options.gap_ms / 1e3 if options.lone else 0.0
-    results = [run(calls, options.in_flight, options.method, gap_s) for _ in range(options.runs)]
+    results = [run(calls, options.in_flight, options.method, options.lone, options.gap_ms / 1e3) for _ in range(options.runs)]
     rates, cpus = [rate for rate, _ in results], [cpu for _, cpu in results]
     how = f"lone (one at a time, {options.gap_ms:g} ms apart)" if options.lone else "pipelined"
     shape = "" if options.lone else f", {options.in_flight} in flight"
