@@ -174,6 +174,20 @@ class WorkerConcurrencyTest(WorkerTestCase):
             self.assert_single_terminal(request)
             self.assertEqual(self.worker.result(self.call("quick", uuid=uuid)), "quick")
 
+    def test_a_call_reusing_a_running_calls_id_is_refused(self) -> None:
+        # Also when the reused id's call could take on_call's fast path (a live instance, a
+        # checked method): the running call keeps its id and still answers.
+        self.assertEqual(self.worker.result(self.call("quick", uuid="dup")), "quick")
+        blocked = self.call("wait_gate", uuid="dup")
+        self.worker.send(
+            {"op": "call", "id": blocked, "uuid": "dup", "module": "slow", "config": {}, "method": "quick", "args": [], "kwargs": {}, "stream": False}
+        )
+        error = self.worker.error(blocked)
+        self.assertEqual((error["code"], error["message"]), ("bad_request", f"id {blocked} is already in use by a running call"))
+        self.assertEqual(self.worker.result(self.call("open_gate", uuid="dup")), "opened")
+        released = self.worker.wait_for(lambda f: f.get("id") == blocked and f["op"] == "result")
+        self.assertEqual(released["payload"], "released")
+
     def test_cancel_during_emit_of_a_live_instances_call(self) -> None:
         # test_cancel_during_emit_is_answered_and_raised on the fast path (see above): the
         # instance exists and the method was checked by the first attempt.

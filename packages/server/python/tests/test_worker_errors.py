@@ -243,6 +243,16 @@ class WorkerErrorsTest(WorkerTestCase):
                 self.assertEqual(error["code"], "unserializable_result")
                 self.assertIn(needle, error["message"])
 
+    def test_a_live_instances_call_fails_as_the_first_call_did(self) -> None:
+        # The first call of each creates its instance (the general path); the second, on the
+        # live instance with the method checked, takes on_call's fast path: the same error frame.
+        for method, args in (("fail", ()), ("fail_type", (1,)), ("empty_error", ()), ("give_nan", ()), ("give_object", ()), ("give_bytes", ())):
+            with self.subTest(method=method):
+                uuid = f"again-{method}"
+                first, second = (self.worker.error(self.worker.call(method, *args, module="counter", uuid=uuid)) for _ in range(2))
+                self.assertEqual({**first, "id": None}, {**second, "id": None})
+                self.assertIn(first["code"], ("call_failed", "unserializable_result"))
+
     # -- requests --------------------------------------------------------------------------------
 
     def test_bad_requests_with_an_id_are_answered(self) -> None:
