@@ -183,7 +183,8 @@ class FrameWriter:
     the way out, which is most of a small call's latency. Threads that arrive while a write is
     in progress only append their frame; the thread holding the write lock takes everything
     pending before it lets go, so under load many frames leave in one ``os.write`` (batching)
-    and frames from one thread keep their order.
+    and frames from one thread keep their order. A frame put while nothing waits, nobody writes
+    and nobody holds (a lone call's reply) is written straight away, without the queue.
 
     One thread at a time may *hold* its frames (``hold``): they wait in the queue, in order with
     everyone else's, until it calls ``send_held``, until ``HOLD_MAX_FRAMES`` or
