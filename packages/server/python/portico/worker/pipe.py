@@ -175,6 +175,9 @@ class Pipe:
         while not self._ended:
             if self._watch_idle:
                 self._wake.acquire()  # released by the leader's next call, or by _stop
+                # The period starts now: with no call after the one that woke it, the next tick
+                # finds it quiet and sleeps again (a lone call costs one tick, not two).
+                started_before = self._calls_started
                 continue
             time.sleep(HAND_OVER_AFTER_S)
             with self._roles:
