@@ -68,7 +68,8 @@ class Calls:
         self._finish_frame(call, encode_frame(header))
 
     def _finish_frame(self, call: _Call, frame: bytes) -> None:
-        """Send the call's terminal frame unless one was sent already (first one wins)."""
+        """Send the call's terminal frame unless one was sent already (first one wins).
+        (``_run_plain`` writes these steps out itself: a change here is a change there too.)"""
         with call.lock:
             if call.done:
                 return
