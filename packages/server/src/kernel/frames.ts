@@ -13,13 +13,13 @@ export interface BridgeFrame {
 const EMPTY = Buffer.alloc(0);
 
 /**
- * Encodes one frame as the buffers to write: prefix and header in one, the body never copied
+ * Encodes one frame (`header` may be its JSON text already) as the buffers to write: prefix and header in one, the body never copied
  * (several buffers, widget buffers say, make one body by following each other).
  */
-export function encodeFrame(header: object, body: Buffer | readonly Buffer[] = EMPTY): Buffer[] {
+export function encodeFrame(header: object | string, body: Buffer | readonly Buffer[] = EMPTY): Buffer[] {
   const parts = Buffer.isBuffer(body) ? [body] : body;
   const bodyLen = parts.reduce((sum, part) => sum + part.length, 0);
-  const json = JSON.stringify(header);
+  const json = typeof header === 'string' ? header : JSON.stringify(header);
   const headerLen = Buffer.byteLength(json, 'utf8');
   const head = Buffer.allocUnsafe(8 + headerLen);
   head.writeUInt32BE(headerLen, 0);
@@ -46,15 +46,16 @@ export class FrameQueue {
     return this.parts.length === 0;
   }
 
-  push(header: object, body: readonly Buffer[] = []): void {
-    if (body.some((part) => part.length > 0)) {
+  /** Queues a frame; `header` may be its JSON text already. */
+  push(header: object | string, body: readonly Buffer[] = []): void {
+    if (body.length > 0 && body.some((part) => part.length > 0)) {
       for (const part of encodeFrame(header, body)) {
         this.parts.push(part);
         this.bytes += part.length;
       }
       return;
     }
-    const json = JSON.stringify(header);
+    const json = typeof header === 'string' ? header : JSON.stringify(header);
     this.parts.push(json);
     this.bytes += 8 + Buffer.byteLength(json, 'utf8');
   }
