@@ -99,6 +99,23 @@ describe('access log', { timeout: 60_000 }, () => {
     expect(lines.join('\n')).not.toContain(TOKEN);
   });
 
+  it('at debug level every frame has its own line, a call\'s written once its result is sent', async () => {
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk, _enc, done) {
+        lines.push(...String(chunk).split('\n').filter(Boolean));
+        done();
+      },
+    });
+    const g = await gateway({ project: await tempProject(), apiToken: TOKEN, logger: pino({ level: 'debug' }, sink) });
+    const ws = await Client.open(g.url, { headers: auth });
+    await ws.connect('counter');
+    const result = await ws.request({ type: 'call', id: 'c-1', method: 'value' });
+    expect(result.type).toBe('result');
+    await expect.poll(() => lines.map((l) => JSON.parse(l)).find((e) => e.msg === 'frame' && e.frame === 'call')).toMatchObject({ id: 'c-1', duration_ms: expect.any(Number), level: 20 });
+    ws.ws.close(1000, 'done');
+  });
+
   it('portico serve writes JSON lines to a stderr that is not a terminal, at --log-level', async () => {
     const project = await tempProject();
     const child = spawn(process.execPath, [path.join(ROOT, 'packages/server/bin/portico.js'), 'serve', project, '--port', '0', '--log-level', 'info', '--api-token', TOKEN], { stdio: ['ignore', 'pipe', 'pipe'] });

@@ -79,7 +79,7 @@ describe('worker process', () => {
         writes.push(chunk.toString('latin1'));
         return write(chunk);
       };
-      const call = (x: number) => worker.call({ uuid: 'u-echoer', module: 'echoer', config, method: 'echo', args: [x], kwargs: {} });
+      const call = (x: number) => worker.call({ target: { uuid: 'u-echoer', module: 'echoer', config }, method: 'echo', args: [x], kwargs: {} });
       const lone = call(1);
       expect(writes).toHaveLength(1); // before this test yields to the event loop
       expect(writes[0]).toContain('"args":[1]');

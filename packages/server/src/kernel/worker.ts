@@ -39,10 +39,16 @@ export interface Resolved {
   version: unknown[];
 }
 
-export interface CallRequest {
+/** The instance a call runs on. */
+export interface CallTarget {
   uuid: string;
   module: string;
   config: Record<string, unknown>;
+}
+
+export interface CallRequest {
+  /** Its JSON is kept per object (see `callHeader`): a target must not change once called. */
+  target: CallTarget;
   method: string;
   args: unknown[];
   kwargs: Record<string, unknown>;
@@ -93,9 +99,13 @@ export interface CallHandlers {
   onSettled?: ((outcome: CallOutcome) => void) | undefined;
 }
 
+/** A request waiting for its answer; no closures, so that a call allocates as little as it can. */
 interface Pending {
-  settle: (outcome: CallOutcome) => void;
-  onItem?: ItemSink | undefined;
+  onItem: ItemSink | undefined;
+  onSettled: ((outcome: CallOutcome) => void) | undefined;
+  /** The promise `request` returned, if it made one. */
+  resolve: ((outcome: CallOutcome) => void) | undefined;
+  signal: AbortSignal | undefined;
   /** Chunks of a read the sink is done with and the worker has not been credited for yet. */
   owed: number;
   /** performance.now() after which the call times out. */
@@ -153,8 +163,8 @@ export class Worker {
   private exited!: Promise<void>;
   private readonly exitListeners: Array<() => void> = [];
   private readonly options: WorkerOptions;
-  /** Calls started under each signal, so that one abort listener cancels them all. */
-  private readonly bySignal = new WeakMap<AbortSignal, Set<number>>();
+  /** Signals whose abort already cancels the calls under them. */
+  private readonly listening = new WeakSet<AbortSignal>();
   private sweeper: NodeJS.Timeout | undefined;
   /** stop() was called: a start still opening its reply channel spawns nothing. */
   private stopRequested = false;
@@ -333,7 +343,17 @@ export class Worker {
    * Aborting `signal` cancels the call in the worker. Never rejects: the outcome says how it ended.
    */
   call(req: CallRequest, handlers: CallHandlers = {}): Promise<CallOutcome> {
-    return this.request({ op: 'call', ...req, stream: handlers.onItem !== undefined }, handlers);
+    return this.request((id) => callHeader(id, req, handlers.onItem !== undefined), handlers);
+  }
+
+  /**
+   * `call` without its promise: the outcome goes to `handlers.onSettled` alone. The WebSocket
+   * path sends its frame from there, and the promise (with the layers awaiting it) was work on
+   * every call for nobody.
+   */
+  startCall(req: CallRequest, handlers: CallHandlers & { onSettled: (outcome: CallOutcome) => void }): void {
+    const stream = handlers.onItem !== undefined;
+    this.submit((id) => callHeader(id, req, stream), handlers, NO_BODY, undefined);
   }
 
   /**
@@ -383,44 +403,57 @@ export class Worker {
     this.child?.kill(signal);
   }
 
-  private request(header: Record<string, unknown>, handlers: CallHandlers = {}, body: Buffer[] = []): Promise<CallOutcome> {
-    const { signal, onItem, onSettled, timeoutMs = Infinity } = handlers;
+  private request(header: Record<string, unknown> | ((id: number) => string), handlers: CallHandlers = {}, body: Buffer[] = []): Promise<CallOutcome> {
+    return new Promise((resolve) => this.submit(header, handlers, body, resolve));
+  }
+
+  /**
+   * Sends a request and registers its handlers; the outcome goes to `onSettled`, then to
+   * `resolve`. `header` is an object without `id`, or a function of the id giving its JSON.
+   */
+  private submit(header: Record<string, unknown> | ((id: number) => string), handlers: CallHandlers, body: Buffer[], resolve: ((outcome: CallOutcome) => void) | undefined): void {
+    const { signal, onSettled } = handlers;
     const early = this.exitError ?? (signal?.aborted ? new PorticoError('cancelled', 'The call was cancelled') : undefined);
     if (early) {
       const outcome: CallOutcome = { ok: false, error: early };
       onSettled?.(outcome);
-      return Promise.resolve(outcome);
+      resolve?.(outcome);
+      return;
     }
     const id = this.nextId++;
-    const calls = signal && this.callsUnder(signal);
-    calls?.add(id);
+    if (signal) this.cancelOnAbort(signal);
     // Nothing in flight: the worker is waiting in its read, so this request is a lone one.
     const lone = this.pending.size === 0;
-    return new Promise((resolve) => {
-      this.pending.set(id, {
-        onItem,
-        owed: 0,
-        deadline: performance.now() + timeoutMs,
-        timeoutMs,
-        settle: (outcome) => {
-          this.pending.delete(id);
-          calls?.delete(id);
-          onSettled?.(outcome);
-          resolve(outcome);
-        },
-      });
-      this.send({ ...header, id }, body, lone);
-    });
+    const timeoutMs = handlers.timeoutMs ?? Infinity;
+    this.pending.set(id, { onItem: handlers.onItem, onSettled, resolve, signal, owed: 0, deadline: performance.now() + timeoutMs, timeoutMs });
+    if (typeof header === 'function') this.send(header(id), body, lone);
+    else {
+      header.id = id; // every caller hands over a fresh header
+      this.send(header, body, lone);
+    }
   }
 
-  private callsUnder(signal: AbortSignal): Set<number> {
-    let calls = this.bySignal.get(signal);
-    if (!calls) {
-      const ids = (calls = new Set());
-      this.bySignal.set(signal, ids);
-      signal.addEventListener('abort', () => ids.forEach((id) => this.send({ op: 'cancel', id })), { once: true });
-    }
-    return calls;
+  private settle(id: number, entry: Pending, outcome: CallOutcome): void {
+    this.pending.delete(id);
+    entry.onSettled?.(outcome);
+    entry.resolve?.(outcome);
+  }
+
+  /**
+   * Aborting `signal` cancels every call in flight under it. One listener per signal however
+   * many calls (a socket's signal carries all of its calls); the calls are found among those in
+   * flight when it fires, so a call costs no bookkeeping per signal.
+   */
+  private cancelOnAbort(signal: AbortSignal): void {
+    if (this.listening.has(signal)) return;
+    this.listening.add(signal);
+    signal.addEventListener(
+      'abort',
+      () => {
+        for (const [id, entry] of this.pending) if (entry.signal === signal) this.send({ op: 'cancel', id });
+      },
+      { once: true },
+    );
   }
 
   /** Cancels calls past their deadline; they fail with `timeout` at once. */
@@ -429,7 +462,7 @@ export class Worker {
     for (const [id, entry] of this.pending) {
       if (entry.deadline > now) continue;
       this.send({ op: 'cancel', id });
-      entry.settle({
+      this.settle(id, entry, {
         ok: false,
         error: new PorticoError('timeout', `The call exceeded its time limit of ${entry.timeoutMs} ms and was cancelled`),
       });
@@ -469,20 +502,22 @@ export class Worker {
         return;
       }
       case 'end':
-        return entry.settle({ ok: true, streamed: true, payload: header.bytes });
+        return this.settle(id, entry, { ok: true, streamed: true, payload: header.bytes });
       case 'result': {
+        // Nearly every result: no buffers, nothing to cut.
+        if (body.length === 0 && header.buffer_lengths === undefined) return this.settle(id, entry, { ok: true, streamed: false, payload: header.payload });
         const buffers = this.buffersOf(header, body);
-        if (!buffers) return entry.settle({ ok: false, error: new PorticoError('internal', 'The worker sent buffers that do not match their lengths') });
-        return entry.settle({ ok: true, streamed: false, payload: header.payload, ...(buffers.length ? { buffers } : {}) });
+        if (!buffers) return this.settle(id, entry, { ok: false, error: new PorticoError('internal', 'The worker sent buffers that do not match their lengths') });
+        return this.settle(id, entry, { ok: true, streamed: false, payload: header.payload, ...(buffers.length ? { buffers } : {}) });
       }
       case 'resolved':
       case 'modules':
       case 'schema':
       case 'widget_assets':
       case 'invalidated':
-        return entry.settle({ ok: true, streamed: false, payload: header });
+        return this.settle(id, entry, { ok: true, streamed: false, payload: header });
       case 'error':
-        return entry.settle({ ok: false, error: errorFromWorker(header) });
+        return this.settle(id, entry, { ok: false, error: errorFromWorker(header) });
       default:
         this.log(`bridge: unexpected op '${header.op}' from worker`);
     }
@@ -542,7 +577,7 @@ export class Worker {
    * measured between queueing a ws call and its write) on the latency of every isolated call.
    * With calls in flight, the worker is busy anyway and requests keep sharing a write.
    */
-  private send(header: object, body: Buffer[] = [], lone = false): void {
+  private send(header: object | string, body: Buffer[] = [], lone = false): void {
     if (!this.toWorker || this.exitError) return;
     const scheduled = !this.outbox.empty;
     this.outbox.push(header, body);
@@ -563,12 +598,33 @@ export class Worker {
   }
 
   private failAll(error: PorticoError): void {
-    for (const entry of [...this.pending.values()]) entry.settle({ ok: false, error });
+    for (const [id, entry] of [...this.pending]) this.settle(id, entry, { ok: false, error });
   }
 
   private log(line: string): void {
     (this.options.log ?? ((l: string) => process.stderr.write(l + '\n')))(`[worker ${this.pid ?? '?'}] ${line}`);
   }
+}
+
+const NO_BODY: Buffer[] = [];
+
+/** The JSON of each call target's part of a call header, per target object (see CallRequest). */
+const targetJson = new WeakMap<CallTarget, string>();
+
+/**
+ * A call request's header as JSON text, written out instead of spreading the request into a
+ * header object and stringifying that: the spreads and the target's config serialized again on
+ * every call were the largest cost of sending a call to the worker in the gateway's profile of
+ * pipelined calls. Same fields and values as `JSON.stringify({ op: 'call', ...req, stream, id })`.
+ */
+function callHeader(id: number, req: CallRequest, stream: boolean): string {
+  const { target } = req;
+  let head = targetJson.get(target);
+  if (head === undefined) {
+    head = `"uuid":${JSON.stringify(target.uuid)},"module":${JSON.stringify(target.module)},"config":${JSON.stringify(target.config)}`;
+    targetJson.set(target, head);
+  }
+  return `{"op":"call","id":${id},${head},"method":${JSON.stringify(req.method)},"args":${JSON.stringify(req.args)},"kwargs":${JSON.stringify(req.kwargs)},"stream":${stream}}`;
 }
 
 function joinPythonPath(first: string, rest: string | undefined): string {

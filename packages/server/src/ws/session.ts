@@ -51,7 +51,7 @@ export class Session extends SocketSession<ClientFrame> {
     super(socket, gateway, binding, log, ClientFrames);
   }
 
-  protected async handle(frame: ClientFrame, buffers: Buffer[]): Promise<void> {
+  protected handle(frame: ClientFrame, buffers: Buffer[]): Promise<void> | undefined {
     switch (frame.type) {
       case 'connect':
         return this.connect(frame);
@@ -65,6 +65,8 @@ export class Session extends SocketSession<ClientFrame> {
       case 'widget_set':
       case 'widget_msg':
         return this.widget(frame, buffers);
+      default:
+        return Promise.resolve(); // ping and close: the base class answers them
     }
   }
 
@@ -259,11 +261,29 @@ export class Session extends SocketSession<ClientFrame> {
     this.sendWidget({ type: push.type, payload: push.payload as Record<string, unknown> }, push.buffers ?? []);
   }
 
-  private async call(frame: Frame<'call'>): Promise<void> {
-    // Connected and no connect in progress: no await, so the request leaves in this tick.
-    const connection = (!this.connecting && this.connection) || (await this.connected('call'));
+  /**
+   * A call. Connected (and no connect in progress) and without per-frame debug lines, it runs
+   * without a promise: the request leaves in this tick and the frame ends in `onSettled`
+   * (`frameEnded`). Else it waits for the connection first.
+   */
+  private call(frame: Frame<'call'>): Promise<void> | undefined {
+    const connection = !this.connecting && this.connection;
+    if (!connection || this.tracingFrames) return this.callWhenConnected(frame);
+    this.runCall(connection, frame, this.callEnded);
+    return undefined;
+  }
+
+  /** The end of a call handled without a promise (one function per session, not one per call). */
+  private readonly callEnded = (): void => this.frameEnded();
+
+  private async callWhenConnected(frame: Frame<'call'>): Promise<void> {
+    const connection = await this.connected('call');
+    return new Promise((resolve) => this.runCall(connection, frame, resolve));
+  }
+
+  private runCall(connection: Connection, frame: Frame<'call'>, ended: () => void): void {
     const { id } = frame;
-    await this.gateway.interfaces.call(
+    this.gateway.interfaces.startCall(
       connection.ctx,
       connection.record,
       { method: frame.method, args: frame.args ?? [], kwargs: frame.kwargs ?? {} },
@@ -271,9 +291,13 @@ export class Session extends SocketSession<ClientFrame> {
         signal: this.controller.signal,
         onItem: (payload) => this.sendPaced({ type: 'stream', id, payload, final: false }),
         onSettled: (outcome: CallOutcome) => {
-          if (!outcome.ok) this.sendError(id, outcome.error);
-          else if (outcome.streamed) this.send({ type: 'stream', id, payload: null, final: true });
-          else this.send({ type: 'result', id, payload: outcome.payload });
+          try {
+            if (!outcome.ok) this.sendError(id, outcome.error);
+            else if (outcome.streamed) this.send({ type: 'stream', id, payload: null, final: true });
+            else this.send({ type: 'result', id, payload: outcome.payload });
+          } finally {
+            ended();
+          }
         },
       },
     );
