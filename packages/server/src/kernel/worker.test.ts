@@ -90,6 +90,21 @@ describe('worker process', () => {
       expect(writes).toHaveLength(2);
       expect(writes[1]!.indexOf('"args":[2]')).toBeLessThan(writes[1]!.indexOf('"args":[3]'));
       expect(writes[1]!.indexOf('"args":[2]')).toBeGreaterThanOrEqual(0);
+
+      // A request JSON cannot carry is refused to its caller and leaves nothing in flight: the
+      // next call is a lone one again (written at once), and nothing settles the refused one later.
+      let settledLater = 0;
+      const cyclic: unknown[] = [];
+      cyclic.push(cyclic);
+      await expect(
+        worker.call({ target: { uuid: 'u-echoer', module: 'echoer', config }, method: 'echo', args: [cyclic], kwargs: {} }, { onSettled: () => settledLater++, timeoutMs: 50 }),
+      ).rejects.toThrow(/circular/i);
+      const before = writes.length;
+      const after = call(4);
+      expect(writes).toHaveLength(before + 1);
+      expect(await after).toMatchObject({ ok: true, payload: 4 });
+      await new Promise((r) => setTimeout(r, 600)); // past the refused call's deadline and a sweep
+      expect(settledLater).toBe(0);
     } finally {
       await worker.stop();
     }

@@ -424,13 +424,16 @@ export class Worker {
     if (signal) this.cancelOnAbort(signal);
     // Nothing in flight: the worker is waiting in its read, so this request is a lone one.
     const lone = this.pending.size === 0;
-    const timeoutMs = handlers.timeoutMs ?? Infinity;
-    this.pending.set(id, { onItem: handlers.onItem, onSettled, resolve, signal, owed: 0, deadline: performance.now() + timeoutMs, timeoutMs });
+    // Sent before it is registered: a request whose header cannot be encoded (JSON.stringify
+    // throws to the caller) leaves no pending entry behind to time out and settle it later. Its
+    // answer cannot come before this returns: replies are read in a later I/O callback.
     if (typeof header === 'function') this.send(header(id), body, lone);
     else {
       header.id = id; // every caller hands over a fresh header
       this.send(header, body, lone);
     }
+    const timeoutMs = handlers.timeoutMs ?? Infinity;
+    this.pending.set(id, { onItem: handlers.onItem, onSettled, resolve, signal, owed: 0, deadline: performance.now() + timeoutMs, timeoutMs });
   }
 
   private settle(id: number, entry: Pending, outcome: CallOutcome): void {

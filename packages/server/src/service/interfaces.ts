@@ -251,7 +251,14 @@ export class InterfaceService {
     const worker = this.pool.peek(ctx.project.dir, ctx.python);
     if (worker) return worker.startCall(request, handlers);
     void this.startWorker(ctx, handlers.onSettled).then((started) => {
-      if (started instanceof Worker) started.startCall(request, handlers);
+      if (!(started instanceof Worker)) return;
+      try {
+        started.startCall(request, handlers);
+      } catch (err) {
+        // Thrown before anything was sent (a request JSON cannot carry): with nobody awaiting
+        // this chain, the outcome is the only way to say so.
+        handlers.onSettled({ ok: false, error: toPorticoError(err) });
+      }
     });
   }
 
