@@ -88,8 +88,15 @@ describe('one instance, one queue', () => {
     for (let i = 0; i < 200; i++) {
       queued.push(i % 2 ? a.send({ type: 'widget_msg', content: i }) : a.send({ type: 'widget_set', changes: { i } }));
     }
-    // The held handler delays only its own widget: a call on the same instance answers, and nothing queued has run.
-    expect((await a.request({ type: 'call', method: 'peek' })).payload).toEqual([['msg', 'hold']]);
+    // The held handler delays only its own widget: calls on the same instance answer, and nothing queued has run.
+    // A call does not wait for the instance's widget lane, so the first ones may answer before the lane's thread
+    // has even started the held handler: ask until it shows (a queued entry showing fails the test).
+    let seen: unknown = [];
+    for (let i = 0; i < 200 && Array.isArray(seen) && seen.length === 0; i++) {
+      seen = (await a.request({ type: 'call', method: 'peek' })).payload;
+      if (Array.isArray(seen) && seen.length === 0) await new Promise((r) => setTimeout(r, 10));
+    }
+    expect(seen).toEqual([['msg', 'hold']]);
     // Another instance is not queued behind it; its message is what releases the held one.
     expect((await b.request({ type: 'widget_msg', content: 'release' })).payload.content).toBe('release');
     await a.waitFor((f) => f.id === held);
