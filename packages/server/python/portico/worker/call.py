@@ -72,13 +72,20 @@ def run_interruptible(call: _Call, fn: Callable[..., Any], args: Any, kwargs: di
     try:
         return fn(*args, **kwargs)
     finally:
-        _leave_interruptible(call, thread_id)
+        while True:  # see _leave_interruptible
+            try:
+                _leave_interruptible(call, thread_id)
+                break
+            except CallCancelled:
+                continue
 
 
 def _leave_interruptible(call: _Call, thread_id: int) -> None:
     # A CallCancelled sent just as user code returned may still be pending: clear it under the
     # lock (after which cancel cannot send another), so it never fires in the next call this
-    # pool thread runs. If it fires while we get here, catching it and retrying is enough.
+    # pool thread runs. If it fires while we get here, catching it and retrying is enough; it
+    # can fire on the way in too (at this function's entry, before its try), so callers retry
+    # as well: else the thread kept this finished call as its interrupt target.
     while True:
         try:
             with call.lock:

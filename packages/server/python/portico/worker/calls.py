@@ -297,7 +297,12 @@ class Calls:
             try:
                 result = fn(*args)
             finally:
-                _leave_interruptible(call, thread_id)
+                while True:  # see _leave_interruptible
+                    try:
+                        _leave_interruptible(call, thread_id)
+                        break
+                    except CallCancelled:
+                        continue
         except BaseException as exc:
             self.fail_raised(call, exc)
             return

@@ -172,9 +172,16 @@ class Pipe:
         """
         seen = None
         started_before = self._calls_started
+        # _wake is released once for each time _watch_idle goes from True to False (by the leader
+        # or _stop, under _roles), so this thread acquires it exactly once for each time it set
+        # the flag itself (and once for the flag's first True): read again without the lock, the
+        # flag may already be False again, and skipping that acquire left the lock to be
+        # released twice later (RuntimeError in the leader or in _stop).
+        went_idle = True
         while not self._ended:
-            if self._watch_idle:
+            if went_idle:
                 self._wake.acquire()  # released by the leader's next call, or by _stop
+                went_idle = False
                 # The period starts now: with no call after the one that woke it, the next tick
                 # finds it quiet and sleeps again (a lone call costs one tick, not two).
                 started_before = self._calls_started
@@ -185,7 +192,7 @@ class Pipe:
                 started, started_before = started_before, self._calls_started
                 if current is None:
                     if started == self._calls_started:
-                        self._watch_idle = True  # the leader wakes it again, under this lock, for its next call
+                        self._watch_idle = went_idle = True  # the leader wakes it again, under this lock, for its next call
                     seen = None
                     continue
                 if current != seen:
@@ -200,7 +207,10 @@ class Pipe:
                     self.writer.hold(None)
                     standby, self._standby = self._standby, None
                     seen = None
-            self.writer.send_held()
+            # Not send_held, whose look at the queue is unlocked: the leader may be inside put,
+            # having seen itself as the holder, and not have appended yet. flush(0) takes the
+            # queue under its lock, so that frame is either taken here or not held at all.
+            self.writer.flush(0)
             if send_held:
                 continue
             if standby is not None:
