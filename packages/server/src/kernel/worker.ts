@@ -627,7 +627,7 @@ function callHeader(id: number, req: CallRequest, stream: boolean): string {
     head = `"uuid":${JSON.stringify(target.uuid)},"module":${JSON.stringify(target.module)},"config":${JSON.stringify(target.config)}`;
     targetJson.set(target, head);
   }
-  return `{"op":"call","id":${id},${head},"method":${JSON.stringify(req.method)},"args":${JSON.stringify(req.args)},"kwargs":${JSON.stringify(req.kwargs)},"stream":${stream}}`;
+  return `{"op":"call","id":${id},${head},"method":${JSON.stringify(req.method)},"args":${JSON.stringify(req.args ?? [])},"kwargs":${JSON.stringify(req.kwargs ?? {})},"stream":${stream}}`;
 }
 
 function joinPythonPath(first: string, rest: string | undefined): string {

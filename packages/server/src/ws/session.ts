@@ -290,11 +290,15 @@ export class Session extends SocketSession<ClientFrame> {
       {
         signal: this.controller.signal,
         onItem: (payload) => this.sendPaced({ type: 'stream', id, payload, final: false }),
+        // Never throws: it may run inside startCall (a worker already gone), where a throw would
+        // also reach dispatch's catch and end the frame a second time.
         onSettled: (outcome: CallOutcome) => {
           try {
             if (!outcome.ok) this.sendError(id, outcome.error);
             else if (outcome.streamed) this.send({ type: 'stream', id, payload: null, final: true });
             else this.send({ type: 'result', id, payload: outcome.payload });
+          } catch (err) {
+            this.log(`call ${JSON.stringify(id)}: its answer could not be sent: ${(err as Error)?.message ?? err}`);
           } finally {
             ended();
           }
