@@ -59,10 +59,7 @@ _interruptible = threading.local()
 
 
 def run_interruptible(call: _Call, fn: Callable[..., Any], args: Any, kwargs: dict[str, Any]) -> Any:
-    """``fn(*args, **kwargs)`` on this thread, where ``cancel`` of ``call`` may interrupt it.
-
-    ``Calls._run_plain`` (the fast path of a plain call) writes these steps out itself: a change
-    here is a change there too."""
+    """``fn(*args, **kwargs)`` on this thread, where ``cancel`` of ``call`` may interrupt it."""
     thread_id = threading.get_ident()
     with call.lock:
         if call.done:

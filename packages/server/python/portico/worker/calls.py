@@ -6,9 +6,9 @@ loop, sync and async generators streamed within the credit window (``credit``), 
 the terminal frame of each (first one wins). Reads and widget hooks run through the same
 machinery (``register``, ``begin``, ``start_hook``).
 
-Most calls are a plain method of a live instance: ``on_call`` sends those down one fast path
-(``_run_plain``: run, encode, send, in one function), and everything else down the general one
-(``register``, ``begin``, ``_start``, ``_run_sync``, ``_deliver``), which gives every refusal.
+Most calls are a plain method of a live instance, checked before: ``on_call`` hands those to
+``_run_sync`` at once, and everything else goes the general way (``register``, ``begin``,
+``_start``), which gives every refusal.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ import collections.abc
 import concurrent.futures
 import functools
 import inspect
-import threading
 import traceback
 from typing import Any, Callable
 
@@ -26,7 +25,7 @@ from .._buffers import join_body
 from .._frames import encode_frame, result_frame
 from ..interface import CallCancelled, NotFound
 from . import protocol
-from .call import _Call, _interruptible, _leave_interruptible, _set_async_exc, close_iterator, run_interruptible
+from .call import _Call, _set_async_exc, close_iterator, run_interruptible
 from .instances import Instances, _Instance
 from .methods import _AGEN, _ASYNC, _GEN, _SYNC, Methods, _Method
 from .pipe import Pipe, Work
@@ -34,8 +33,6 @@ from .protocol import _Refusal, described, log
 
 #: Result types that are neither a coroutine nor an iterator (so never a stream) by their type alone.
 _PLAIN_RESULTS = frozenset({type(None), bool, int, float, str, dict, list, tuple})
-
-_get_ident = threading.get_ident
 
 Finish = Callable[[_Call, Any], None]
 """Ends a hook's call with what the hook returned (each hook shapes its own reply)."""
@@ -68,8 +65,7 @@ class Calls:
         self._finish_frame(call, encode_frame(header))
 
     def _finish_frame(self, call: _Call, frame: bytes) -> None:
-        """Send the call's terminal frame unless one was sent already (first one wins).
-        (``_run_plain`` writes these steps out itself: a change here is a change there too.)"""
+        """Send the call's terminal frame unless one was sent already (first one wins)."""
         with call.lock:
             if call.done:
                 return
@@ -102,12 +98,9 @@ class Calls:
             else:
                 frame = result_frame(call.id, payload)
         except Exception as exc:  # any failure of user types while encoding
-            self._unserializable(call, exc)
+            self.fail(call, _Refusal("unserializable_result", f"Result of {call.method}() is not JSON: {exc}"))
             return
         self._finish_frame(call, frame)
-
-    def _unserializable(self, call: _Call, exc: Exception) -> None:
-        self.fail(call, _Refusal("unserializable_result", f"Result of {call.method}() is not JSON: {exc}"))
 
     def _send_item(self, call: _Call, payload: Any) -> bool:
         """Send one stream item; False when the stream must stop (finished or unserializable)."""
@@ -147,12 +140,12 @@ class Calls:
         else:
             # The fast path, most calls: a plain method, already checked once, of a live instance,
             # with positional arguments that bind (see _Method.plain). It goes straight to
-            # _run_plain, skipping begin/_start/_run_sync/_deliver's steps and their allocations:
+            # _run_sync, skipping begin/_start/methods.get/check and their allocations:
             # each function call and object on a lone call's path costs several times its warm
             # price, the caches being cold when one arrives. Anything else takes the general path
             # below, which gives every refusal.
             instance = self._live.get(uuid)
-            if instance is not None and not kwargs and request_id not in self.calls:
+            if instance is not None and not kwargs:
                 obj = instance.obj
                 entry = self._known_methods.get((type(obj), method))
                 if (
@@ -161,7 +154,7 @@ class Calls:
                     and entry.plain is not None
                     and entry.required <= len(args) <= len(entry.plain)
                 ):
-                    call = self.calls[request_id] = _Call(request_id, method)
+                    call = self.register(request_id, method)
                     try:
                         bound = getattr(obj, method)
                     except _Refusal as refusal:  # as begin answers what _start raised
@@ -170,7 +163,7 @@ class Calls:
                     except Exception as exc:
                         self.fail_raised(call, exc)
                         return None
-                    return functools.partial(self._run_plain, call, bound, args, stream)
+                    return functools.partial(self._run_sync, call, bound, args, kwargs, stream)
         call = self.register(request_id, method)
         return self.begin(call, uuid, module, config, lambda instance: self._start(call, instance, args, kwargs, stream))
 
@@ -281,45 +274,6 @@ class Calls:
             self.fail_raised(call, exc)
             return
         self._deliver(call, result, stream, on_loop=False)
-
-    def _run_plain(self, call: _Call, fn: Callable[..., Any], args: list[Any], stream: bool) -> None:
-        """``_run_sync`` for on_call's fast path (no keyword arguments), with what it calls for a
-        plain result (``run_interruptible``, ``_deliver``, ``finish_result``, ``_finish_frame``)
-        written out here: the same steps, locks and interrupt hold-off, in one function."""
-        lock = call.lock
-        thread_id = _get_ident()
-        try:
-            with lock:  # run_interruptible: from here on, cancel may interrupt this thread
-                if call.done:  # cancelled while queued
-                    return
-                call.thread_id = thread_id
-                _interruptible.call = call
-            try:
-                result = fn(*args)
-            finally:
-                while True:  # see _leave_interruptible
-                    try:
-                        _leave_interruptible(call, thread_id)
-                        break
-                    except CallCancelled:
-                        continue
-        except BaseException as exc:
-            self.fail_raised(call, exc)
-            return
-        if type(result) not in _PLAIN_RESULTS:
-            self._deliver(call, result, stream, on_loop=False)
-            return
-        try:
-            frame = result_frame(call.id, result)
-        except Exception as exc:  # any failure of user types while encoding
-            self._unserializable(call, exc)
-            return
-        with lock:  # _finish_frame: the first terminal frame wins
-            if call.done:
-                return
-            call.done = True
-            self.writer.put(frame)
-        self.calls.pop(call.id, None)
 
     def drive_sync(self, call: _Call, iterator: collections.abc.Iterator[Any]) -> None:
         """Stream a sync iterator from a pool thread within the credit window (see ``pump``)."""
