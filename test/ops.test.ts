@@ -61,13 +61,15 @@ describe('GET /metrics', { timeout: 60_000 }, () => {
     expect(page).not.toContain(TOKEN);
 
     // a worker killed and started again is a restart
+    // (it held live instances, so supervision starts it again at once)
     const [worker] = g.gateway.listProjects().workers;
+    expect(sample(page, 'portico_live_instances', { project: worker!.directory })).toBeGreaterThanOrEqual(2);
     process.kill(worker!.pid!, 'SIGKILL');
-    await expect.poll(() => g.gateway.listProjects().workers.length).toBe(0);
+    await expect.poll(() => g.gateway.listProjects().workers.some((w) => w.pid !== worker!.pid), { timeout: 20_000 }).toBe(true);
     await api(g, 'POST', '/v1/interfaces/call', { target: 'counter', method: 'value' }, auth);
     ws.close();
     const after = await (await fetch(`${g.url}/metrics`, { headers: auth })).text();
-    expect(sample(after, 'portico_worker_restarts_total')).toBe(1);
+    expect(sample(after, 'portico_worker_restarts_total', { reason: 'crashed' })).toBe(1);
     await expect.poll(async () => sample(await (await fetch(`${g.url}/metrics`, { headers: auth })).text(), 'portico_sockets', { endpoint: 'interfaces' })).toBe(0);
   });
 });

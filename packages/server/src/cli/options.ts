@@ -56,6 +56,24 @@ export const SERVE_OPTIONS = [
     default: `${LIMITS.wsHeartbeatMs / 1000}`,
     help: 'Seconds between pings to each WebSocket; a socket that has not answered the previous ping is closed as a dead peer (0: never ping).',
   },
+  {
+    flag: '--instance-idle',
+    env: 'PORTICO_INSTANCE_IDLE',
+    default: `${LIMITS.instanceIdleMs / 1000}`,
+    help: 'Seconds a live instance may go without a call and without an attached client before it is released (its record and saved widget state stay).',
+  },
+  {
+    flag: '--worker-idle',
+    env: 'PORTICO_WORKER_IDLE',
+    default: `${LIMITS.workerIdleMs / 1000}`,
+    help: 'Seconds a worker that holds no live instance may go without a request before it stops.',
+  },
+  {
+    flag: '--worker-liveness',
+    env: 'PORTICO_WORKER_LIVENESS',
+    default: `${LIMITS.workerLivenessMs / 1000}`,
+    help: 'Seconds a worker may leave heartbeats unanswered before it counts as wedged and is killed and started again (0: never checked).',
+  },
   { flag: '--log-level', env: 'PORTICO_LOG_LEVEL', default: 'info', help: `Least severe log line written to stderr (${LOG_LEVELS.join(', ')}); JSON lines unless stderr is a terminal.` },
   { flag: '--executor', env: 'PORTICO_EXECUTOR', default: 'local', help: `What runs executions: ${EXECUTORS.join(' or ')}. slurm submits each run with sbatch (the project must be on storage the compute nodes share; SLURM_CONF is passed through).` },
   { flag: '--slurm-partition', env: 'PORTICO_SLURM_PARTITION', default: '', help: 'Partition of Slurm jobs whose dispatch names none (default: the cluster’s default partition).' },
@@ -99,9 +117,9 @@ function slurmName(flag: string, text: string | undefined): string | undefined {
   return text;
 }
 
-function seconds(flag: string, text: string): number {
+function seconds(flag: string, text: string, { min = 0, max = 3600 } = {}): number {
   const value = Number(text);
-  if (!/^\d+(\.\d+)?$/.test(text.trim()) || !Number.isFinite(value) || value > 3600) throw new UsageError(`${flag} must be a number of seconds from 0 to 3600, got '${text}'`);
+  if (!/^\d+(\.\d+)?$/.test(text.trim()) || !Number.isFinite(value) || value < min || value > max) throw new UsageError(`${flag} must be a number of seconds from ${min} to ${max}, got '${text}'`);
   return value;
 }
 
@@ -174,6 +192,9 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
       'log-level': { type: 'string' },
       'ws-compression': { type: 'string' },
       'ws-heartbeat': { type: 'string' },
+      'instance-idle': { type: 'string' },
+      'worker-idle': { type: 'string' },
+      'worker-liveness': { type: 'string' },
       executor: { type: 'string' },
       'slurm-partition': { type: 'string' },
       'slurm-account': { type: 'string' },
@@ -211,6 +232,9 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     },
     wsCompression: onOff('--ws-compression', values['ws-compression'] ?? env.PORTICO_WS_COMPRESSION ?? 'off'),
     wsHeartbeatMs: seconds('--ws-heartbeat', values['ws-heartbeat'] ?? env.PORTICO_WS_HEARTBEAT ?? String(LIMITS.wsHeartbeatMs / 1000)) * 1000,
+    instanceIdleMs: seconds('--instance-idle', values['instance-idle'] ?? env.PORTICO_INSTANCE_IDLE ?? String(LIMITS.instanceIdleMs / 1000), { min: 1, max: 30 * 86400 }) * 1000,
+    workerIdleMs: seconds('--worker-idle', values['worker-idle'] ?? env.PORTICO_WORKER_IDLE ?? String(LIMITS.workerIdleMs / 1000), { min: 1, max: 30 * 86400 }) * 1000,
+    workerLivenessMs: seconds('--worker-liveness', values['worker-liveness'] ?? env.PORTICO_WORKER_LIVENESS ?? String(LIMITS.workerLivenessMs / 1000)) * 1000,
     drainMs: seconds('--drain-timeout', values['drain-timeout'] ?? env.PORTICO_DRAIN_TIMEOUT ?? String(LIMITS.shutdownDrainMs / 1000)) * 1000,
   });
   if (options.enableSourceApi && !options.sourceToken) {

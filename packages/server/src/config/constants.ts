@@ -24,6 +24,12 @@ export const LIMITS = {
   maxBodyBytes: 16 * 1024 * 1024,
   /** Largest WebSocket message accepted, in bytes (a larger one closes the socket with 1009). */
   maxMessageBytes: 64 * 1024 * 1024,
+  /**
+   * Deepest nesting of a REST body or WebSocket text frame: the body or frame itself is level 0,
+   * each array or object in it one level deeper (`{"args": [[1]]}`: args is level 1, the list in
+   * it level 2). Deeper answers `invalid_argument` before the JSON is parsed (contract/json-depth.ts).
+   */
+  jsonDepthMax: 64,
   /** A call that runs longer than this is cancelled and answers `timeout` (ms). */
   callTimeoutMs: 10 * 60 * 1000,
   /** Items a streaming call may have in flight before the generator pauses (bridge window). */
@@ -45,8 +51,17 @@ export const LIMITS = {
   socketHighWaterBytes: 4 * 1024 * 1024,
   /** How long a worker may take to report ready (ms). */
   workerStartTimeoutMs: 30 * 1000,
-  /** An idle worker (no calls, no attached instances) stops after this long (ms). */
+  /** A worker that holds no live instance stops after this long without a request (ms; `--worker-idle`). */
   workerIdleMs: 10 * 60 * 1000,
+  /** A live instance with no call and no attached client for this long is released (ms; `--instance-idle`). */
+  instanceIdleMs: 60 * 60 * 1000,
+  /**
+   * A worker whose reading side has answered no heartbeat for this long is wedged: it is killed
+   * and started again (ms; `--worker-liveness`, 0 turns the check off).
+   */
+  workerLivenessMs: 10 * 1000,
+  /** Heartbeats sent to each worker per liveness period. */
+  workerHeartbeatsPerLiveness: 5,
   /** How long a process that cannot take an index lock waits for the holder to say who it is (ms). */
   indexLockProbeMs: 1000,
   /** How long a starting gateway waits for a stopping one to release the index (ms). */

@@ -51,6 +51,12 @@ export interface GatewayOptions {
   wsCompression: boolean;
   /** How often sockets are pinged; one that missed the previous ping is closed (ms; 0 disables). */
   wsHeartbeatMs: number;
+  /** A worker holding no live instance stops after this long without a request (ms). */
+  workerIdleMs: number;
+  /** A live instance with no call and no attached client for this long is released (ms). */
+  instanceIdleMs: number;
+  /** A worker that answers no heartbeat for this long is killed and started again (ms; 0: never checked). */
+  workerLivenessMs: number;
   /** The least severe structured log line written (default info; `silent` writes none). */
   logLevel: LogLevel;
   /** The structured logger (default: one at logLevel on stderr, JSON unless stderr is a terminal). */
@@ -76,6 +82,9 @@ export function defaultOptions(overrides: Partial<GatewayOptions> = {}): Gateway
     drainMs: LIMITS.shutdownDrainMs,
     wsCompression: false,
     wsHeartbeatMs: LIMITS.wsHeartbeatMs,
+    workerIdleMs: LIMITS.workerIdleMs,
+    instanceIdleMs: LIMITS.instanceIdleMs,
+    workerLivenessMs: LIMITS.workerLivenessMs,
     logLevel: 'info',
     executor: 'local',
     slurm: {},

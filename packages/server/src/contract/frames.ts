@@ -81,6 +81,7 @@ export const ClientFrames = {
     buffers: Base64Buffers,
     binary_buffers: BinaryBuffers,
   }),
+  release: z.object({ type: z.literal('release'), id: Id }),
   ping: z.object({ type: z.literal('ping'), id: Id }),
   close: z.object({ type: z.literal('close'), id: Id }),
 } as const;
@@ -161,6 +162,18 @@ export const ServerFrames = {
     type: z.literal('widget_reload'),
     payload: Payload(z.object({ asset: z.enum(['esm', 'css']), etag: z.string() }), 'The widget front end changed on disk: fetch the asset again and re-render.'),
   }),
+  released: z.object({
+    type: z.literal('released'),
+    id: Id,
+    payload: Payload(z.object({ uuid: z.string(), released: z.boolean() }), 'The released uuid; released is false when no worker held a live instance of it.'),
+  }),
+  instance_restarted: z.object({
+    type: z.literal('instance_restarted'),
+    payload: Payload(
+      z.object({ uuid: z.string(), reason: z.enum(['worker_crashed', 'worker_wedged']), message: z.string() }),
+      'The live instance died with its worker (worker_crashed: it exited or was killed; worker_wedged: it stopped answering and was killed). The worker is started again at once and the instance is made again on its next use, with its saved widget state: read the widget state again (widget_get).',
+    ),
+  }),
   pong: z.object({ type: z.literal('pong'), id: Id }),
 } as const;
 
@@ -175,7 +188,8 @@ export const FRAME_SUMMARIES: Record<'client_to_server' | 'server_to_client', Re
     widget_set: 'Apply changes through the interface widget_update; answered with widget_change (same id) and sent to every other attached client; a rejection answers error (code read_only or invalid_argument): roll back.',
     widget_msg: 'Custom message to widget_message(content, buffers); a reply comes back as widget_msg with the same id. Messages and sets to one interface run one at a time, in the order they arrived.',
     ping: 'Liveness probe; answered with pong. Works before connect.',
-    close: 'Teardown: cancels calls in flight, detaches, evicts the instance when no other client is attached, closes with 1000.',
+    release: 'Release the live instance of the connected interface (its state in memory goes; the record and the saved widget state stay, and its next use makes it again); answered with released. The socket stays connected.',
+    close: 'Teardown: cancels calls in flight, detaches and closes with 1000. The instance lives on (a client going away detaches; it does not release).',
   },
   server_to_client: {
     chunk_done: 'The upload is complete (path, bytes_written, mode) or the read has sent all its binary frames (bytes_sent).',
@@ -188,6 +202,8 @@ export const FRAME_SUMMARIES: Record<'client_to_server' | 'server_to_client', Re
     event: 'Push from emit(), to every client attached to the interface (also during a call, for progress).',
     error: 'Failure of the frame with the same id (or of the socket when id is absent). The socket stays usable.',
     pong: 'Reply to ping.',
+    released: 'Reply to release.',
+    instance_restarted: 'The live instance died with its worker (crashed or wedged); sent to every attached client. The worker is started again at once; the next use makes the instance again with its saved widget state, so read the state again.',
     output: '/v1/executions/ws: output appended to the run’s output.log, in order.',
     status: '/v1/executions/ws: the ExecutionInfo whenever its status changes.',
     widget_msg: 'A reply to the client widget_msg with the same id, or (without id) a push_widget_message to every attached client; buffers travel base64 in payload.buffers, or as binary frames (binary_buffers) on a socket connected with buffers: binary.',

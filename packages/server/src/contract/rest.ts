@@ -33,17 +33,40 @@ export const ListQuery = z.object({
 
 export const UuidParams = z.object({ uuid: z.string().min(1).max(128) });
 
+export const WorkerProblem = z
+  .object({
+    project: z.string(),
+    python: z.string(),
+    status: z
+      .enum(['wedged', 'restarting', 'crash_loop'])
+      .describe('wedged: its worker answered no heartbeat and was killed, a new one is starting; restarting: its worker died and a new one is starting; crash_loop: its workers keep dying soon after starting, the next start waits (next_attempt_at).'),
+    message: z.string(),
+    failures: z.number().int().describe('Deaths in a row, each soon after its start.'),
+    since: z.string(),
+    next_attempt_at: z.string().optional(),
+  })
+  .openapi('WorkerProblem');
+
 export const HealthResponse = z
   .object({
-    status: z.literal('ok'),
+    status: z.enum(['ok', 'degraded']).describe('degraded while any worker is wedged, being replaced or backing off (see problems).'),
     version: z.string(),
     project: z.string(),
     projects: z.array(z.string()),
     executions_active: z.number().int(),
     workers: z.number().int(),
+    instances: z.record(z.string(), z.number().int()).describe('Live interface instances, by project directory.'),
+    problems: z.array(WorkerProblem),
     uptime_seconds: z.number(),
   })
   .openapi('HealthResponse');
+
+export const ReleaseResponse = z
+  .object({
+    uuid: z.string(),
+    released: z.boolean().describe('false: no worker held a live instance of it.'),
+  })
+  .openapi('ReleaseResponse');
 
 export const OriginResponse = z
   .object({

@@ -1,46 +1,108 @@
 /**
- * The worker pool: one long-lived worker per (project, interpreter), started lazily, reused,
- * replaced after a crash (the next request starts a fresh one) and stopped when idle.
+ * The worker pool: one long-lived worker per (project, interpreter), started lazily and reused.
+ * It owns the lifetime of live instances and their workers (README "Lifetime"):
+ *
+ * - An instance lives until it is released, or has had no use and no attached client for
+ *   `instanceIdleMs`. A worker stops only when it holds no live instance and has had no request
+ *   for `workerIdleMs`.
+ * - Supervision: a worker that dies unasked (a crash, a signal, an OOM kill) or stops answering
+ *   heartbeats (wedged: killed) is started again at once when it held live instances or clients
+ *   are attached, and `onLost` names the instances that died with it. One that keeps dying
+ *   within `STABLE_MS` of its start is started again after a growing delay, and requests get
+ *   `worker_unavailable` meanwhile, instead of a restart loop.
  */
 import { LIMITS } from '../config/constants.js';
+import { PorticoError } from '../errors.js';
 import { Worker, type Push } from './worker.js';
+
+/** Why a worker was started again. */
+export type RestartReason = 'crashed' | 'wedged';
 
 export interface PoolOptions {
   onPush: (project: string, uuid: string, push: Push) => void;
-  /** Whether a worker must stay up although no call is running (e.g. sockets are attached). */
+  /** Whether a client is attached to `uuid` (an attached instance is in use however quiet it is). */
+  isAttached?: (project: string, uuid: string) => boolean;
+  /** Whether a worker must stay up although it holds no live instance (e.g. sockets are attached). */
   keepAlive?: (project: string, python: string) => boolean;
+  /** Told when a worker died unasked, with the instances that died with it and why. */
+  onLost?: (project: string, python: string, uuids: string[], reason: RestartReason, message: string) => void;
   log?: (line: string) => void;
-  idleMs?: number;
-  /** Told when a worker starts for a (project, interpreter) that had one before. */
-  onRestart?: () => void;
+  /** Told when a worker is started again after it died, and why. */
+  onRestart?: (reason: RestartReason) => void;
+  workerIdleMs?: number;
+  instanceIdleMs?: number;
+  /** A worker that has not answered a heartbeat for this long is wedged (0: never checked). */
+  livenessMs?: number;
 }
 
 export interface WorkerInfo {
   directory: string;
   python: string;
   pid: number | null;
+  /** Live instances it holds. */
+  instances: number;
+}
+
+/** Something wrong with a (project, interpreter) now: /v1/health reports `degraded` while any is. */
+export interface WorkerProblem {
+  project: string;
+  python: string;
+  /** `wedged` (no heartbeat answer: killed, being replaced), `restarting` (died, being replaced), `crash_loop` (keeps dying at start: backing off). */
+  status: 'wedged' | 'restarting' | 'crash_loop';
+  message: string;
+  /** Deaths in a row, each within STABLE_MS of its start. */
+  failures: number;
+  since: string;
+  /** crash_loop: when the next start is tried. */
+  next_attempt_at?: string;
 }
 
 interface Slot {
   worker: Worker;
   ready: Promise<Worker>;
-  lastUsed: number;
   /** Until `ready` settles: the worker is not alive yet (its reply channel opens before it is spawned), but it is the one to wait for. */
   starting: boolean;
 }
 
+/** Supervision state of a (project, interpreter) whose worker died, until a worker stays up. */
+interface Trouble {
+  /** Deaths in a row, each within STABLE_MS of its start. */
+  failures: number;
+  /** performance.now() before which no worker is started (crash loop). */
+  notBefore: number;
+  /** What /v1/health reports, while it reports anything. */
+  problem?: WorkerProblem | undefined;
+  restart?: NodeJS.Timeout | undefined;
+  stable?: NodeJS.Timeout | undefined;
+}
+
+/** A worker that lived this long after its start did not crash-loop (ms). */
+const STABLE_MS = 10_000;
+/** Delay before the second start after quick deaths in a row; it doubles up to the maximum (ms). */
+const BACKOFF_FIRST_MS = 500;
+const BACKOFF_MAX_MS = 30_000;
+
 export class KernelPool {
   private readonly slots = new Map<string, Slot>();
+  private readonly troubles = new Map<string, Trouble>();
   private readonly sweeper: NodeJS.Timeout;
+  private readonly beater: NodeJS.Timeout | undefined;
   private closed = false;
-
-  /** Slots that ever had a worker (a new worker for one is a restart). */
-  private readonly started = new Set<string>();
+  private readonly workerIdleMs: number;
+  private readonly instanceIdleMs: number;
+  private readonly livenessMs: number;
 
   constructor(private readonly options: PoolOptions) {
-    const idleMs = options.idleMs ?? LIMITS.workerIdleMs;
-    this.sweeper = setInterval(() => this.stopIdle(idleMs), Math.max(1000, Math.min(idleMs / 4, 30_000)));
+    this.workerIdleMs = options.workerIdleMs ?? LIMITS.workerIdleMs;
+    this.instanceIdleMs = options.instanceIdleMs ?? LIMITS.instanceIdleMs;
+    this.livenessMs = options.livenessMs ?? LIMITS.workerLivenessMs;
+    const shortest = Math.min(this.workerIdleMs, this.instanceIdleMs);
+    this.sweeper = setInterval(() => this.sweep(), Math.max(1000, Math.min(shortest / 4, 30_000)));
     this.sweeper.unref();
+    if (this.livenessMs > 0) {
+      this.beater = setInterval(() => this.checkLiveness(), Math.max(50, this.livenessMs / LIMITS.workerHeartbeatsPerLiveness));
+      this.beater.unref();
+    }
   }
 
   /** The running worker for (project, python), starting one if there is none. */
@@ -48,12 +110,18 @@ export class KernelPool {
     if (this.closed) return Promise.reject(new Error('kernel pool is closed'));
     const key = slotKey(project, python);
     const slot = this.slots.get(key);
-    if (slot && (slot.starting || slot.worker.alive)) {
-      slot.lastUsed = Date.now();
-      return slot.ready;
+    if (slot && (slot.starting || slot.worker.alive)) return slot.ready;
+    const trouble = this.troubles.get(key);
+    if (trouble && performance.now() < trouble.notBefore) {
+      const wait = Math.ceil((trouble.notBefore - performance.now()) / 1000);
+      return Promise.reject(
+        new PorticoError('worker_unavailable', `The Python worker of ${project} died ${trouble.failures} times in a row soon after starting; the next start is in ${wait} s. Last: ${trouble.problem?.message ?? 'unknown'}`),
+      );
     }
-    if (this.started.has(key)) this.options.onRestart?.();
-    this.started.add(key);
+    return this.start(key, project, python);
+  }
+
+  private start(key: string, project: string, python: string): Promise<Worker> {
     const worker = new Worker({
       project,
       python,
@@ -61,16 +129,23 @@ export class KernelPool {
       ...(this.options.log ? { log: this.options.log } : {}),
     });
     const ready = worker.start().then(
-      () => worker,
-      (err) => {
+      () => {
+        this.recovered(key, worker);
+        return worker;
+      },
+      (err: unknown) => {
         if (this.slots.get(key)?.worker === worker) this.slots.delete(key);
+        // Never spawned (a bad interpreter) or stopped meanwhile: no death to supervise.
+        if (worker.exitReason === undefined && !worker.stopping) this.died(key, project, python, worker, `did not start: ${(err as Error).message}`);
         throw err;
       },
     );
+    ready.catch(() => undefined); // its callers hear it; supervision has no caller
     worker.onExit(() => {
       if (this.slots.get(key)?.worker === worker) this.slots.delete(key);
+      if (!worker.stopping && !this.closed) this.died(key, project, python, worker, worker.killedFor ?? `stopped (${worker.exitReason})`);
     });
-    const entry: Slot = { worker, ready, lastUsed: Date.now(), starting: true };
+    const entry: Slot = { worker, ready, starting: true };
     this.slots.set(key, entry);
     ready.then(
       () => (entry.starting = false),
@@ -99,30 +174,147 @@ export class KernelPool {
     return this.lastPeek.key;
   }
 
+  /** Drops the live instance `uuid` from every worker of `project`; whether one held it. */
+  release(project: string, uuid: string): boolean {
+    let held = false;
+    for (const { worker } of this.slots.values()) if (worker.project === project && worker.alive && worker.release(uuid)) held = true;
+    return held;
+  }
+
   list(): WorkerInfo[] {
     return [...this.slots.values()]
       .filter((slot) => slot.worker.alive)
-      .map(({ worker }) => ({ directory: worker.project, python: worker.python, pid: worker.pid ?? null }));
+      .map(({ worker }) => ({ directory: worker.project, python: worker.python, pid: worker.pid ?? null, instances: worker.live.size }));
+  }
+
+  /** Live instances per project directory, across its interpreters. */
+  liveInstances(): Record<string, number> {
+    const counts: Record<string, number> = {};
+    for (const { worker } of this.slots.values()) {
+      if (worker.alive) counts[worker.project] = (counts[worker.project] ?? 0) + worker.live.size;
+    }
+    return counts;
+  }
+
+  /** What is wrong now (a wedge, a restart under way, a crash loop); empty when all is well. */
+  problems(): WorkerProblem[] {
+    return [...this.troubles.values()].flatMap((t) => (t.problem ? [{ ...t.problem }] : []));
   }
 
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.sweeper);
+    clearInterval(this.beater);
+    for (const trouble of this.troubles.values()) {
+      clearTimeout(trouble.restart);
+      clearTimeout(trouble.stable);
+    }
     const workers = [...this.slots.values()].map((slot) => slot.worker);
     this.slots.clear();
     await Promise.all(workers.map((worker) => worker.stop()));
   }
 
-  private stopIdle(idleMs: number): void {
-    const now = Date.now();
+  /** Releases instances idle too long, then stops workers that hold none and had no request for long. */
+  private sweep(): void {
+    const now = performance.now();
     for (const [key, slot] of this.slots) {
       const { worker } = slot;
-      if (worker.busy > 0) slot.lastUsed = now;
-      if (now - slot.lastUsed < idleMs) continue;
+      if (!worker.alive) continue;
+      for (const [uuid, lastUsed] of worker.live) {
+        if (this.options.isAttached?.(worker.project, uuid)) worker.live.set(uuid, now);
+        else if (now - lastUsed >= this.instanceIdleMs) {
+          worker.release(uuid);
+          this.log(`released instance ${uuid} of ${worker.project}: no use and no client for ${Math.round(this.instanceIdleMs / 1000)} s`);
+        }
+      }
+      if (worker.busy > 0) worker.lastActivity = now;
+      if (worker.live.size > 0 || now - worker.lastActivity < this.workerIdleMs) continue;
       if (this.options.keepAlive?.(worker.project, worker.python)) continue;
       this.slots.delete(key);
       void worker.stop();
     }
+  }
+
+  /** Sends every ready worker a heartbeat; one that left the last ones unanswered too long is wedged. */
+  private checkLiveness(): void {
+    const now = performance.now();
+    for (const { worker } of this.slots.values()) {
+      if (!worker.alive || worker.readyAt === undefined || worker.killedFor) continue;
+      const silent = now - worker.lastBeat;
+      if (silent < this.livenessMs) {
+        worker.heartbeat();
+        continue;
+      }
+      worker.killedFor = `answered no heartbeat for ${(silent / 1000).toFixed(1)} s (wedged)`;
+      this.log(`worker ${worker.pid} of ${worker.project} ${worker.killedFor}; killing it`);
+      const trouble = this.troubleOf(slotKey(worker.project, worker.python));
+      trouble.problem = { project: worker.project, python: worker.python, status: 'wedged', message: `The Python worker (pid ${worker.pid}) ${worker.killedFor}`, failures: trouble.failures, since: new Date().toISOString() };
+      worker.kill('SIGKILL');
+    }
+  }
+
+  /** A worker died unasked (or never started): tell whom it concerns, and start it again unless nobody needs it. */
+  private died(key: string, project: string, python: string, worker: Worker, what: string): void {
+    const reason: RestartReason = worker.killedFor ? 'wedged' : 'crashed';
+    const lost = [...worker.live.keys()];
+    worker.live.clear();
+    const message = `The Python worker (pid ${worker.pid ?? '?'}) ${what}`;
+    this.log(`${message}; ${lost.length} live instance(s) lost`);
+    if (lost.length) this.options.onLost?.(project, python, lost, reason, message);
+    const trouble = this.troubleOf(key);
+    const quick = worker.readyAt === undefined || performance.now() - worker.readyAt < STABLE_MS;
+    trouble.failures = quick ? trouble.failures + 1 : 1;
+    clearTimeout(trouble.stable);
+    const delay = trouble.failures <= 1 ? 0 : Math.min(BACKOFF_MAX_MS, BACKOFF_FIRST_MS * 2 ** (trouble.failures - 2));
+    trouble.notBefore = performance.now() + delay;
+    const needed = lost.length > 0 || (this.options.keepAlive?.(project, python) ?? false);
+    trouble.problem = {
+      project,
+      python,
+      status: delay > 0 ? 'crash_loop' : reason === 'wedged' ? 'wedged' : 'restarting',
+      message,
+      failures: trouble.failures,
+      since: trouble.problem?.since ?? new Date().toISOString(),
+      ...(delay > 0 ? { next_attempt_at: new Date(Date.now() + delay).toISOString() } : {}),
+    };
+    // Nothing to bring back: the next request starts a worker (after the back-off, if any).
+    if (!needed) {
+      if (delay === 0) trouble.problem = undefined;
+      return;
+    }
+    trouble.restart = setTimeout(() => {
+      trouble.restart = undefined;
+      if (this.closed || this.slots.has(key)) return;
+      this.options.onRestart?.(reason);
+      this.start(key, project, python).catch(() => undefined); // a failed start is a death of its own
+    }, delay);
+    trouble.restart.unref();
+  }
+
+  private troubleOf(key: string): Trouble {
+    let trouble = this.troubles.get(key);
+    if (!trouble) this.troubles.set(key, (trouble = { failures: 0, notBefore: 0 }));
+    return trouble;
+  }
+
+  /**
+   * A worker is ready. What health reports clears now, unless the worker came back from a crash
+   * loop: that ends only once it stays up. Its count of quick deaths is forgotten once it has
+   * stayed up STABLE_MS, so a worker that dies again soon after this start backs off.
+   */
+  private recovered(key: string, worker: Worker): void {
+    const trouble = this.troubles.get(key);
+    if (!trouble) return;
+    if (trouble.failures <= 1) trouble.problem = undefined;
+    clearTimeout(trouble.stable);
+    trouble.stable = setTimeout(() => {
+      if (worker.alive && this.troubles.get(key) === trouble) this.troubles.delete(key);
+    }, STABLE_MS);
+    trouble.stable.unref();
+  }
+
+  private log(line: string): void {
+    (this.options.log ?? ((l: string) => process.stderr.write(l + '\n')))(line);
   }
 }
 

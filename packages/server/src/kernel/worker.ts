@@ -26,7 +26,7 @@ export interface WorkerOptions {
 
 /** A frame an instance pushes to every client attached to it. */
 export interface Push {
-  type: 'event' | 'widget_change' | 'widget_msg' | 'widget_reload';
+  type: 'event' | 'widget_change' | 'widget_msg' | 'widget_reload' | 'instance_restarted';
   payload: unknown;
   /** Binary buffers of a widget push (the values at `payload.buffer_paths`, or a message's buffers). */
   buffers?: Buffer[];
@@ -138,6 +138,8 @@ const FROM_WORKER: Record<string, ErrorCode> = {
   read_unsupported: 'read_unsupported',
   read_only: 'read_only',
   forbidden: 'forbidden',
+  // A request the worker could not take apart (a header it cannot decode, a missing field).
+  bad_request: 'invalid_argument',
 };
 
 function errorFromWorker(header: Record<string, unknown>): PorticoError {
@@ -171,6 +173,21 @@ export class Worker {
   private readonly resolved = new Map<string, Resolved>();
   /** Bumped by every `invalidate`: a resolution that was in flight meanwhile is not cached. */
   private generation = 0;
+  /**
+   * The live instances this worker holds, by uuid, with when each was last used
+   * (performance.now()): every call, read and widget operation names its instance, and the
+   * worker creates it on first use. The pool releases those idle too long, and a worker that
+   * dies takes exactly these with it.
+   */
+  readonly live = new Map<string, number>();
+  /** When the last request was sent (performance.now()). */
+  lastActivity = performance.now();
+  /** When the worker last answered a heartbeat, from its reading side (performance.now(); 0 until ready). */
+  lastBeat = 0;
+  /** When the worker reported ready (performance.now(); undefined before). */
+  readyAt: number | undefined;
+  /** Why the pool killed it, when it did (a wedge); the exit then reports this instead of a crash. */
+  killedFor: string | undefined;
 
   constructor(options: WorkerOptions) {
     this.options = options;
@@ -237,7 +254,9 @@ export class Worker {
     this.exited = new Promise((resolve) => {
       child.on('exit', (code, signal) => {
         const why = signal ? `signal ${signal}` : `exit code ${code}`;
-        this.exitError = new PorticoError('worker_crashed', `The Python worker (pid ${child.pid}) stopped (${why})`);
+        this.exitReason = why;
+        const message = this.killedFor ? `The Python worker (pid ${child.pid}) ${this.killedFor} and was killed` : `The Python worker (pid ${child.pid}) stopped (${why})`;
+        this.exitError = new PorticoError('worker_crashed', message);
         onFail(new PorticoError('worker_unavailable', `The Python worker failed to start (${why}); see the gateway log`));
         clearInterval(this.sweeper);
         this.failAll(this.exitError);
@@ -253,6 +272,7 @@ export class Worker {
       for (const frame of frames) {
         if (frame.header.op === 'ready') {
           this.pid = Number(frame.header.pid);
+          this.readyAt = this.lastBeat = performance.now();
           onReady();
         } else {
           this.dispatch(frame.header, frame.body, frame.release);
@@ -265,6 +285,14 @@ export class Worker {
       child.kill('SIGKILL');
     }, LIMITS.workerStartTimeoutMs);
     return await ready.finally(() => clearTimeout(timer));
+  }
+
+  /** How the process ended (`exit code 1`, `signal SIGKILL`); undefined while it runs. */
+  exitReason: string | undefined;
+
+  /** stop() was called: its exit is no crash. */
+  get stopping(): boolean {
+    return this.stopRequested;
   }
 
   get alive(): boolean {
@@ -317,7 +345,9 @@ export class Worker {
     // Again: a resolution answered while the worker was still invalidating may have used the old code.
     forget();
     if (!outcome.ok) throw outcome.error;
-    return ((outcome.payload as { evicted?: unknown }).evicted ?? []) as string[];
+    const evicted = ((outcome.payload as { evicted?: unknown }).evicted ?? []) as string[];
+    for (const uuid of evicted) this.live.delete(uuid);
+    return evicted;
   }
 
   /** The project's interface modules (ProjectIndex entries). */
@@ -343,7 +373,7 @@ export class Worker {
    * Aborting `signal` cancels the call in the worker. Never rejects: the outcome says how it ended.
    */
   call(req: CallRequest, handlers: CallHandlers = {}): Promise<CallOutcome> {
-    return this.request((id) => callHeader(id, req, handlers.onItem !== undefined), handlers);
+    return new Promise((resolve) => this.submit((id) => callHeader(id, req, handlers.onItem !== undefined), handlers, NO_BODY, resolve, req.target.uuid));
   }
 
   /**
@@ -353,7 +383,7 @@ export class Worker {
    */
   startCall(req: CallRequest, handlers: CallHandlers & { onSettled: (outcome: CallOutcome) => void }): void {
     const stream = handlers.onItem !== undefined;
-    this.submit((id) => callHeader(id, req, stream), handlers, NO_BODY, undefined);
+    this.submit((id) => callHeader(id, req, stream), handlers, NO_BODY, undefined, req.target.uuid);
   }
 
   /**
@@ -363,7 +393,7 @@ export class Worker {
    * a sink that hands it to an asynchronous write resolves only when that write is done.
    */
   read(req: ReadRequest, handlers: Omit<CallHandlers, 'onItem'> & { onItem: (chunk: Buffer) => void | Promise<void> }): Promise<CallOutcome> {
-    return this.request({ op: 'read', ...req }, handlers as CallHandlers);
+    return new Promise((resolve) => this.submit({ op: 'read', ...req }, handlers as CallHandlers, NO_BODY, resolve, req.uuid));
   }
 
   /**
@@ -375,7 +405,7 @@ export class Worker {
   widget(op: 'widget_get' | 'widget_set' | 'widget_msg', req: WidgetRequest, signal?: AbortSignal): Promise<CallOutcome> {
     const { buffers = [], ...fields } = req;
     const header = buffers.length ? { op, ...fields, buffer_lengths: buffers.map((b) => b.length) } : { op, ...fields };
-    return this.request(header, { signal, timeoutMs: LIMITS.callTimeoutMs }, buffers);
+    return new Promise((resolve) => this.submit(header, { signal, timeoutMs: LIMITS.callTimeoutMs }, buffers, resolve, req.uuid));
   }
 
   /** Where a module's widget front end comes from: inline source, a file, or nothing. */
@@ -384,8 +414,19 @@ export class Worker {
     return { esm: (esm ?? null) as WidgetAsset | null, css: (css ?? null) as WidgetAsset | null };
   }
 
-  release(uuid: string): void {
+  /** Drops the live instance `uuid` (its record and saved widget state stay); false when it held none. */
+  release(uuid: string): boolean {
+    const held = this.live.delete(uuid);
     if (this.alive) this.send({ op: 'release', uuid });
+    return held;
+  }
+
+  /**
+   * Asks the worker's reading side for a sign of life (README "heartbeat"): its answer sets
+   * `lastBeat`. Not a request: nothing waits for it, so a wedged worker piles up nothing.
+   */
+  heartbeat(): void {
+    if (this.readyAt !== undefined) this.send({ op: 'heartbeat', id: 0 });
   }
 
   /** Asks the worker to exit; kills it if it has not after the grace period. */
@@ -411,7 +452,14 @@ export class Worker {
    * Sends a request and registers its handlers; the outcome goes to `onSettled`, then to
    * `resolve`. `header` is an object without `id`, or a function of the id giving its JSON.
    */
-  private submit(header: Record<string, unknown> | ((id: number) => string), handlers: CallHandlers, body: Buffer[], resolve: ((outcome: CallOutcome) => void) | undefined): void {
+  private submit(
+    header: Record<string, unknown> | ((id: number) => string),
+    handlers: CallHandlers,
+    body: Buffer[],
+    resolve: ((outcome: CallOutcome) => void) | undefined,
+    /** The live instance the request uses (it is created on first use). */
+    instance?: string,
+  ): void {
     const { signal, onSettled } = handlers;
     const early = this.exitError ?? (signal?.aborted ? new PorticoError('cancelled', 'The call was cancelled') : undefined);
     if (early) {
@@ -433,7 +481,9 @@ export class Worker {
       this.send(header, body, lone);
     }
     const timeoutMs = handlers.timeoutMs ?? Infinity;
-    this.pending.set(id, { onItem: handlers.onItem, onSettled, resolve, signal, owed: 0, deadline: performance.now() + timeoutMs, timeoutMs });
+    const now = (this.lastActivity = performance.now());
+    if (instance !== undefined) this.live.set(instance, now);
+    this.pending.set(id, { onItem: handlers.onItem, onSettled, resolve, signal, owed: 0, deadline: now + timeoutMs, timeoutMs });
   }
 
   private settle(id: number, entry: Pending, outcome: CallOutcome): void {
@@ -480,7 +530,10 @@ export class Worker {
     }
     const id = Number(header.id);
     const entry = this.pending.get(id);
-    if (!entry) return release?.(); // a late reply to a call that already ended
+    if (!entry) {
+      if (header.op === 'heartbeat') this.lastBeat = performance.now();
+      return release?.(); // a late reply to a call that already ended
+    }
     switch (header.op) {
       case 'item':
       case 'chunk': {

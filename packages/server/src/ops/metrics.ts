@@ -15,6 +15,8 @@ const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0
 export interface MetricSources {
   /** Running workers now. */
   workers(): number;
+  /** Live instances now, per project directory. */
+  instances(): Record<string, number>;
   /** Executions of the open projects by status. */
   executions(): Promise<Record<string, number>>;
   /** Commands the executor ran against its scheduler so far (sbatch, squeue, sacct, scancel), by command. */
@@ -30,7 +32,7 @@ export class Metrics {
   readonly calls: LabelledCounter<'method' | 'outcome'>;
   readonly callDuration: LabelledHistogram<'method' | 'outcome'>;
   readonly sockets: Gauge<'endpoint'>;
-  readonly workerRestarts: Counter;
+  readonly workerRestarts: Counter<'reason'>;
   readonly storeOperations: LabelledCounter<'op' | 'outcome'>;
   readonly storeDuration: LabelledHistogram<'op'>;
   readonly uploadBytes: Counter;
@@ -43,7 +45,12 @@ export class Metrics {
     this.calls = new LabelledCounter({ name: 'portico_calls_total', help: 'Remote method calls (REST and WebSocket), by method and outcome (ok or the error code).', labelNames: ['method', 'outcome'], registers });
     this.callDuration = new LabelledHistogram({ name: 'portico_call_duration_seconds', help: 'Remote method call latency, by method and outcome.', labelNames: ['method', 'outcome'], buckets: LATENCY_BUCKETS, registers });
     this.sockets = new Gauge({ name: 'portico_sockets', help: 'Open WebSocket connections, by endpoint.', labelNames: ['endpoint'], registers });
-    this.workerRestarts = new Counter({ name: 'portico_worker_restarts_total', help: 'Workers started again for a (project, interpreter) that had one before (after a crash or an idle stop).', registers });
+    this.workerRestarts = new Counter({
+      name: 'portico_worker_restarts_total',
+      help: 'Workers started again by supervision after one died, by reason: crashed (it exited or was killed unasked) or wedged (it answered no heartbeat and was killed).',
+      labelNames: ['reason'],
+      registers,
+    });
     this.storeOperations = new LabelledCounter({ name: 'portico_store_operations_total', help: 'Index operations, by operation and outcome.', labelNames: ['op', 'outcome'], registers });
     this.storeDuration = new LabelledHistogram({ name: 'portico_store_operation_duration_seconds', help: 'Index operation latency.', labelNames: ['op'], buckets: LATENCY_BUCKETS, registers });
     this.uploadBytes = new Counter({ name: 'portico_upload_bytes_total', help: 'Bytes written by WebSocket uploads.', registers });
@@ -54,6 +61,16 @@ export class Metrics {
       registers,
       collect() {
         this.set(sources.workers());
+      },
+    });
+    new Gauge({
+      name: 'portico_live_instances',
+      help: 'Live interface instances held by workers, by project directory.',
+      labelNames: ['project'],
+      registers,
+      collect() {
+        this.reset();
+        for (const [project, count] of Object.entries(sources.instances())) this.set({ project }, count);
       },
     });
     new Gauge({

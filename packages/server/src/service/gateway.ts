@@ -10,7 +10,7 @@ import type { Principal } from '../auth/credentials.js';
 import { LIMITS, VERSION } from '../config/constants.js';
 import type { GatewayOptions } from '../config/options.js';
 import { PorticoError } from '../errors.js';
-import { KernelPool, type WorkerInfo } from '../kernel/pool.js';
+import { KernelPool, type WorkerInfo, type WorkerProblem } from '../kernel/pool.js';
 import { createLogger, type Logger } from '../ops/logger.js';
 import { Metrics } from '../ops/metrics.js';
 import { indexBackend, type IndexBackend } from '../store/backends.js';
@@ -59,12 +59,16 @@ export function normalizeInterpreter(python: string): string {
 }
 
 export interface HealthInfo {
-  status: 'ok';
+  /** `degraded` while a worker is wedged, being replaced after a death, or backing off a crash loop (`problems` says which). */
+  status: 'ok' | 'degraded';
   version: string;
   project: string;
   projects: string[];
   executions_active: number;
   workers: number;
+  /** Live instances per project directory. */
+  instances: Record<string, number>;
+  problems: WorkerProblem[];
   uptime_seconds: number;
 }
 
@@ -96,16 +100,26 @@ export class Gateway {
   ) {
     this.logger = options.logger ?? createLogger(options.logLevel);
     this.log = options.log ?? ((line) => this.logger.info(line));
-    this.metrics = new Metrics({ workers: () => this.pool.list().length, executions: () => this.executionCounts(), schedulerCommands: () => this.executions.executor.commands });
+    this.metrics = new Metrics({ workers: () => this.pool.list().length, instances: () => this.pool.liveInstances(), executions: () => this.executionCounts(), schedulerCommands: () => this.executions.executor.commands });
     this.backend = indexBackend(options.store, this.log);
     this.projects = new ProjectRegistry(project, roots, this.backend, this.metrics);
     this.python = normalizeInterpreter(options.python);
     this.pythonAllowlist = [...new Set(options.pythonAllowlist.map(normalizeInterpreter))];
     this.pool = new KernelPool({
       onPush: (dir, uuid, push) => this.projects.peek(dir)?.push(uuid, push),
+      isAttached: (dir, uuid) => this.projects.peek(dir)?.isAttached(uuid) ?? false,
       keepAlive: (dir) => this.projects.peek(dir)?.hasAttachments ?? false,
+      // Every client attached to an instance that died with its worker hears it, and why: its
+      // next use makes the instance again from its record, with its saved widget state.
+      onLost: (dir, _python, uuids, reason, message) => {
+        const project = this.projects.peek(dir);
+        for (const uuid of uuids) project?.push(uuid, { type: 'instance_restarted', payload: { uuid, reason: `worker_${reason}`, message } });
+      },
       log: this.log,
-      onRestart: () => this.metrics.workerRestarts.inc(),
+      onRestart: (reason) => this.metrics.workerRestarts.inc({ reason }),
+      workerIdleMs: options.workerIdleMs,
+      instanceIdleMs: options.instanceIdleMs,
+      livenessMs: options.workerLivenessMs,
     });
     this.interfaces = new InterfaceService(this.pool, this.remotes, this.metrics);
     this.project = new ProjectService(this.pool, this.remotes);
@@ -165,13 +179,16 @@ export class Gateway {
 
   async health(): Promise<HealthInfo> {
     const ctx = await this.bind();
+    const problems = this.pool.problems();
     return {
-      status: 'ok',
+      status: problems.length ? 'degraded' : 'ok',
       version: VERSION,
       project: this.projects.defaultDir,
       projects: this.projects.openDirs,
       executions_active: (await this.executions.list(ctx, { active: true, limit: 1000 })).length,
       workers: this.pool.list().length,
+      instances: this.pool.liveInstances(),
+      problems,
       uptime_seconds: (performance.now() - this.startedAt) / 1000,
     };
   }

@@ -201,12 +201,16 @@ export class InterfaceService {
   /** Removes the record and drops its live instance. */
   async delete(ctx: RequestContext, uuid: string): Promise<void> {
     if (!(await ctx.project.store.delete(uuid))) throw new PorticoError('not_found', `Interface '${uuid}' not found`);
-    this.release(ctx, uuid);
+    this.pool.release(ctx.project.dir, uuid);
   }
 
-  /** Drops the live Python instance (its record stays). */
-  release(ctx: RequestContext, uuid: string): void {
-    this.pool.peek(ctx.project.dir, ctx.python)?.release(uuid);
+  /**
+   * Drops the live Python instance, in every worker of the project (its record and saved widget
+   * state stay: the next use makes it again). Whether one was live; `not_found` without a record.
+   */
+  async release(ctx: RequestContext, uuid: string): Promise<{ uuid: string; released: boolean }> {
+    if (!(await ctx.project.store.get(uuid))) throw new PorticoError('not_found', `Interface '${uuid}' not found`);
+    return { uuid, released: this.pool.release(ctx.project.dir, uuid) };
   }
 
   /**

@@ -59,6 +59,11 @@ export class Project {
     for (const [uuid, of] of this.modules) if (of === module) this.push(uuid, push);
   }
 
+  /** Whether a client is attached to `uuid`. */
+  isAttached(uuid: string): boolean {
+    return this.attached.has(uuid);
+  }
+
   get hasAttachments(): boolean {
     return this.attached.size > 0;
   }

@@ -65,6 +65,8 @@ export class Session extends SocketSession<ClientFrame> {
       case 'widget_set':
       case 'widget_msg':
         return this.widget(frame, buffers);
+      case 'release':
+        return this.release(frame);
       default:
         return Promise.resolve(); // ping and close: the base class answers them
     }
@@ -223,6 +225,13 @@ export class Session extends SocketSession<ClientFrame> {
     }
   }
 
+  /** release: drops the connected interface's live instance; the socket stays connected. */
+  private async release(frame: Frame<'release'>): Promise<void> {
+    const { ctx, record } = await this.connected('release');
+    const payload = await this.gateway.interfaces.release(ctx, record.uuid);
+    this.send({ type: 'released', id: frame.id, payload });
+  }
+
   private async connect(frame: Frame<'connect'>): Promise<void> {
     if (this.connection || this.connecting) throw new PorticoError('already_connected', 'This socket is already connected to an interface');
     const attempt = (async () => {
@@ -331,7 +340,7 @@ export class Session extends SocketSession<ClientFrame> {
     return new Promise((resolve, reject) => this.socket.send(chunk, BINARY_FRAME, (err) => (err ? reject(err) : resolve())));
   }
 
-  /** Cancels calls in flight, detaches, and evicts the instance when no other client is attached. */
+  /** Cancels calls in flight and detaches; the instance lives on (README "Lifetime"). */
   protected override teardown(): void {
     if (this.closed) return;
     super.teardown();
@@ -341,6 +350,6 @@ export class Session extends SocketSession<ClientFrame> {
     this.transfer = undefined;
     const connection = this.connection;
     this.connection = undefined;
-    if (connection && connection.detach()) this.gateway.interfaces.release(connection.ctx, connection.record.uuid);
+    connection?.detach();
   }
 }

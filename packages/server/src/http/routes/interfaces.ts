@@ -10,6 +10,7 @@ import {
   InterfaceList,
   ListQuery,
   ResolveRequest,
+  ReleaseResponse,
   ResolveResponse,
   SetLabelRequest,
   UuidParams,
@@ -142,6 +143,18 @@ export function interfaceRoutes(gateway: Gateway) {
       response: InterfaceInfo,
       errors: [401, 403, 404, 503],
       handler: async (ctx, { params, body }) => interfaces.setLabel(await bindRequest(ctx, gateway), params.uuid, body.label),
+    }),
+    route({
+      method: 'post',
+      path: '/v1/interfaces/{uuid}/release',
+      tag: 'interfaces',
+      summary: 'Release the live instance',
+      description:
+        'Drops the live Python instance (its state in memory goes); the record and the saved widget state stay, and the next call, read or widget operation makes the instance again from them. Clients attached to it stay attached.',
+      params: UuidParams,
+      response: ReleaseResponse,
+      errors: [401, 403, 404, 503],
+      handler: async (ctx, { params }) => interfaces.release(await bindRequest(ctx, gateway), params.uuid),
     }),
     route({
       method: 'post',

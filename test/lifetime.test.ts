@@ -1,0 +1,188 @@
+/**
+ * The live instance's lifetime (README "Lifetime"): it lives until it is released or has had no
+ * use and no attached client for --instance-idle; a worker stops only when it holds none and
+ * has been idle --worker-idle; a worker that dies or wedges is started again at once and the
+ * attached clients hear `instance_restarted`; one that keeps dying backs off.
+ */
+import { chmod, writeFile, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { api, cleanup, Client, gateway, tempProject } from './helpers.js';
+
+afterAll(cleanup);
+
+const PROBE = `
+import os, signal, time
+from portico import Interface
+
+class Probe(Interface):
+    def __init__(self):
+        self.count = 0
+
+    def tick(self) -> int:
+        self.count += 1
+        return self.count
+
+    def sleep(self, seconds: float) -> float:
+        time.sleep(seconds)
+        return seconds
+
+    def crash(self):
+        os._exit(1)
+
+    def freeze(self):
+        # Stops the whole process: no thread can answer anything, as in a wedge.
+        os.kill(os.getpid(), signal.SIGSTOP)
+`;
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function created(g: { url: string }, target: string, version: unknown[] = []): Promise<string> {
+  const res = await api(g, 'POST', '/v1/interfaces', { target, version });
+  expect(res.status).toBe(200);
+  return res.body.uuid as string;
+}
+
+const call = (g: { url: string }, uuid: string, method: string, args: unknown[] = []) => api(g, 'POST', '/v1/interfaces/call', { target: uuid, method, args });
+
+describe('lifetime', { timeout: 120_000 }, () => {
+  it('REST calls by uuid keep the instance and its worker alive past --worker-idle', async () => {
+    const g = await gateway({ project: await tempProject({ 'probe.py': PROBE }), workerIdleMs: 1000, instanceIdleMs: 60_000 });
+    const uuid = await created(g, 'probe');
+    const counts: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      const res = await call(g, uuid, 'tick');
+      expect(res.status).toBe(200);
+      counts.push(res.body.payload);
+      await sleep(1600); // longer than --worker-idle each time
+    }
+    expect(counts).toEqual([1, 2, 3, 4, 5, 6]);
+    const health = (await api(g, 'GET', '/v1/health')).body;
+    expect(health.instances[g.gateway.projects.defaultDir]).toBe(1);
+    expect(health.workers).toBe(1);
+  });
+
+  it('an instance with no use and no client for --instance-idle is released; then its worker stops', async () => {
+    const g = await gateway({ project: await tempProject({ 'probe.py': PROBE }), workerIdleMs: 1000, instanceIdleMs: 1500 });
+    const uuid = await created(g, 'probe');
+    expect((await call(g, uuid, 'tick')).body.payload).toBe(1);
+    expect((await call(g, uuid, 'tick')).body.payload).toBe(2);
+    await expect.poll(async () => (await api(g, 'GET', '/v1/health')).body.instances[g.gateway.projects.defaultDir] ?? 0, { timeout: 10_000 }).toBe(0);
+    await expect.poll(() => g.gateway.listProjects().workers.length, { timeout: 10_000 }).toBe(0);
+    expect((await call(g, uuid, 'tick')).body.payload).toBe(1);
+  });
+
+  it('an attached client keeps its instance however quiet; going away detaches, never releases', async () => {
+    const g = await gateway({ project: await tempProject({ 'probe.py': PROBE }), workerIdleMs: 1000, instanceIdleMs: 2000 });
+    const first = await Client.open(g.url);
+    const { payload } = await first.connect('probe');
+    expect((await first.request({ type: 'call', method: 'tick' })).payload).toBe(1);
+    await sleep(3500); // past --instance-idle, but attached
+    expect((await first.request({ type: 'call', method: 'tick' })).payload).toBe(2);
+    first.close();
+    // A script that exits: the next one finds the count where the first left it.
+    const second = await Client.open(g.url);
+    await second.connect(payload.uuid);
+    expect((await second.request({ type: 'call', method: 'tick' })).payload).toBe(3);
+    second.close();
+    expect((await call(g, payload.uuid, 'tick')).body.payload).toBe(4);
+  });
+
+  it('release over REST and over the socket drops the live instance; the record stays', async () => {
+    const g = await gateway({ project: await tempProject({ 'probe.py': PROBE }) });
+    const uuid = await created(g, 'probe');
+    await call(g, uuid, 'tick');
+    expect((await call(g, uuid, 'tick')).body.payload).toBe(2);
+    const released = await api(g, 'POST', `/v1/interfaces/${uuid}/release`);
+    expect(released).toMatchObject({ status: 200, body: { uuid, released: true } });
+    expect((await api(g, 'POST', `/v1/interfaces/${uuid}/release`)).body).toEqual({ uuid, released: false });
+    expect((await api(g, 'GET', `/v1/interfaces/${uuid}`)).status).toBe(200);
+    expect((await call(g, uuid, 'tick')).body.payload).toBe(1);
+
+    const ws = await Client.open(g.url);
+    await ws.connect(uuid);
+    expect((await ws.request({ type: 'call', method: 'tick' })).payload).toBe(2);
+    expect(await ws.request({ type: 'release' })).toMatchObject({ type: 'released', payload: { uuid, released: true } });
+    expect((await ws.request({ type: 'call', method: 'tick' })).payload).toBe(1);
+    expect((await api(g, 'POST', '/v1/interfaces/nope/release')).status).toBe(404);
+    const fresh = await Client.open(g.url);
+    expect(await fresh.request({ type: 'release' })).toMatchObject({ type: 'error', payload: { code: 'not_connected' } });
+  });
+});
+
+describe('supervision', { timeout: 120_000 }, () => {
+  it('a crash fails the calls in flight, starts the worker again at once and tells every attached client', async () => {
+    const g = await gateway({ project: await tempProject({ 'probe.py': PROBE }) });
+    const watcher = await Client.open(g.url);
+    const { payload } = await watcher.connect('counter');
+    await watcher.request({ type: 'call', method: 'add', args: [3] });
+    const crasher = await created(g, 'probe', [{}]);
+    const sleeper = await Client.open(g.url);
+    await sleeper.connect('slow');
+    const sleeping = sleeper.request({ type: 'call', method: 'wait', args: [30] });
+    await sleep(300);
+    const [before] = g.gateway.listProjects().workers;
+
+    const crash = await call(g, crasher, 'crash');
+    expect(crash.status).toBe(502);
+    expect(crash.body.detail.code).toBe('worker_crashed');
+    expect((await sleeping).payload.code).toBe('worker_crashed');
+    const told = await watcher.waitFor((f) => f.type === 'instance_restarted');
+    expect(told.payload).toMatchObject({ uuid: payload.uuid, reason: 'worker_crashed' });
+    expect(told.payload.message).toMatch(/exit code 1/);
+    // started again without waiting for a request
+    await expect.poll(() => g.gateway.listProjects().workers.some((w) => w.pid !== before!.pid), { timeout: 10_000 }).toBe(true);
+    expect((await watcher.request({ type: 'call', method: 'value' })).type).toBe('result');
+    const metrics = await (await fetch(`${g.url}/metrics`)).text();
+    expect(metrics).toMatch(/portico_worker_restarts_total\{reason="crashed"\} 1/);
+  });
+
+  it('a wedged worker is found by its heartbeat, reported degraded, killed and replaced', async () => {
+    const g = await gateway({ project: await tempProject({ 'probe.py': PROBE }), workerLivenessMs: 1000 });
+    const watcher = await Client.open(g.url);
+    const { payload } = await watcher.connect('probe');
+    expect((await watcher.request({ type: 'call', method: 'tick' })).payload).toBe(1);
+    const [before] = g.gateway.listProjects().workers;
+    expect((await api(g, 'GET', '/v1/health')).body.status).toBe('ok');
+
+    const frozen = watcher.request({ type: 'call', method: 'freeze' });
+    await expect.poll(async () => (await api(g, 'GET', '/v1/health')).body.status, { timeout: 10_000, interval: 100 }).toBe('degraded');
+    const health = (await api(g, 'GET', '/v1/health')).body;
+    expect(health.problems[0]).toMatchObject({ project: g.gateway.projects.defaultDir, status: expect.stringMatching(/wedged|restarting/) });
+    expect((await frozen).payload.code).toBe('worker_crashed');
+    const told = await watcher.waitFor((f) => f.type === 'instance_restarted');
+    expect(told.payload).toMatchObject({ uuid: payload.uuid, reason: 'worker_wedged' });
+    await expect.poll(async () => (await api(g, 'GET', '/v1/health')).body.status, { timeout: 15_000 }).toBe('ok');
+    expect(g.gateway.listProjects().workers[0]!.pid).not.toBe(before!.pid);
+    expect((await watcher.request({ type: 'call', method: 'tick' })).payload).toBe(1);
+    const metrics = await (await fetch(`${g.url}/metrics`)).text();
+    expect(metrics).toMatch(/portico_worker_restarts_total\{reason="wedged"\} 1/);
+  });
+
+  it('a worker that keeps dying at start is started again with growing delays, not in a loop', async () => {
+    const project = await tempProject({ 'probe.py': PROBE });
+    // An interpreter that works until the test breaks it, then dies at once (as a broken venv would).
+    const broken = path.join(project, 'broken');
+    const starts = path.join(project, 'starts.log');
+    const python = path.join(project, 'python-wrapper');
+    await writeFile(python, `#!/bin/sh\necho start >> '${starts}'\n[ -e '${broken}' ] && exit 3\nexec ${process.env.PORTICO_PYTHON || 'python3'} "$@"\n`);
+    await chmod(python, 0o755);
+    const g = await gateway({ project, python });
+    const watcher = await Client.open(g.url);
+    await watcher.connect('probe');
+    expect((await watcher.request({ type: 'call', method: 'tick' })).payload).toBe(1);
+    await writeFile(broken, '');
+    const [worker] = g.gateway.listProjects().workers;
+    process.kill(worker!.pid!, 'SIGKILL');
+    await sleep(3000);
+    // 1 start before, then at once, +0.5 s, +1 s, +2 s: a handful, not hundreds.
+    const attempts = (await readFile(starts, 'utf8')).trim().split('\n').length - 1;
+    expect(attempts).toBeGreaterThanOrEqual(3);
+    expect(attempts).toBeLessThanOrEqual(5);
+    const health = (await api(g, 'GET', '/v1/health')).body;
+    expect(health.status).toBe('degraded');
+    expect(health.problems[0]).toMatchObject({ status: 'crash_loop', failures: expect.any(Number), next_attempt_at: expect.any(String) });
+    const refused = await watcher.request({ type: 'call', method: 'tick' });
+    expect(refused.payload.code).toBe('worker_unavailable');
+  });
+});
