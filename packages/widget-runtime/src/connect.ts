@@ -15,8 +15,13 @@ import { Session, type ConnectOptions, type ConnectionStatus, type SessionEvents
 import { DataPlane, type InterfaceCalls } from './net/transfers.js';
 import type { InterfaceInfo } from './protocol.js';
 
-/** Events a connection (or a widget handle) reports; `on` returns the function that unsubscribes. */
-export type ConnectionEvents = Pick<SessionEvents, 'status' | 'event' | 'error'>;
+/**
+ * Events a connection (or a widget handle) reports; `on` returns the function that unsubscribes.
+ * `instance_restarted`: the live instance died with its Python worker (payload `{uuid, reason:
+ * 'worker_crashed' | 'worker_wedged', message}`); the socket stays open, the next call makes the
+ * instance again, and a widget's state is read again at once.
+ */
+export type ConnectionEvents = Pick<SessionEvents, 'status' | 'event' | 'error' | 'instance_restarted'>;
 
 export interface Connection extends InterfaceCalls {
   /** The interface uuid (what `target` resolved to). */

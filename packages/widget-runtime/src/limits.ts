@@ -19,6 +19,8 @@ export interface Limits {
   getModelTimeoutMs: number;
   /** Default timeout of `experimental.invoke()` (anywidget's own default). */
   invokeTimeoutMs: number;
+  /** How long a mounted widget shows the notice that its instance restarted (0: not shown). */
+  restartNoticeMs: number;
   /** Size of each binary frame of an upload (the gateway reads in 1 MiB blocks too). */
   uploadChunkBytes: number;
   /** An upload hands the socket another frame only while its `bufferedAmount` is below this. */
@@ -36,6 +38,7 @@ export const DEFAULT_LIMITS: Readonly<Limits> = Object.freeze({
   offlineQueueMessages: 256,
   getModelTimeoutMs: 10_000,
   invokeTimeoutMs: 3_000,
+  restartNoticeMs: 8_000,
   uploadChunkBytes: 1024 * 1024,
   uploadHighWaterBytes: 4 * 1024 * 1024,
   uploadPollMs: 8,

@@ -9,6 +9,7 @@ describe('parseServerFrame', () => {
       { type: 'widget_change', payload: { changes: {} } },
       { type: 'widget_msg', payload: { content: null, buffers: [] } },
       { type: 'widget_reload', payload: { asset: 'esm', etag: '"1"' } },
+      { type: 'instance_restarted', payload: { uuid: 'u', reason: 'worker_crashed', message: 'exited with SIGKILL' } },
       { type: 'error', id: 3, payload: { code: 'read_only', message: 'no' } },
       { type: 'event', payload: [1] },
       { type: 'pong', id: 4 },
@@ -27,6 +28,7 @@ describe('parseServerFrame', () => {
     expect(parseServerFrame('{"type":"stream","id":1,"payload":1}')).toBeUndefined();
     expect(parseServerFrame('{"type":"widget_change","payload":{"changes":[]}}')).toBeUndefined();
     expect(parseServerFrame('{"type":"widget_reload","payload":{"asset":"html"}}')).toBeUndefined();
+    expect(parseServerFrame('{"type":"instance_restarted","payload":{"reason":"worker_crashed"}}')).toBeUndefined();
     expect(parseServerFrame('not json')).toBeUndefined();
     expect(parseServerFrame('[1]')).toBeUndefined();
   });

@@ -57,6 +57,18 @@ interface Buffered {
   binary_buffers?: number;
 }
 
+/**
+ * What `instance_restarted` carries: the live instance died with its Python worker
+ * (`worker_crashed`: it exited or was killed; `worker_wedged`: it stopped answering and was
+ * killed). The gateway restarts the worker at once and makes the instance again on its next use,
+ * with its saved widget state.
+ */
+export interface InstanceRestart {
+  uuid: string;
+  reason: 'worker_crashed' | 'worker_wedged' | (string & {});
+  message: string;
+}
+
 export interface ErrorPayload {
   code: string;
   message: string;
@@ -69,6 +81,7 @@ export type ServerFrame =
   | ({ type: 'widget_change'; id?: FrameId; payload: { changes: JsonObject; buffer_paths?: BufferPath[]; buffers?: string[] } } & Buffered)
   | ({ type: 'widget_msg'; id?: FrameId; payload: { content: unknown; buffers?: string[] } } & Buffered)
   | { type: 'widget_reload'; payload: { asset: 'esm' | 'css' } }
+  | { type: 'instance_restarted'; payload: InstanceRestart }
   | { type: 'event'; payload: unknown }
   | { type: 'result'; id?: FrameId; payload: unknown }
   | { type: 'stream'; id?: FrameId; payload: unknown; final: boolean }
@@ -102,6 +115,10 @@ export function parseServerFrame(text: string): ServerFrame | undefined {
       return isObject(payload) && (payload.buffers === undefined || Array.isArray(payload.buffers)) ? (frame as ServerFrame) : undefined;
     case 'widget_reload':
       return isObject(payload) && (payload.asset === 'esm' || payload.asset === 'css') ? (frame as ServerFrame) : undefined;
+    case 'instance_restarted':
+      return isObject(payload) && typeof payload.uuid === 'string' && typeof payload.reason === 'string'
+        ? ({ type: 'instance_restarted', payload: { uuid: payload.uuid, reason: payload.reason, message: typeof payload.message === 'string' ? payload.message : '' } } as ServerFrame)
+        : undefined;
     case 'error':
       return isObject(payload) && typeof payload.code === 'string' ? (frame as ServerFrame) : undefined;
     case 'chunk_done':

@@ -11,6 +11,7 @@ import io
 import json
 import os
 import random
+import signal
 import socket
 import sys
 import tempfile
@@ -72,6 +73,24 @@ EXTRA_MODULES = {
                     raise ValueError("only 'value' can be changed")
                 self.value = max(0, int(changes["value"]))
                 return {"value": self.value}
+    """,
+    # A count kept in memory only (no widget, nothing saved): a fresh instance starts at 0 again.
+    "tally.py": """
+        from portico import Interface
+
+
+        class Tally(Interface):
+            \"\"\"Counts in memory.\"\"\"
+
+            def __init__(self):
+                self.count = 0
+
+            def add(self, n: int = 1) -> int:
+                self.count += n
+                return self.count
+
+            def value(self) -> int:
+                return self.count
     """,
     "picture.py": """
         from portico import Interface
@@ -677,6 +696,103 @@ class HeaderTokenTest(GatewayTestCase):
         with self.assertRaises(GatewayError) as caught:
             Gateway(self.gateway.url, token="c2VjcmV0/d3Jvbmc=", timeout=WAIT).interface("streamer").echo(1)
         self.assertCode("unauthorized", caught.exception, 401)
+
+
+class LifetimeTest(GatewayTestCase):
+    """An instance lives until released (or idle): closing a proxy only detaches."""
+
+    def tally(self) -> tuple[str, InterfaceProxy]:
+        uuid = f"tally-{random.getrandbits(32)}"
+        return uuid, self.proxy("tally", uuid=uuid)
+
+    def test_release_drops_the_instance_and_the_next_call_starts_fresh(self):
+        uuid, tally = self.tally()
+        self.assertEqual(tally.add(2), 2)
+        self.assertEqual(tally.add(3), 5)
+        self.assertIs(tally.release(), True)
+        self.assertIs(tally.release(), False)  # nothing live any more
+        self.assertEqual(tally.value(), 0)  # made again, fresh, over the same socket
+        self.assertEqual(tally.add(), 1)
+        self.assertEqual(tally.uuid, uuid)
+
+    def test_release_over_rest(self):
+        uuid, tally = self.tally()
+        self.assertEqual(tally.add(4), 4)
+        self.assertIs(self.g.release(uuid), True)
+        self.assertIs(self.g.release(uuid), False)
+        self.assertEqual(tally.value(), 0)
+        with self.assertRaises(GatewayError) as caught:
+            self.g.release(f"no-such-{random.getrandbits(32)}")
+        self.assertCode("not_found", caught.exception, 404)
+
+    def test_closing_a_proxy_only_detaches(self):
+        uuid, tally = self.tally()
+        self.assertEqual(tally.add(7), 7)
+        tally.close()
+        self.assertEqual(self.proxy("tally", uuid=uuid).value(), 7)
+        # nor does a proxy nobody holds release anything when it is collected
+        dropped = self.proxy("tally", uuid=uuid)
+        self.assertEqual(dropped.add(), 8)
+        ws = dropped._conn.ws
+        del dropped
+        gc.collect()
+        self.assertTrue(wait_until(lambda: ws.closed, 5))
+        self.assertEqual(self.proxy(uuid).value(), 8)
+
+
+class RestartTest(GatewayTestCase):
+    """The worker dies under a live instance: listeners hear ``instance_restarted``, the proxy keeps working."""
+
+    def worker_pid(self) -> int:
+        workers = [w for w in self.g.request("GET", "/v1/projects")["workers"] if w.get("pid")]
+        self.assertEqual(len(workers), 1, workers)
+        return workers[0]["pid"]
+
+    def test_a_restart_listener_hears_the_worker_die_and_the_next_call_works(self):
+        uuid = f"tally-{random.getrandbits(32)}"
+        tally, other = self.proxy("tally", uuid=uuid), self.proxy("tally", uuid=uuid)
+        self.assertEqual(tally.add(5), 5)
+        heard: list = []
+        other_heard: list = []
+        done = threading.Event()
+
+        @tally.on_restart
+        def restarted(info):
+            heard.append(info)
+            done.set()
+
+        other.on_restart(other_heard.append)
+        slow = self.proxy("slow")
+        slow.quick()
+        failures: list = []
+
+        def wait():
+            try:
+                slow.wait(30)
+            except GatewayError as err:
+                failures.append(err)
+
+        thread = threading.Thread(target=wait)
+        thread.start()
+        time.sleep(0.3)
+        os.kill(self.worker_pid(), signal.SIGKILL)
+        self.assertTrue(done.wait(WAIT), "no instance_restarted reached the listener")
+        self.assertEqual(len(heard), 1)
+        self.assertEqual(heard[0]["uuid"], uuid)
+        self.assertEqual(heard[0]["reason"], "worker_crashed")
+        self.assertIsInstance(heard[0]["message"], str)
+        self.assertTrue(wait_until(lambda: len(other_heard) == 1))  # every attached client hears it
+        thread.join(WAIT)
+        self.assertEqual([err.code for err in failures], ["worker_crashed"])  # what was in flight fails
+        # the same proxies, the same sockets: the next call makes the instance again (fresh: a
+        # tally keeps nothing), and a removed listener hears no more
+        ws = tally._conn.ws
+        self.assertEqual(tally.value(), 0)
+        self.assertEqual(tally.add(2), 2)
+        self.assertIs(tally._conn.ws, ws)
+        self.assertEqual(slow.quick(), "quick")
+        tally.off_restart(restarted)
+        self.assertEqual(tally._listeners["instance_restarted"], [])
 
 
 if __name__ == "__main__":

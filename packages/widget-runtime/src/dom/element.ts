@@ -8,7 +8,9 @@
  * which keeps it out of the DOM. Changing an attribute remounts; removing the element unmounts
  * (moving it within one task does not). DOM events, bubbling and composed:
  * `portico-ready` (detail: the WidgetHandle), `portico-status` (detail: {status, error}),
- * `portico-event` (detail: the emit() payload), `portico-error` (detail: the error).
+ * `portico-event` (detail: the emit() payload), `portico-error` (detail: the error),
+ * `portico-instance-restarted` (detail: `{uuid, reason, message}`: the instance died with its
+ * Python worker; the widget's state is read again).
  * The element class is created on first definition, so importing this module needs no DOM.
  */
 import { WidgetRuntimeError } from '../errors.js';
@@ -112,6 +114,7 @@ export function defineElement(options: DefineElementOptions = {}): CustomElement
         handle.on('status', (status, error) => this.#fire('portico-status', { status, error }));
         handle.on('event', (payload) => this.#fire('portico-event', payload));
         handle.on('error', (error) => this.#fire('portico-error', error));
+        handle.on('instance_restarted', (restart) => this.#fire('portico-instance-restarted', restart));
         this.#fire('portico-ready', handle);
       } catch (error) {
         this.#fire('portico-error', error);

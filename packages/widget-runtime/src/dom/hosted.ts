@@ -19,7 +19,8 @@ import { gatewayUrls, type WidgetAsset } from '../net/urls.js';
 import { createExperimental } from '../widget/invoke.js';
 import { WidgetBinding, type View } from '../widget/lifecycle.js';
 import type { WidgetRegistry } from '../widget/registry.js';
-import { clearNotice, showNotice } from './notice.js';
+import { clearNotice, flashNotice, showNotice } from './notice.js';
+import type { InstanceRestart } from '../protocol.js';
 
 export interface HostDeps {
   registry: WidgetRegistry;
@@ -71,6 +72,7 @@ export class HostedWidget {
   readonly #binding: WidgetBinding;
   readonly #options: ConnectOptions;
   readonly #fetch: FetchLike | undefined;
+  readonly #restartNoticeMs: number;
   readonly #views = new Set<HostView>();
   readonly #cleanups: Array<() => void> = [];
   #esm: string;
@@ -85,6 +87,7 @@ export class HostedWidget {
     this.#binding = binding;
     this.#options = options;
     this.#fetch = deps.fetch;
+    this.#restartNoticeMs = limits.restartNoticeMs;
     this.#esm = esm;
     this.#css = css;
   }
@@ -122,6 +125,7 @@ export class HostedWidget {
         }),
         session.events.on('reload', (asset) => void hosted!.#reload(asset)),
         session.events.on('resynced', () => void hosted!.#reload('esm', 'css')),
+        session.events.on('instance_restarted', (restart) => hosted!.#restarted(restart)),
       );
       return hosted;
     } catch (error) {
@@ -219,6 +223,17 @@ export class HostedWidget {
     if (css === this.#css) return;
     this.#css = css;
     for (const { style } of this.#views) style.textContent = css ?? '';
+  }
+
+  /**
+   * The instance died with its worker: every view says so for a while (the session is already
+   * reading the state again, and the views follow it through change events).
+   */
+  #restarted(restart: InstanceRestart): void {
+    const why = restart.reason === 'worker_wedged' ? 'stopped answering and was restarted' : 'crashed and was restarted';
+    const text = `the interface restarted (its Python worker ${why}) and its state was read again.`;
+    console.warn(`[portico-widget] instance_restarted ${restart.uuid} (${restart.reason}): ${restart.message}`);
+    for (const { host } of this.#views) flashNotice(host, text, restart.message, this.#restartNoticeMs);
   }
 
   /** Shows `error` in the view holding `el`, or in every view. */

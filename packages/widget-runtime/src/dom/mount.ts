@@ -12,7 +12,7 @@ import type { InterfaceInfo } from '../protocol.js';
 import { WidgetRegistry } from '../widget/registry.js';
 import { acquireHosted, type HostDeps, type HostedWidget, type HostView } from './hosted.js';
 import { explainFailure } from '../net/diagnose.js';
-import { clearNotice, showNotice } from './notice.js';
+import { clearAllNotices, showNotice } from './notice.js';
 
 export type MountOptions = ConnectOptions;
 
@@ -56,7 +56,7 @@ export function mount(el: HTMLElement, options: MountOptions): Promise<WidgetHan
 /** @internal mount() with injectable WebSocket, fetch and limits. */
 export async function mountWith(el: HTMLElement, options: MountOptions, deps: HostDeps): Promise<WidgetHandle> {
   await handles.get(el)?.unmount();
-  clearNotice(el);
+  clearAllNotices(el);
   el.setAttribute('data-portico-status', 'connecting');
   let hosted: HostedWidget | undefined;
   let hostView: HostView;
@@ -111,7 +111,7 @@ function createHandle(el: HTMLElement, hosted: HostedWidget, hostView: HostView)
         if (handles.get(el) === handle) handles.delete(el);
         await hosted.removeView(hostView);
         await hosted.release();
-        clearNotice(el);
+        clearAllNotices(el);
         el.removeAttribute('data-portico-status');
       })();
       return unmounting;

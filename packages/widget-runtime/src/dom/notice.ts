@@ -1,7 +1,12 @@
 /**
- * The small visible error a mounted element shows instead of a blank space (the full error also
- * goes to the console). It is a `div.portico-widget-error[role=alert]` placed first in the mounted
- * element; pages may restyle it through that class.
+ * What a mounted element shows besides the widget:
+ *
+ * - the error notice, instead of a blank space (the full error also goes to the console): a
+ *   `div.portico-widget-error[role=alert]` placed first in the mounted element, shown until cleared;
+ * - a passing notice (`div.portico-widget-notice[role=status]`, also first), which removes itself
+ *   after a while: the interface's instance restarted with its Python worker.
+ *
+ * Pages may restyle both through their classes.
  */
 import type { WidgetRuntimeError } from '../errors.js';
 
@@ -9,9 +14,15 @@ const CLASS = 'portico-widget-error';
 const STYLE =
   'box-sizing:border-box;margin:4px 0;padding:6px 8px;border:1px solid #d93025;border-radius:4px;' +
   'background:#fdecea;color:#a50e0e;font:12px/1.4 system-ui,sans-serif;white-space:pre-wrap;';
+const INFO_CLASS = 'portico-widget-notice';
+const INFO_STYLE =
+  'box-sizing:border-box;margin:4px 0;padding:6px 8px;border:1px solid #e0a800;border-radius:4px;' +
+  'background:#fff8e1;color:#6d4c00;font:12px/1.4 system-ui,sans-serif;white-space:pre-wrap;';
+
+const infoTimers = new WeakMap<HTMLElement, ReturnType<typeof setTimeout>>();
 
 export function showNotice(host: HTMLElement, error: WidgetRuntimeError): void {
-  let box = findNotice(host);
+  let box = findChild(host, CLASS);
   if (!box) {
     box = host.ownerDocument.createElement('div');
     box.className = CLASS;
@@ -22,11 +33,44 @@ export function showNotice(host: HTMLElement, error: WidgetRuntimeError): void {
   box.textContent = `Portico widget: ${error.message} (${error.code})`;
 }
 
-export function clearNotice(host: HTMLElement): void {
-  findNotice(host)?.remove();
+/** Shows `text` (with `detail` as its tooltip) for `ms` milliseconds; a newer one replaces it. */
+export function flashNotice(host: HTMLElement, text: string, detail: string, ms: number): void {
+  if (ms <= 0) return;
+  let box = findChild(host, INFO_CLASS);
+  if (!box) {
+    box = host.ownerDocument.createElement('div');
+    box.className = INFO_CLASS;
+    box.setAttribute('role', 'status');
+    box.style.cssText = INFO_STYLE;
+    host.prepend(box);
+  }
+  box.textContent = `Portico widget: ${text}`;
+  box.title = detail;
+  clearTimeout(infoTimers.get(host));
+  const shown = box;
+  infoTimers.set(
+    host,
+    setTimeout(() => {
+      infoTimers.delete(host);
+      shown.remove();
+    }, ms),
+  );
 }
 
-function findNotice(host: HTMLElement): HTMLElement | undefined {
-  for (const child of Array.from(host.children)) if (child.classList.contains(CLASS)) return child as HTMLElement;
+/** Removes the error notice. */
+export function clearNotice(host: HTMLElement): void {
+  findChild(host, CLASS)?.remove();
+}
+
+/** Removes the error notice and a passing notice still shown (mounting, unmounting). */
+export function clearAllNotices(host: HTMLElement): void {
+  clearNotice(host);
+  clearTimeout(infoTimers.get(host));
+  infoTimers.delete(host);
+  findChild(host, INFO_CLASS)?.remove();
+}
+
+function findChild(host: HTMLElement, className: string): HTMLElement | undefined {
+  for (const child of Array.from(host.children)) if (child.classList.contains(className)) return child as HTMLElement;
   return undefined;
 }

@@ -9,6 +9,12 @@
  * with `unauthorized`, `forbidden` or `not_found` ends the session (`closed`); other refusals
  * are retried. A ping every pingIntervalMs detects sockets that died silently.
  *
+ * `instance_restarted` (the live instance died with its Python worker; the gateway makes it again on
+ * its next use, with its saved widget state) is answered the way a reconnect is: a `widget_get`
+ * whose `widget_state` resyncs the model (change events for the keys that differ, pushes that came
+ * meanwhile win), on the same socket; the event goes to the page. A refused read drops the socket,
+ * so the reconnect retries it with backoff (e.g. `worker_unavailable` while the worker backs off).
+ *
  * Without a widget (`widget: false`, for `connect()`), the handshake ends at `connected`: there is
  * no `widget_get` and no model. Calls and transfers (`request()`, used by transfers.ts) wait for
  * the session to be open, get the frames that answer their id, and fail with `connection_lost`
@@ -30,6 +36,7 @@ import {
   type ClientFrame,
   type ErrorPayload,
   type FrameId,
+  type InstanceRestart,
   type InterfaceInfo,
   type JsonObject,
   type ServerFrame,
@@ -117,6 +124,12 @@ export type SessionEvents = {
   reload: [asset: 'esm' | 'css'];
   /** A reconnect completed and the model was resynced (pushes may have been missed meanwhile). */
   resynced: [];
+  /**
+   * The live instance died with its Python worker and is made again on next use (with its saved
+   * widget state). A widget session has already asked for the state again when this fires; the
+   * model applies it as it arrives, with change events for the keys that differ.
+   */
+  instance_restarted: [restart: InstanceRestart];
   error: [error: WidgetRuntimeError];
 };
 
@@ -375,7 +388,9 @@ export class Session {
         return;
       case 'widget_state': {
         const state = this.#withBuffers(frame, frame.payload.state, views);
-        if (state && frame.id === this.#getId) this.#onState(state);
+        if (!state || frame.id === undefined || frame.id !== this.#getId) return;
+        if (this.#ready) this.#applyState(state); // the re-read after instance_restarted
+        else this.#onState(state);
         return;
       }
       case 'widget_change': {
@@ -392,6 +407,9 @@ export class Session {
       }
       case 'widget_reload':
         this.events.emit('reload', frame.payload.asset);
+        return;
+      case 'instance_restarted':
+        this.#onRestarted(frame.payload);
         return;
       case 'event':
         this.events.emit('event', frame.payload);
@@ -419,15 +437,38 @@ export class Session {
       widgetManager: this.#deps.widgetManager!,
       offlineQueueMessages: this.#limits.offlineQueueMessages,
     });
+    this.#readState();
+  }
+
+  /** Asks for the widget's full state (`widget_get`); its `widget_state` resyncs the model. */
+  #readState(): void {
     this.#pushedDuringGet = {};
     this.#getId = this.#sendNow({ type: 'widget_get' });
+  }
+
+  /**
+   * The full state answering our `widget_get` into the model: keys that differ change (with their
+   * events), keys with a local write keep it, and changes pushed while the read was answered win.
+   */
+  #applyState(state: JsonObject): void {
+    this.#model?.resync({ ...state, ...this.#pushedDuringGet });
+    this.#pushedDuringGet = undefined;
+  }
+
+  /**
+   * The instance died with its worker. Its state is read again as after a reconnect (during a
+   * handshake, the read replaces the one in flight, which the death may have cut short).
+   */
+  #onRestarted(restart: InstanceRestart): void {
+    if (this.#info && restart.uuid !== this.#info.uuid) return;
+    if (this.#model && (this.#ready || this.#getId !== undefined)) this.#readState();
+    this.events.emit('instance_restarted', restart);
   }
 
   #onState(state: JsonObject | undefined): void {
     clearTimeout(this.#handshakeTimer);
     const model = this.#model;
-    if (state) model?.resync({ ...state, ...this.#pushedDuringGet });
-    this.#pushedDuringGet = undefined;
+    if (state) this.#applyState(state);
     this.#ready = true;
     this.#attempt = 0;
     const first = !this.#everReady;

@@ -10,6 +10,8 @@ Put ``packages/server/python`` on ``sys.path`` and::
     for tick in g.interface("streamer").ticks(3):               # a generator method: an iterator
         print(tick)
     counter.on_event(print)                                     # emit() payloads, on a callback thread
+    counter.on_restart(print)                                   # it died with its worker; the next call makes it again
+    counter.release()                                           # → True: the live instance is dropped (close() detaches)
 
     g.search(module="counter", where={"step": ("gte", 10)}, sort="-created_at")
     run = g.dispatch("trainer", [{"epochs": 3}])

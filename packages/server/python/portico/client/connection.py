@@ -1,8 +1,8 @@
 """One WebSocket of a proxy: sending frames, and a reader thread routing what arrives.
 
 Owns the table of waiters by frame id, the routing of text frames (answers, stream items,
-events, widget changes) and of binary frames (into the one read in progress, bounded for
-backpressure), and what happens to every waiter when the socket goes away.
+events, widget changes, instance restarts) and of binary frames (into the one read in progress,
+bounded for backpressure), and what happens to every waiter when the socket goes away.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ class _Lost:
 #: Marks a call whose answer nobody waits for any more: its frames are dropped.
 _DISCARD = object()
 #: Frame types that end the exchange they answer.
-_TERMINAL = frozenset({"result", "error", "chunk_done", "connected", "widget_state", "widget_change", "pong"})
+_TERMINAL = frozenset({"result", "error", "chunk_done", "connected", "widget_state", "widget_change", "released", "pong"})
 
 
 def _is_terminal(frame: Mapping[str, Any]) -> bool:
@@ -207,6 +207,10 @@ class _Connection:
         frame_id = frame.get("id")
         if kind == "event":
             self._dispatch("event", frame.get("payload"))
+            return
+        if kind == "instance_restarted":
+            payload = frame.get("payload")
+            self._dispatch("instance_restarted", dict(payload) if isinstance(payload, dict) else {})
             return
         with self.lock:
             waiter = self.pending.get(frame_id) if frame_id is not None else None

@@ -1,7 +1,7 @@
 """``Gateway``: one gateway seen as one project, user and interpreter, and its REST operations.
 
 Owns the settings every request carries (token, ``X-Service-*`` headers, timeout), the REST
-operations (create, search, label, archive, call, dispatch), and opening a proxy's WebSocket.
+operations (create, search, label, release, archive, call, dispatch), and opening a proxy's WebSocket.
 """
 
 from __future__ import annotations
@@ -125,6 +125,12 @@ class Gateway:
     def label(self, uuid: str, label: str | None) -> dict[str, Any]:
         """Sets (None: clears) the mutable label of ``uuid``; returns the updated InterfaceInfo."""
         return self.request("PATCH", f"/v1/interfaces/{urllib.parse.quote(uuid, safe='')}/label", {"label": label})
+
+    def release(self, uuid: str) -> bool:
+        """``POST /v1/interfaces/{uuid}/release``: drops the live instance of ``uuid`` (its record
+        and saved widget state stay; the next use makes it again). True when one was live."""
+        answer = self.request("POST", f"/v1/interfaces/{urllib.parse.quote(uuid, safe='')}/release")
+        return bool((answer or {}).get("released"))
 
     def archive(self, uuid: str, restore: bool = False) -> dict[str, Any]:
         """Archives ``uuid`` (hidden from search), or restores it with ``restore=True``."""

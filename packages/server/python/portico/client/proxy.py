@@ -105,8 +105,14 @@ class InterfaceProxy:
     ``proxy.add(2)`` calls the remote ``add`` and returns its result; a generator method returns an
     iterator of its items as they arrive (``for x in proxy.ticks(5)``). Calls from several threads
     may be in flight at once. Use :meth:`call` for a method whose name is taken by the proxy
-    (``call``, ``close``, ``upload``, ``read``, …). If the socket drops, what waited on it raises
-    ``GatewayError("connection_closed")`` and the next use reconnects.
+    (``call``, ``close``, ``upload``, ``read``, ``release``, …). If the socket drops, what waited on
+    it raises ``GatewayError("connection_closed")`` and the next use reconnects.
+
+    Lifetime: closing the proxy (or dropping it, or the script or kernel exiting) only detaches; the
+    instance lives on in the gateway until :meth:`release` or until it was idle for the gateway's
+    ``--instance-idle`` seconds. If the instance dies with its Python worker, the gateway restarts
+    the worker and makes the instance again on its next use (with its saved widget state): the
+    proxy keeps working, and :meth:`on_restart` listeners hear of it.
     """
 
     def __init__(self, gateway: Gateway, target: str, version: list[Any] | None, *, uuid: str | None = None, label: str | None = None) -> None:
@@ -121,7 +127,7 @@ class InterfaceProxy:
         weakref.finalize(self, _Slot.release, self._slot)
         self._closed = False
         self._info: dict[str, Any] | None = None
-        self._listeners: dict[str, list[Callable[[Any], Any]]] = {"event": [], "widget_change": []}
+        self._listeners: dict[str, list[Callable[[Any], Any]]] = {"event": [], "widget_change": [], "instance_restarted": []}
 
     # ------------------------------------------------------------ connection
 
@@ -167,7 +173,10 @@ class InterfaceProxy:
         return self.info["uuid"]
 
     def close(self) -> None:
-        """Closes the socket (the gateway cancels this proxy's calls in flight); idempotent."""
+        """Closes the socket (the gateway cancels this proxy's calls in flight); idempotent.
+
+        This only detaches: the instance and its state stay in the gateway (see :meth:`release`).
+        """
         with self._lock:
             self._closed = True
             conn, self._slot.conn = self._slot.conn, None
@@ -274,11 +283,44 @@ class InterfaceProxy:
         if callback in self._listeners["widget_change"]:
             self._listeners["widget_change"].remove(callback)
 
+    def on_restart(self, callback: Callable[[dict[str, Any]], Any]) -> Callable[[dict[str, Any]], Any]:
+        """Calls ``callback(info)`` when the live instance died with its Python worker (connects now).
+
+        ``info`` is the ``instance_restarted`` payload: ``{"uuid", "reason", "message"}``, where
+        ``reason`` is ``"worker_crashed"`` (it exited or was killed) or ``"worker_wedged"`` (it
+        stopped answering and was killed). The gateway has already started the worker again; the
+        next call makes the instance again (its state in memory is gone, a persisted widget state
+        comes back), so the proxy needs nothing. Calls in flight when it died raise GatewayError.
+        Callbacks run as :meth:`on_event`'s do; returns ``callback``, so this works as a decorator.
+        """
+        self._listeners["instance_restarted"].append(callback)
+        self._connection()
+        return callback
+
+    def off_restart(self, callback: Callable[[dict[str, Any]], Any]) -> None:
+        """Stops calling ``callback`` for restarts."""
+        if callback in self._listeners["instance_restarted"]:
+            self._listeners["instance_restarted"].remove(callback)
+
     def _has_listeners(self) -> bool:
         return any(self._listeners.values())
 
     def _dispatch(self, kind: str, value: Any) -> None:
         self._slot.callbacks.submit(list(self._listeners[kind]), value)
+
+    # -------------------------------------------------------------- lifetime
+
+    def release(self) -> bool:
+        """Drops the live instance in the gateway (``release`` → ``released``; connects if needed).
+
+        Its state in memory goes; its record, folder and saved widget state stay, and the next call
+        (from this proxy, which stays connected, or any client) makes the instance again from them.
+        Returns True when a live instance was dropped, False when none was live (already released,
+        never made, or lost with its worker). Closing the proxy never releases.
+        """
+        answer = self._connection().exchange({"type": "release"})
+        payload = answer.get("payload")
+        return bool(payload.get("released")) if isinstance(payload, dict) else False
 
     # ---------------------------------------------------------------- widget
 
