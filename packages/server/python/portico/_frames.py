@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import struct
 import threading
 from typing import Any, BinaryIO, Callable
@@ -16,7 +17,7 @@ from ._json import dumps, encode_string
 
 _get_ident = threading.get_ident
 
-__all__ = ["BODY_MAX_BYTES", "HEADER_MAX_BYTES", "FrameError", "FrameWriter", "encode_frame", "read_frame", "result_frame"]
+__all__ = ["BODY_MAX_BYTES", "HEADER_MAX_BYTES", "FrameError", "FrameWriter", "HeaderError", "encode_frame", "read_frame", "result_frame"]
 
 #: Largest header the protocol allows (both directions).
 HEADER_MAX_BYTES = 64 * 1024 * 1024
@@ -34,7 +35,48 @@ HOLD_MAX_BYTES = 256 * 1024
 
 
 class FrameError(Exception):
-    """The byte stream is not a valid frame sequence; the protocol says the worker must end."""
+    """The byte stream is not a valid frame sequence; the protocol says the worker must end.
+
+    Except for its subclass ``HeaderError``: that frame was read whole and the stream is still
+    in step, only its header is not a JSON object.
+    """
+
+
+class HeaderError(FrameError):
+    """A frame whose lengths were intact but whose header cannot be decoded (not UTF-8, not JSON,
+    nested too deeply, not an object). It is consumed: the next frame reads as usual, and only
+    this request fails (``request_id``: its id where the gateway writes it, see _LEADING_ID; else None).
+    """
+
+    def __init__(self, reason: str, request_id: Any = None) -> None:
+        super().__init__(f"the request could not be decoded: {reason}")
+        self.reason = reason
+        self.request_id = request_id
+
+
+#: The id of an undecodable header is read only where the gateway writes it, so that an "id"
+#: nested deeper (in the arguments, say) is never taken for the request's: first, as in every
+#: call, ``{"op":"<op>","id":<n>,``; or last, as in its other requests (``{"op":"read",...,"id":<n>}``:
+#: in valid JSON, a member just before the final ``}`` is the top-level object's). An integer, a
+#: plain decimal or a string.
+_ID_VALUE = rb'(-?\d{1,20}(?:\.\d{1,20})?|"(?:[^"\\]|\\.){0,256}")'
+_LEADING_ID = re.compile(rb'\s*\{\s*(?:"op"\s*:\s*"(?:[^"\\]|\\.)*"\s*,\s*)?"id"\s*:\s*' + _ID_VALUE + rb"\s*[,}]")
+_TRAILING_ID = re.compile(rb'[{,]\s*"id"\s*:\s*' + _ID_VALUE + rb"\s*\}\s*\Z")
+_ID_SCAN_BYTES = 1024  # of the header's start, and of its end
+
+
+def _undecodable(raw: bytes | bytearray, reason: str) -> HeaderError:
+    """The HeaderError for ``raw``, with the request id its first or last bytes give, if any."""
+    found = _LEADING_ID.match(raw[:_ID_SCAN_BYTES]) or _TRAILING_ID.search(raw[-_ID_SCAN_BYTES:])
+    request_id = None
+    if found is not None:
+        try:
+            request_id = json.loads(found.group(1))
+            if isinstance(request_id, str):
+                request_id.encode("utf-8")  # a lone surrogate ("\ud800") could not be answered
+        except (ValueError, RecursionError):
+            request_id = None
+    return HeaderError(reason, request_id)
 
 
 def encode_frame(header: dict[str, Any], body: bytes = b"") -> bytes:
@@ -83,7 +125,11 @@ def _parse(lengths: tuple[int, int]) -> tuple[int, int]:
 _scan_json = json.JSONDecoder().scan_once
 
 
+_JSON_KINDS = {list: "an array", str: "a string", int: "a number", float: "a number", bool: "a boolean"}
+
+
 def _decode_header(raw: bytes | bytearray) -> dict[str, Any]:
+    """The header's JSON object; HeaderError when it is not one (the frame is still in step)."""
     try:
         text = raw.decode("utf-8")
         header, end = _scan_json(text, 0)
@@ -93,10 +139,16 @@ def _decode_header(raw: bytes | bytearray) -> dict[str, Any]:
         # Anything unusual (whitespace around it, or no JSON at all) is json.loads's to judge.
         try:
             header = json.loads(bytes(raw))
-        except ValueError as exc:  # includes UnicodeDecodeError
-            raise FrameError(f"frame header is not UTF-8 JSON: {exc}") from None
+        except UnicodeDecodeError as exc:
+            raise _undecodable(raw, f"the header is not UTF-8 ({exc.reason} at byte {exc.start})") from None
+        except ValueError as exc:
+            raise _undecodable(raw, f"the header is not JSON ({exc})") from None
+        except RecursionError:
+            raise _undecodable(raw, "the header is nested too deeply") from None
+    except RecursionError:  # deep nesting: it must not end the reading thread
+        raise _undecodable(raw, "the header is nested too deeply") from None
     if not isinstance(header, dict):
-        raise FrameError("frame header is not a JSON object")
+        raise _undecodable(raw, f"the header is not a JSON object (it is {_JSON_KINDS.get(type(header), 'null')})")
     return header
 
 
@@ -166,13 +218,13 @@ class FrameReader:
         buf = self._buf
         start = self._pos + _PREFIX.size
         end = start + header_len
+        self._pos += total  # consumed even when its header raises HeaderError
         header = _decode_header(buf[start:end])
         if body_len:
             with memoryview(buf) as view:
                 body = bytes(view[end : end + body_len])
         else:
             body = b""
-        self._pos += total
         return header, body
 
 

@@ -13,11 +13,12 @@ import platform
 import sys
 import threading
 import time
+import traceback
 from typing import Any, Callable
 
 from .. import _read
-from .._frames import FrameError, FrameReader, encode_frame
-from .protocol import log
+from .._frames import FrameError, FrameReader, HeaderError, encode_frame
+from .protocol import described, is_request_id, log, request_id
 
 #: Upper bound on threads running sync methods at once. Large, because a sleeping or blocked
 #: call holds its thread and must not delay the others; idle threads are reused, not re-created.
@@ -37,6 +38,11 @@ _F_SETPIPE_SZ = 1031
 #: Reply channel capacity asked for (pipe size, or socket send buffer, which Linux doubles): a
 #: whole read chunk fits, so a 1 MiB chunk is one write rather than a blocked write per 200 KiB.
 REPLY_PIPE_BYTES = 1 << 20
+
+#: Ops whose ``id`` names another request (README "Requests"): a failure handling one of them is
+#: logged, never answered to that id, which would end the request it names. (A tuple: ``in``
+#: compares, where a set would hash an unhashable op.)
+_ID_NAMES_ANOTHER = ("credit", "cancel")
 
 Work = Callable[[], None]
 """A sync call ready to run on whichever thread takes it."""
@@ -76,6 +82,12 @@ class Pipe:
 
     def send(self, header: dict[str, Any]) -> None:
         self.writer.put(encode_frame(header))
+
+    def on_heartbeat(self, header: dict[str, Any]) -> None:
+        """``heartbeat {id}``: answered at once by the reading thread, whatever calls are running,
+        so the gateway tells a worker still reading its requests from a wedged one. Not a call."""
+        self.writer.put(encode_frame({"op": "heartbeat", "id": request_id(header)}))
+        self.writer.send_held()  # not kept back with a batch's replies (FrameWriter.hold)
 
     def _reply_pipe_broken(self, exc: OSError) -> None:
         log(f"reply pipe closed ({exc}); exiting")
@@ -118,8 +130,14 @@ class Pipe:
         writer, roles = self.writer, self._roles
         holding: int | None = None  # what this thread last gave writer.hold (None on a new leader)
         while not self._ended:
+            # Nothing a frame holds ends this thread (the one reading fd 3: were it a hand-over
+            # thread, nothing would read any more while the process looked alive). A header that
+            # cannot be decoded fails its own request; only lost framing ends the worker.
             try:
                 frame = reader.read()
+            except HeaderError as exc:
+                self._answer_failure(exc.request_id, "bad_request", str(exc), f"undecodable frame (request id {exc.request_id!r}): {exc}")
+                continue
             except FrameError as exc:
                 log(f"malformed frame, exiting: {exc}")
                 return self._stop(2)
@@ -137,6 +155,9 @@ class Pipe:
                 work = dispatch(*frame)
             except Exit:
                 return self._stop(0)
+            except Exception as exc:  # a bug in a handler: that request fails, reading goes on
+                self._dispatch_failed(frame[0], exc)
+                continue
             if work is None:
                 continue
             with roles:
@@ -162,6 +183,28 @@ class Pipe:
                 return
             if handed_over:
                 holding = None  # the watchdog let go of this thread's hold
+
+    def _dispatch_failed(self, header: dict[str, Any], exc: Exception) -> None:
+        """``dispatch`` raised: log it, and answer ``internal`` to the request's own id."""
+        op = header.get("op")
+        found = header.get("id") if op not in _ID_NAMES_ANOTHER else None
+        name = repr(op) if isinstance(op, str) else type(op).__name__  # (a deep list's repr could recurse)
+        self._answer_failure(
+            found,
+            "internal",
+            f"the worker failed on this request: {described(exc)}",
+            f"{name} request failed in the worker:\n" + "".join(traceback.format_exception(exc)).rstrip(),
+        )
+
+    def _answer_failure(self, found: Any, code: str, message: str, details: str) -> None:
+        """Log ``details``; answer ``error {code, message}`` to request id ``found`` when it is
+        one (a number or a string). Never raises: it runs on the reading thread."""
+        log(details)
+        if is_request_id(found) or isinstance(found, str):
+            try:
+                self.send({"op": "error", "id": found, "code": code, "message": message})
+            except Exception as exc:  # an id that does not encode (NaN, say)
+                log(f"could not answer request {found!r}: {described(exc)}")
 
     def _watch(self) -> None:
         """Hand the reading over when the leader has run the same call for a whole period.
