@@ -35,6 +35,29 @@ class Probe(Interface):
         os.kill(os.getpid(), signal.SIGSTOP)
 `;
 
+const BOARD = `
+from portico import Interface
+
+class Board(Interface):
+    def __init__(self):
+        self.title = "untitled"
+        self.image = b""
+
+    def widget_state(self):
+        return {"title": self.title, "image": self.image}
+
+    def widget_update(self, changes):
+        if "title" in changes:
+            self.title = str(changes["title"])
+        if "image" in changes:
+            self.image = bytes(changes["image"])
+        return changes
+
+    def retitle(self, title):
+        self.title = title
+        self.push_widget_change({"title": title})
+`;
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function created(g: { url: string }, target: string, version: unknown[] = []): Promise<string> {
@@ -107,6 +130,44 @@ describe('lifetime', { timeout: 120_000 }, () => {
     expect((await api(g, 'POST', '/v1/interfaces/nope/release')).status).toBe(404);
     const fresh = await Client.open(g.url);
     expect(await fresh.request({ type: 'release' })).toMatchObject({ type: 'error', payload: { code: 'not_connected' } });
+  });
+});
+
+describe('widget state that comes back', { timeout: 120_000 }, () => {
+  it('after a crash from another interface: the board keeps its title and image, and its client is told to read it again', async () => {
+    const project = await tempProject({ 'probe.py': PROBE, 'board.py': BOARD });
+    const g = await gateway({ project });
+    const page = await Client.open(g.url);
+    const { payload } = await page.connect('board');
+    const image = Buffer.from([0, 1, 2, 255]);
+    const set = await page.request({ type: 'widget_set', changes: { title: 'My board', image: null }, buffer_paths: [['image']], buffers: [image.toString('base64')] });
+    expect(set.type).toBe('widget_change');
+    const crasher = await created(g, 'probe');
+    await sleep(200); // the save is coalesced (30 ms)
+    expect((await call(g, crasher, 'crash')).body.detail.code).toBe('worker_crashed');
+    const told = await page.waitFor((f) => f.type === 'instance_restarted');
+    expect(told.payload.uuid).toBe(payload.uuid);
+    const state = await page.request({ type: 'widget_get' });
+    expect(state.payload.state).toEqual({ title: 'My board', image: null });
+    expect(Buffer.from(state.payload.buffers[0], 'base64')).toEqual(image);
+  });
+
+  it('after an idle release, and on another gateway serving the same folder after this one stops', async () => {
+    const project = await tempProject({ 'board.py': BOARD });
+    const g = await gateway({ project, instanceIdleMs: 1000, workerIdleMs: 1000 });
+    const uuid = await created(g, 'board');
+    expect((await call(g, uuid, 'retitle', ['pushed from Python'])).status).toBe(200);
+    await expect.poll(() => g.gateway.listProjects().workers.length, { timeout: 10_000 }).toBe(0);
+    const ws = await Client.open(g.url);
+    await ws.connect(uuid);
+    expect((await ws.request({ type: 'widget_get' })).payload.state.title).toBe('pushed from Python');
+    await ws.request({ type: 'widget_set', changes: { title: 'last words' } });
+    ws.close();
+    await g.close();
+    const next = await gateway({ project });
+    const again = await Client.open(next.url);
+    await again.connect(uuid);
+    expect((await again.request({ type: 'widget_get' })).payload.state.title).toBe('last words');
   });
 });
 

@@ -38,12 +38,8 @@ class Counter(Interface):
         return {"count": self.count, "step": self.config.step}
 
     def widget_update(self, changes: dict) -> dict:
-        """Accepts a new count (never below ``start``); ``step`` is config and stays read-only.
-
-        Restoring a saved state hands the whole state back, ``step`` included: its own value is
-        no change, so it is accepted."""
-        if set(changes) - {"count", "step"} or changes.get("step", self.config.step) != self.config.step:
+        """Accepts a new count (never below ``start``); ``step`` is config and stays read-only."""
+        if set(changes) - {"count"}:
             raise ValueError("only 'count' can be changed")
-        if "count" in changes:
-            self.count = max(self.config.start, int(changes["count"]))
+        self.count = max(self.config.start, int(changes["count"]))
         return {"count": self.count}

@@ -187,11 +187,12 @@ describe('widgets in the browser', { timeout: E2E_TIMEOUT }, () => {
     await suite.running.close();
     await expect.poll(() => page.locator('portico-widget').getAttribute('data-portico-status'), { timeout: 30_000 }).not.toBe('open');
     suite.running = await startServer({ project, host: '127.0.0.1', port, log: () => undefined, logLevel: 'silent', allowOrigins: [suite.site.origin] });
-    // The fresh worker holds a fresh instance: the page resyncs to the server's state, then follows it.
+    // The fresh worker makes the instance again with the widget state the click saved: the page
+    // resyncs to it (8, not the 7 it starts at), then follows the server.
     await expect.poll(() => page.locator('portico-widget').getAttribute('data-portico-status'), { timeout: 60_000 }).toBe('open');
-    await expect.poll(() => button.textContent(), { timeout: 30_000 }).toBe('count is 7');
+    await expect.poll(() => button.textContent(), { timeout: 30_000 }).toBe('count is 8');
     await api(suite.running, 'POST', '/v1/interfaces/call', { target: uuid, method: 'add', args: [3] });
-    await expect.poll(() => button.textContent()).toBe('count is 10');
+    await expect.poll(() => button.textContent()).toBe('count is 11');
     await page.close();
   });
 

@@ -140,6 +140,12 @@ class Interface:
       relative to the module's folder (``"counter.widget.js"``) or as a ``pathlib.Path``. Without
       them, ``<module>.widget.js`` / ``<module>.widget.css`` beside the module file are used.
     - ``_widget_meta``: a dict clients receive as the module's ``widget.meta`` (never parsed).
+    - ``_persist_widget``: set it to False to keep the widget state in memory only. Otherwise,
+      when the class overrides ``widget_update`` (a served anywidget does), what ``widget_state()``
+      answers is saved in ``local_directory()`` (the hidden file ``.widget-state``) after each
+      accepted ``widget_update`` and each ``push_widget_change``, and handed to ``widget_update``
+      of the next instance of this uuid (after an idle release, a worker restart...) before it
+      serves anyone.
 
     Hooks an author may define or override (they are not remotely callable methods):
 
@@ -154,6 +160,7 @@ class Interface:
 
     Config: ClassVar[type | None] = None
     __api_methods__: ClassVar[list[str] | None] = None
+    _persist_widget: ClassVar[bool] = True
 
     def __init__(self) -> None:
         """Set up per-instance state. Runs once, with ``config`` and ``uuid`` already bound.
@@ -213,6 +220,10 @@ class Interface:
         TypeError to refuse bad values (``invalid_argument``). Binary values a front end set
         (DataView, ArrayBuffer) arrive as ``bytes``. Default: raises ``ReadOnly``, since
         the default state is the config, which cannot change.
+
+        Overriding it also makes the state persist (see ``_persist_widget``): right after
+        ``__init__`` of a later instance of this uuid, it receives the whole saved state once
+        (what it returns then is ignored; an exception is logged and the instance kept).
         """
         raise ReadOnly(f"{type(self).__name__}'s widget is read-only: its state is its config, which cannot change")
 

@@ -1,7 +1,8 @@
 """``python -m portico.worker <project dir>``: how the gateway starts a worker (kernel/worker.ts).
 
 Owns the process around the worker: checking the arguments and the pipes, putting the project
-first on ``sys.path``, and leaving without interpreter shutdown (threads may be stuck in user code).
+first on ``sys.path``, and leaving without interpreter shutdown (threads may be stuck in user code),
+after writing the widget state saves still pending (bounded, ``widget_state.EXIT_FLUSH_SECONDS``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from .dispatch import Worker
 from .lookup import use_project_path
 from .pipe import EXIT_FLUSH_SECONDS, READ_BUFFER_BYTES, REPLY_FD, REQUEST_FD, exit_now, widen_pipe
 from .protocol import log
+from .widget_state import EXIT_FLUSH_SECONDS as STATE_FLUSH_SECONDS
 
 
 def _prepare(project: str) -> None:
@@ -54,6 +56,10 @@ def main(argv: list[str] | None = None) -> int:
     except BaseException as exc:
         log("worker failed:\n" + "".join(traceback.format_exception(exc)).rstrip())
         status = 1
+    # EOF on fd 3, shutdown or a failure: the last widget changes reach their files first (a crash,
+    # os._exit elsewhere, may lose them; the file then holds the state before, never a torn one).
+    if not worker.widget_states.flush(STATE_FLUSH_SECONDS):
+        log(f"widget state saves still pending after {STATE_FLUSH_SECONDS} s were left unwritten")
     worker.pipe.writer.flush(EXIT_FLUSH_SECONDS)
     exit_now(status)
     return status  # not reached: exit_now ends the process

@@ -2,7 +2,7 @@
 
 Each part owns its state and its ops (packages/server/src/kernel/README.md lists them):
 
-    pipe.py       framing, leader/follower reading, the one writer         (ready)
+    pipe.py       framing, leader/follower reading, the one writer         (ready), heartbeat
     modules.py    import, change stamps, invalidation, descriptions        resolve, modules, schema, invalidate
     instances.py  the instance cache, events and widget pushes             release
     calls.py      sync / async / generator calls, credit, cancel           call, credit, cancel
@@ -34,11 +34,12 @@ from .modules import Modules
 from .pipe import MAX_SYNC_THREADS, REPLY_FD, Exit, Pipe, Work
 from .protocol import _Refusal, error_header, is_request_id, log
 from .reads import Reads
+from .widget_state import WidgetStates
 from .widgets import Widgets
 
 #: Ops that are requests: their refusals are answered to their `id` (README "Requests").
 _REQUESTS = frozenset(
-    {"resolve", "modules", "schema", "call", "read", "widget_get", "widget_set", "widget_msg", "widget_assets", "invalidate"}
+    {"resolve", "modules", "schema", "call", "read", "widget_get", "widget_set", "widget_msg", "widget_assets", "invalidate", "heartbeat"}
 )
 
 
@@ -54,7 +55,8 @@ class Worker:
         self.pipe = Pipe(reply_fd, self.pool)
         self.methods = Methods()
         self.modules = Modules(project, self.pipe, self.pool, self._forget_dependents)
-        self.instances = Instances(project, self.modules, self.pipe)
+        self.widget_states = WidgetStates(project, self.loop)  # saved widget state (widget_state.py)
+        self.instances = Instances(project, self.modules, self.pipe, self.widget_states)
         self.calls = Calls(self.pipe, self.pool, self.loop, self.instances, self.methods)
         self.reads = Reads(self.pipe, self.pool, self.loop, self.calls)
         self.widgets = Widgets(project, self.pipe, self.pool, self.modules, self.calls)
@@ -71,6 +73,7 @@ class Worker:
             "cancel": self.calls.on_cancel,
             "release": self.instances.on_release,
             "shutdown": self._on_shutdown,
+            "heartbeat": self.pipe.on_heartbeat,
         }
         # Ops whose frame body carries binary buffers (buffer_lengths).
         self._body_handlers: dict[str, Callable[[dict[str, Any], bytes], Work | None]] = {

@@ -4,13 +4,20 @@ Owns the instance cache (creation happens once even under concurrent calls; late
 the same uuid wait for it), the ``release`` op, eviction by ``invalidate``, and what an
 instance sends unsolicited (``emit`` events and widget pushes). ``create_instance`` is shared
 with ``run.py``.
+
+Widget state that comes back (``widget_state.py``): an instance whose class persists its widget
+gets the state saved for its uuid (``WidgetStates.restore``) right after ``__init__``, before it
+is published; from then on each of its ``push_widget_change`` marks it for saving, as a
+``widget_set`` does (``state_changed``, from ``widgets.py``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import threading
 import traceback
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -23,12 +30,14 @@ from .call import put_unsolicited
 from .modules import Modules
 from .pipe import Pipe
 from .protocol import _Refusal, described, invalid_config, log
+from .widget_state import WidgetStates, persists, state_path
 
 
 @dataclass
 class _Instance:
     obj: Interface
     label: str  # "module.Class", for messages
+    persist: bool = False  # its widget state is saved (widget_state.persists)
 
 
 @dataclass
@@ -43,10 +52,11 @@ class _Pending:
 class Instances:
     """The instances of one project's interface classes, by uuid."""
 
-    def __init__(self, project: str, modules: Modules, pipe: Pipe) -> None:
+    def __init__(self, project: str, modules: Modules, pipe: Pipe, states: WidgetStates | None = None) -> None:
         self.project = project
         self.modules = modules
         self.pipe = pipe
+        self.states = states  # None: widget state is never saved nor restored
         self.instances: dict[str, _Instance] = {}
         self._pending: dict[str, _Pending] = {}
         self._instances_lock = threading.Lock()
@@ -90,7 +100,22 @@ class Instances:
 
     def _create(self, uuid: str, module: str, config: dict[str, Any]) -> _Instance:
         cls, label = self.modules.interface_class(module)
-        return _Instance(create_instance(cls, label, uuid, config, self.project, self._emit, push=self._push), label)
+        obj = create_instance(cls, label, uuid, config, self.project, self._emit, push=self._push)
+        states = self.states
+        if states is None or not persists(cls) or state_path(self.project, uuid) is None:
+            return _Instance(obj, label)
+        # Restored before anyone can reach it; what the restore itself pushes is not saved again.
+        try:
+            states.restore(uuid, obj)
+        except Exception as exc:  # a bug there must not cost the instance
+            log(f"restoring the widget state of {uuid} failed:\n" + "".join(traceback.format_exception(exc)).rstrip())
+        attach(obj, dataclasses.replace(obj._portico_binding(), push=functools.partial(self._push_saving, weakref.ref(obj))))
+        return _Instance(obj, label, persist=True)
+
+    def state_changed(self, uuid: str, instance: _Instance) -> None:
+        """``instance``'s widget state changed (a ``widget_set`` its hook accepted): save it soon."""
+        if instance.persist and self.states is not None:
+            self.states.changed(uuid, instance.obj)
 
     def on_release(self, header: dict[str, Any]) -> None:
         uuid = header.get("uuid")
@@ -120,6 +145,15 @@ class Instances:
         if buffers:
             header["buffer_lengths"], body = join_body(buffers)
         put_unsolicited(self.pipe.writer, encode_frame(header, body))
+
+    def _push_saving(
+        self, ref: weakref.ref[Interface], uuid: str | None, op: str, fields: dict[str, Any], buffers: list[bytes] | None
+    ) -> None:
+        """``_push`` of an instance that persists its widget: a ``widget_change`` also saves it soon."""
+        self._push(uuid, op, fields, buffers)
+        obj = ref()
+        if op == "widget_change" and obj is not None and uuid is not None and self.states is not None:
+            self.states.changed(uuid, obj)
 
 
 def create_instance(

@@ -9,6 +9,9 @@ Pushes (``push_widget_change`` / ``push_widget_message``) are sent by ``instance
 at a time in arrival order, as a Jupyter kernel handles a widget's comm messages (quak's SQL
 queries rely on it), while other instances and method calls run meanwhile. Binary values and
 message buffers travel in the frame body (``buffer_lengths``), never as base64.
+
+A ``widget_update`` that returned (the hook accepted the changes) marks its instance's widget
+state for saving (``Instances.state_changed``, ``widget_state.py``).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from ..interface import ReadOnly, WidgetReply
 from . import protocol
 from .call import _Call
 from .calls import Calls, Finish
+from .instances import _Instance
 from .lookup import inside_project
 from .modules import Modules
 from .pipe import Pipe, Work
@@ -105,6 +109,8 @@ class Widgets:
             return
         try:
             instance = self.calls.instances.instance(uuid, module, config)
+            if call.method == "widget_update" and instance.persist:
+                finish = functools.partial(self._finish_and_save, uuid, instance, finish)
             work = self.calls.start_hook(call, instance, args, finish, self._fail_hook)
         except _Refusal as refusal:
             self.calls.fail(call, refusal)
@@ -116,6 +122,11 @@ class Widgets:
             work()
         if call.future is not None:
             concurrent.futures.wait([call.future])
+
+    def _finish_and_save(self, uuid: str, instance: _Instance, finish: Finish, call: _Call, normalized: Any) -> None:
+        """The hook accepted the changes: answer, then save the state soon (whatever the answer's shape)."""
+        finish(call, normalized)
+        self.calls.instances.state_changed(uuid, instance)
 
     def _begin_hook(
         self, call: _Call, uuid: str, module: str, config: dict[str, Any], args: tuple[Any, ...], finish: Finish
