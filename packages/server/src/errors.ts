@@ -6,7 +6,7 @@
 
 /** Stable error codes, each with its one HTTP status and meaning (listed in /v1/protocol). */
 export const ERROR_CODES = {
-  invalid_argument: { status: 400, meaning: 'The arguments do not fit the method or request.' },
+  invalid_argument: { status: 400, meaning: 'The arguments do not fit the method or request, or the request JSON nests deeper than limits.jsonDepthMax.' },
   invalid_config: { status: 400, meaning: 'The version cannot be resolved against the Config; see issues.' },
   invalid_frame: { status: 400, meaning: 'A WebSocket frame is not valid JSON or misses required fields.' },
   unknown_frame: { status: 400, meaning: 'A WebSocket frame has an unknown type.' },

@@ -117,9 +117,9 @@ export function protocolDoc() {
   return {
     protocol_version: PROTOCOL_VERSION,
     transport: {
-      control_plane: 'JSON text frames, each an object with a type field',
+      control_plane: `JSON text frames, each an object with a type field, nested at most ${LIMITS.jsonDepthMax} levels below the frame (limits.jsonDepthMax; deeper answers invalid_argument)`,
       data_plane: 'raw binary WebSocket frames',
-      rest: 'JSON over HTTP under /v1; OpenAPI at /openapi.json',
+      rest: `JSON over HTTP under /v1; OpenAPI at /openapi.json; a body nested more than ${LIMITS.jsonDepthMax} levels below itself answers 400 invalid_argument`,
     },
     ws_endpoints: {
       '/v1/interfaces/ws': 'Create or attach to any interface; call, stream, events.',

@@ -1,6 +1,7 @@
-/** Reads a JSON request body within the size bound, without a body-parser dependency. */
+/** Reads a JSON request body within the size and nesting bounds, without a body-parser dependency. */
 import type Koa from 'koa';
 import { LIMITS } from '../config/constants.js';
+import { jsonTooDeep, jsonTooDeepError } from '../contract/json-depth.js';
 import { PorticoError } from '../errors.js';
 import { ValidationFailure } from './errors.js';
 
@@ -15,6 +16,9 @@ export async function readJson(ctx: Koa.Context, limit: number = LIMITS.maxBodyB
   if (type && !/^application\/([\w.+-]*\+)?json\b/i.test(type)) {
     throw new ValidationFailure([{ type: 'content_type', loc: ['body'], msg: `Expected application/json, got ${type}` }]);
   }
+  // Before parsing: nothing nested past the bound goes further (contract/json-depth.ts).
+  const tooDeep = jsonTooDeep(text);
+  if (tooDeep !== -1) throw jsonTooDeepError(text, tooDeep);
   try {
     return JSON.parse(text);
   } catch (err) {

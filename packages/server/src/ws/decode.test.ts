@@ -40,3 +40,29 @@ describe('decodeFrame of call frames', () => {
     });
   }
 });
+
+describe('decodeFrame of frames nested past the bound', () => {
+  const nested = (n: number) => '['.repeat(n) + ']'.repeat(n);
+
+  it('refuses a frame nested past LIMITS.jsonDepthMax with invalid_argument, answering its id', () => {
+    for (const text of [`{"type":"call","id":"deep","method":"echo","args":${nested(1200)}}`, `{"id":"deep","type":"widget_msg","content":${nested(65)}}`]) {
+      const result = decodeFrame(Buffer.from(text), ClientFrames);
+      expect(result.ok).toBe(false);
+      expect(result.id).toBe('deep');
+      expect(result.ok ? undefined : result.error.toDetail()).toMatchObject({ code: 'invalid_argument', message: expect.stringContaining('JSON nested deeper than 64 levels') });
+    }
+  });
+
+  it('a too-deep frame is refused without being parsed: its id is read from the text, JSON or not', () => {
+    const unclosed = decodeFrame(Buffer.from(`{"type":"call","args":${'['.repeat(100)},"id":1`), ClientFrames);
+    expect(unclosed).toMatchObject({ ok: false, id: undefined });
+    const idFirst = decodeFrame(Buffer.from(`{"type":"call","id":1,"args":${'['.repeat(100)}`), ClientFrames);
+    expect(idFirst).toMatchObject({ ok: false, id: 1 });
+    expect(idFirst.ok ? undefined : idFirst.error.code).toBe('invalid_argument');
+  });
+
+  it('decodes a frame whose args are nested exactly to the bound', () => {
+    const result = decodeFrame(Buffer.from(`{"type":"call","id":2,"method":"echo","args":${nested(64)}}`), ClientFrames);
+    expect(result.ok).toBe(true);
+  });
+});

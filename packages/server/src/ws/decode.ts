@@ -1,6 +1,7 @@
 /** Turns one incoming WebSocket message into a validated frame, or the error to answer with. */
 import type { z } from '../contract/zod.js';
 import { ClientFrames } from '../contract/frames.js';
+import { envelopeMember, jsonTooDeep, jsonTooDeepError } from '../contract/json-depth.js';
 import { PorticoError } from '../errors.js';
 
 export type FrameId = string | number | undefined;
@@ -9,9 +10,13 @@ export type Decoded<F> = { ok: true; frame: F; id: FrameId } | { ok: false; erro
 
 /** Decodes a JSON text frame (binary frames belong to the data plane and never come here). */
 export function decodeFrame<F>(data: Buffer, schemas: Record<string, z.ZodType>): Decoded<F> {
+  const text = data.toString('utf8');
+  // Before parsing: nothing nested past the bound goes further (contract/json-depth.ts).
+  const tooDeep = jsonTooDeep(text);
+  if (tooDeep !== -1) return { ok: false, error: jsonTooDeepError(text, tooDeep), id: envelopeMember(text, 'id') };
   let raw: unknown;
   try {
-    raw = JSON.parse(data.toString('utf8'));
+    raw = JSON.parse(text);
   } catch (err) {
     return { ok: false, error: new PorticoError('invalid_frame', `Frame is not valid JSON: ${(err as Error).message}`), id: undefined };
   }
