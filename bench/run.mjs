@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `npm run bench`: every figure beside its floor measured in this same run. Never part of `npm test`.
 // `npm run bench -- calls binary` runs only the named sections (floors, calls, binary, compression, sockets, widgets,
-// anywidgets, executions, index, postgres, slurm), so a before/after comparison of one part need not wait for all of them.
+// anywidgets, executions, index, postgres, slurm, lifetime), so a before/after comparison of one part need not wait for all of them.
 import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { cpus } from 'node:os';
@@ -15,6 +15,7 @@ import { executionsBench } from './executions.mjs';
 import { widgetsBench } from './widgets.mjs';
 import { anywidgetsBench } from './anywidgets.mjs';
 import { indexBench } from './index.mjs';
+import { lifetimeBench } from './lifetime.mjs';
 import { postgresBench } from './postgres.mjs';
 import { pipeEchoRtt, startHttpFloor, startWsEcho, wsEchoRtt, wsEchoThroughput } from './floors.mjs';
 import { demoProject, medianOf, onDemoCopy, recorded, report, ROOT, rssMb, section, startGateway } from './lib.mjs';
@@ -24,7 +25,7 @@ if (!existsSync(path.join(ROOT, 'packages/server/dist/cli/main.js'))) {
   process.exit(1);
 }
 
-const SECTIONS = ['floors', 'calls', 'binary', 'compression', 'sockets', 'widgets', 'anywidgets', 'executions', 'index', 'postgres', 'slurm'];
+const SECTIONS = ['floors', 'calls', 'binary', 'compression', 'sockets', 'widgets', 'anywidgets', 'executions', 'index', 'postgres', 'slurm', 'lifetime'];
 const args = process.argv.slice(2);
 // --json [file]: also write every figure as JSON (to the file, or to stdout when none is named).
 const jsonAt = args.indexOf('--json');
@@ -204,6 +205,11 @@ if (want('index')) {
 if (want('postgres')) {
   section('postgres', 'Config index on PostgreSQL (issue 18): 1M records seeded in bulk, beside a Map scan');
   report(await onDemoCopy(postgresBench));
+}
+
+if (want('lifetime')) {
+  section('lifetime', 'Live instances (issue 28): a worker killed or wedged until calls and widget state are back; saving a 1 MB widget state');
+  report(await onDemoCopy((dir) => lifetimeBench(dir, RUNS)));
 }
 
 if (want('slurm')) report(await (await import('./slurm.mjs')).slurmBench());
