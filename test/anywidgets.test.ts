@@ -205,7 +205,7 @@ describe('serving a published anywidget', { timeout: 60_000 }, () => {
     b.close();
   });
 
-  it('the widget of an instance nobody is attached to any more is closed and let go', async () => {
+  it('a client leaving only detaches; the widget of a released instance is closed and let go', async () => {
     const keeper = await Client.open(url);
     const { payload: kept } = await keeper.connect('knob', { version: [{ value: 50 }] });
     await keeper.request({ type: 'widget_get' });
@@ -218,7 +218,11 @@ describe('serving a published anywidget', { timeout: 60_000 }, () => {
       return client;
     }));
     expect(await alive()).toBe(before + 3);
+    const uuids = visitors.map((client) => client.frames.find((f) => f.type === 'connected')!.payload.uuid as string);
     for (const client of visitors) client.close();
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(await alive()).toBe(before + 3); // their instances live on (README "Lifetime")
+    for (const uuid of uuids) expect((await api({ url }, 'POST', `/v1/interfaces/${uuid}/release`)).body).toEqual({ uuid, released: true });
     await expect.poll(alive, { timeout: 20_000 }).toBe(before);
     keeper.close();
   });

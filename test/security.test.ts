@@ -271,9 +271,11 @@ describe('projects and interpreters', () => {
 
   it('each (project, interpreter) gets its own worker; /v1/projects lists projects, roots, interpreters and workers', async () => {
     expect((await call()).body).toEqual({ payload: 1 });
-    expect((await call({ 'x-service-python': OTHER_PYTHON })).body).toEqual({ payload: 1 });
+    // Another worker makes its own instance of the same uuid, handed the widget state the first
+    // one saved (README "Widget state comes back"): it counts on from 1.
+    expect((await call({ 'x-service-python': OTHER_PYTHON })).body).toEqual({ payload: 2 });
     // The query picks the same worker as the header: the counter there has counted once already.
-    expect((await call({}, `?python=${encodeURIComponent(OTHER_PYTHON)}`)).body).toEqual({ payload: 2 });
+    expect((await call({}, `?python=${encodeURIComponent(OTHER_PYTHON)}`)).body).toEqual({ payload: 3 });
     expect((await call({ 'x-service-project': second })).body).toEqual({ payload: 1 });
     const c = await Client.open(g.url, { headers: { ...bearer(TOKEN), 'x-service-python': OTHER_PYTHON, 'x-service-project': second } });
     await c.connect('counter');

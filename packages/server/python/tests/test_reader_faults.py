@@ -211,7 +211,12 @@ class InProcessWorker:
             deadline = time.monotonic() + TIMEOUT
             while not self.status and time.monotonic() < deadline:
                 time.sleep(0.01)
-            self.worker.loop.call_soon_threadsafe(self.worker.loop.stop)
+            loop = self.worker.loop
+            loop.call_soon_threadsafe(loop.stop)
+            deadline = time.monotonic() + TIMEOUT
+            while loop.is_running() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            loop.close()
             self.worker.pool.shutdown(wait=False)
             for fd in (self._request_w, request_r, reply_w):
                 os.close(fd)
