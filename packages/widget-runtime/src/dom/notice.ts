@@ -22,28 +22,14 @@ const INFO_STYLE =
 const infoTimers = new WeakMap<HTMLElement, ReturnType<typeof setTimeout>>();
 
 export function showNotice(host: HTMLElement, error: WidgetRuntimeError): void {
-  let box = findChild(host, CLASS);
-  if (!box) {
-    box = host.ownerDocument.createElement('div');
-    box.className = CLASS;
-    box.setAttribute('role', 'alert');
-    box.style.cssText = STYLE;
-    host.prepend(box);
-  }
+  const box = noticeBox(host, CLASS, 'alert', STYLE);
   box.textContent = `Portico widget: ${error.message} (${error.code})`;
 }
 
 /** Shows `text` (with `detail` as its tooltip) for `ms` milliseconds; a newer one replaces it. */
 export function flashNotice(host: HTMLElement, text: string, detail: string, ms: number): void {
   if (ms <= 0) return;
-  let box = findChild(host, INFO_CLASS);
-  if (!box) {
-    box = host.ownerDocument.createElement('div');
-    box.className = INFO_CLASS;
-    box.setAttribute('role', 'status');
-    box.style.cssText = INFO_STYLE;
-    host.prepend(box);
-  }
+  const box = noticeBox(host, INFO_CLASS, 'status', INFO_STYLE);
   box.textContent = `Portico widget: ${text}`;
   box.title = detail;
   clearTimeout(infoTimers.get(host));
@@ -68,6 +54,19 @@ export function clearAllNotices(host: HTMLElement): void {
   clearTimeout(infoTimers.get(host));
   infoTimers.delete(host);
   findChild(host, INFO_CLASS)?.remove();
+}
+
+/** The host's notice box of `className`, made (first in the host) when it has none. */
+function noticeBox(host: HTMLElement, className: string, role: string, style: string): HTMLElement {
+  let box = findChild(host, className);
+  if (!box) {
+    box = host.ownerDocument.createElement('div');
+    box.className = className;
+    box.setAttribute('role', role);
+    box.style.cssText = style;
+    host.prepend(box);
+  }
+  return box;
 }
 
 function findChild(host: HTMLElement, className: string): HTMLElement | undefined {
