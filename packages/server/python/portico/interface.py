@@ -222,8 +222,9 @@ class Interface:
         the default state is the config, which cannot change.
 
         Overriding it also makes the state persist (see ``_persist_widget``): right after
-        ``__init__`` of a later instance of this uuid, it receives the whole saved state once
-        (what it returns then is ignored; an exception is logged and the instance kept).
+        ``__init__`` of a later instance of this uuid, it receives once the saved entries that
+        differ from what the new instance's ``widget_state()`` answers, as a page setting them
+        would (what it returns then is ignored; an exception is logged and the instance kept).
         """
         raise ReadOnly(f"{type(self).__name__}'s widget is read-only: its state is its config, which cannot change")
 
