@@ -4,11 +4,12 @@
  * PostgreSQL, with records inserted through `insert` and searched through `search`, so the SQL
  * compiler is held to the same oracle as the in-memory engine.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LIMITS } from '../packages/server/src/config/constants.js';
 import type { FindRequest } from '../packages/server/src/contract/search.js';
 import { LowdbStore } from '../packages/server/src/store/lowdb-store.js';
 import { PostgresIndex } from '../packages/server/src/store/postgres/postgres-store.js';
@@ -64,13 +65,13 @@ describe.each(KINDS)('$name store', (kind) => {
   beforeAll(() => kind.setup());
   afterAll(() => kind.teardown());
 
-  /** Runs `body` on a fresh store holding `records`, then removes it. */
-  async function withStore<T>(records: InterfaceRecord[], body: (store: Store) => Promise<T>): Promise<T> {
+  /** Runs `body` on a fresh store holding `records` (in a fresh project folder), then removes it. */
+  async function withStore<T>(records: InterfaceRecord[], body: (store: Store, project: string) => Promise<T>): Promise<T> {
     const project = await mkdtemp(path.join(tmpdir(), 'portico-conformance-'));
     const store = await kind.open(project);
     try {
       await Promise.all(records.map((r) => store.insert(r)));
-      return await body(store);
+      return await body(store, project);
     } finally {
       await store.close();
       await rm(project, { recursive: true, force: true });
@@ -223,4 +224,55 @@ describe.each(KINDS)('$name store', (kind) => {
       await expectExactTotals(store);
     });
   });
+
+  it('a write the store cannot take whole is refused with a stable code, and get, search and later writes are as before', async () => {
+    const kept = record('kept', { n: 1 }, { label: 'k', meta: { note: 'x' } });
+    await withStore([kept], async (store, project) => {
+      const view = async () => ({ all: await store.search({ include_archived: true, limit: 1000 }), kept: await store.get('kept') });
+      const before = await view();
+      const cyclic: Record<string, unknown> = {};
+      cyclic.self = cyclic;
+      const refusals: Array<[string, Partial<InterfaceRecord>, string, RegExp]> = [
+        ['bigint', { meta: { n: 10n } }, 'invalid_argument', /its meta is not JSON/],
+        ['cyclic', { meta: cyclic }, 'invalid_argument', /its meta is not JSON/],
+        ['too-deep-to-serialize', { meta: { m: nested(20_000) } }, 'invalid_argument', /nested deeper than 64 levels \(at \$\.meta\)/],
+        ['over-depth', { config: { m: nested(64) } }, 'invalid_argument', /nested deeper than 64 levels \(at \$\.config\.m\[0\]\[0\]\[0\]\[0\]…\)/],
+        ['oversize', { meta: { blob: 'x'.repeat(LIMITS.recordMaxBytes) } }, 'payload_too_large', /limits\.recordMaxBytes\); its meta alone takes 1048\d{3} bytes/],
+        ['long-label', { label: 'a'.repeat(LIMITS.labelMax + 1) }, 'validation_error', /at most 1024/],
+        ['no-config', { config: null as unknown as Record<string, unknown> }, 'invalid_argument', /config must be an object/],
+        ['a/b', {}, 'invalid_argument', /uuid 'a\/b' must be/],
+      ];
+      for (const [uuid, fields, code, message] of refusals) {
+        await expect(store.insert(record(uuid, {}, fields)), uuid).rejects.toMatchObject({ code, message: expect.stringMatching(message) });
+        expect(await store.get(uuid)).toBeUndefined();
+        expect(await view()).toEqual(before);
+      }
+      await expect(store.update('kept', { label: 'a'.repeat(LIMITS.labelMax + 1) })).rejects.toMatchObject({ code: 'validation_error' });
+      await expect(store.update('kept', { archived: 'yes' as unknown as boolean })).rejects.toMatchObject({ code: 'invalid_argument' });
+      expect(await view()).toEqual(before);
+      // Exactly at the bounds is stored; the store keeps writing.
+      const atBound = record('at-bound', { m: nested(63) }, { label: 'a'.repeat(LIMITS.labelMax) });
+      expect(await store.insert(atBound)).toEqual({ record: atBound, created: true });
+      expect(await store.get('at-bound')).toEqual(atBound);
+      expect((await store.search({ include_archived: true })).total).toBe(2);
+      expect(JSON.parse(await readFile(path.join(project, '.portico/interfaces/at-bound/interface.json'), 'utf8'))).toEqual(atBound);
+    });
+  });
+
+  it('writes each record file compact, one line of its JSON, and rewrites it on update', async () => {
+    const stored = record('compact', { a: { b: [1, { c: 2 }] } }, { meta: { deep: nested(10) } });
+    await withStore([stored], async (store, project) => {
+      const file = path.join(project, '.portico/interfaces/compact/interface.json');
+      expect(await readFile(file, 'utf8')).toBe(`${JSON.stringify(stored)}\n`);
+      const labelled = await store.update('compact', { label: 'now' });
+      expect(await readFile(file, 'utf8')).toBe(`${JSON.stringify(labelled)}\n`);
+    });
+  });
 });
+
+/** `n` lists, one inside the other, around 1. */
+function nested(n: number): unknown {
+  let value: unknown = 1;
+  for (let i = 0; i < n; i++) value = [value];
+  return value;
+}

@@ -108,6 +108,13 @@ export const LIMITS = {
    * that the fsync before chunk_done has little left to do instead of the whole upload.
    */
   uploadSyncEveryBytes: 64 * 1024 * 1024,
+  /**
+   * An upload's temp file or append marker in `.portico/uploads/` whose gateway cannot be seen to
+   * be dead (one on another host, sharing the folder through PostgreSQL) is undone by a gateway
+   * opening the project once it has not been renewed for this long; a live upload renews its own
+   * every quarter of it.
+   */
+  uploadLeaseMs: 60 * 60 * 1000,
   /** Bytes of one binary frame of a read (chunk_start mode read); the worker never sends a larger chunk. */
   readBlockBytes: 1024 * 1024,
   /**
@@ -122,6 +129,13 @@ export const LIMITS = {
   listMax: 1000,
   /** Longest label, in UTF-16 code units, that create (REST and `connect`) and PATCH …/label accept. */
   labelMax: 1024,
+  /**
+   * Largest interface record a store takes: its compact JSON text, label aside (labelMax bounds
+   * that), in UTF-8 bytes; a larger create answers `payload_too_large`. A record also nests at most
+   * jsonDepthMax levels (the record is level 0, its `meta` level 1; deeper: `invalid_argument`).
+   * Both are checked before anything of the record reaches memory or disk (store/record-json.ts).
+   */
+  recordMaxBytes: 1024 * 1024,
   /** Lifetime of a session token minted without `ttl_seconds` (s). */
   sessionTokenTtlDefaultS: 15 * 60,
   /** Longest lifetime a session token may ask for (s; spec: at most one hour). */

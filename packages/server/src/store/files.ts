@@ -60,19 +60,26 @@ export function isSafeName(uuid: string): boolean {
   return /^[A-Za-z0-9_.-]{1,128}$/.test(uuid) && uuid !== '.' && uuid !== '..';
 }
 
-export function interfaceDir(project: string, uuid: string): string {
+/** Throws `invalid_argument` unless `uuid` can name an interface directory (isSafeName). */
+export function checkSafeName(uuid: string): void {
   if (!isSafeName(uuid)) throw new PorticoError('invalid_argument', `uuid '${uuid}' must be 1-128 of A-Z a-z 0-9 _ . -`);
+}
+
+export function interfaceDir(project: string, uuid: string): string {
+  checkSafeName(uuid);
   return path.join(project, STORE_DIR, INTERFACES_DIR, uuid);
 }
 
-const recordText = (record: InterfaceRecord) => `${JSON.stringify(record, null, 2)}\n`;
-
-/** Writes the record file an interface directory carries (so the directory can travel and be reindexed). */
-export async function writeRecordFile(project: string, record: InterfaceRecord): Promise<void> {
-  const dir = interfaceDir(project, record.uuid);
+/**
+ * Writes the record file an interface directory carries (so the directory can travel and be
+ * reindexed): `text` is the record's compact JSON (record-json.ts), on one line. Files written
+ * indented by earlier gateways read the same (readRecordFile).
+ */
+export async function writeRecordFile(project: string, uuid: string, text: string): Promise<void> {
+  const dir = interfaceDir(project, uuid);
   await mkdir(dir, { recursive: true });
   // Not fsync'd: the journal is the durable copy; this one is for reindex and for travel.
-  await writeAtomic(path.join(dir, RECORD_FILE), recordText(record), { durable: false });
+  await writeAtomic(path.join(dir, RECORD_FILE), `${text}\n`, { durable: false });
 }
 
 export async function removeInterfaceDir(project: string, uuid: string): Promise<void> {

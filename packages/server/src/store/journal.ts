@@ -15,6 +15,12 @@ export interface JournalEntry {
   del?: string;
 }
 
+/** The journal text of a put: the record as its JSON text (record-json.ts), so a write serializes it once. */
+export const putText = (s: number, recordText: string): string => `{"s":${s},"put":${recordText}}`;
+
+/** The journal text of a delete. */
+export const delText = (s: number, uuid: string): string => JSON.stringify({ s, del: uuid });
+
 interface Waiter {
   resolve: () => void;
   reject: (err: Error) => void;
@@ -24,8 +30,10 @@ export class Journal {
   private queued: string[] = [];
   private waiters: Waiter[] = [];
   private flushing: Promise<void> | undefined;
-  /** Bytes appended so far (drives checkpoints). */
+  /** Bytes appended so far (drives checkpoints); the file holds exactly these unless a flush fails. */
   bytes = 0;
+  /** Set when a failed flush could not be cut back off the file: nothing more is appended to it. */
+  private broken: Error | undefined;
 
   private constructor(
     readonly file: string,
@@ -39,10 +47,16 @@ export class Journal {
     return journal;
   }
 
-  /** Appends an entry; resolves once it is durable. */
-  append(entry: JournalEntry): Promise<void> {
+  /** Whether a failed flush left this journal unusable (a checkpoint then starts a new one). */
+  get isBroken(): boolean {
+    return this.broken !== undefined;
+  }
+
+  /** Appends an entry, given as its JSON text (putText, delText); resolves once it is durable. */
+  append(text: string): Promise<void> {
+    if (this.broken) return Promise.reject(new Error(`The index journal ${this.file} cannot be written since an earlier failure: ${this.broken.message}`));
     return new Promise((resolve, reject) => {
-      this.queued.push(`${JSON.stringify(entry)}\n`);
+      this.queued.push(`${text}\n`);
       this.waiters.push({ resolve, reject });
       this.flushing ??= this.flush();
     });
@@ -70,7 +84,16 @@ export class Journal {
         this.bytes += Buffer.byteLength(data);
         for (const w of waiters) w.resolve();
       } catch (err) {
+        // None of this flush is acknowledged. What reached the file is cut off: replay stops at
+        // the first line it cannot read, so a torn line left here would hide every entry that
+        // later flushes acknowledge.
+        await this.handle.truncate(this.bytes).catch((cut: Error) => (this.broken = cut));
         for (const w of waiters) w.reject(err as Error);
+        if (this.broken) {
+          for (const w of this.waiters) w.reject(this.broken);
+          this.queued = [];
+          this.waiters = [];
+        }
       }
     }
     this.flushing = undefined;

@@ -17,16 +17,23 @@
  *
  * One process at a time writes an index: the lock (files.ts, acquireLock) is a unix socket the
  * kernel frees when its holder dies, so a restart right after a crash never waits on a stale pid.
+ *
+ * Nothing poisons the index: a write is checked and serialized (record-json.ts) before it touches
+ * memory, and one whose journal entry fails to reach the disk is taken back out of memory, so what
+ * the store holds is always what a restart would load. Files are written compact (no indentation);
+ * indented ones from earlier gateways read the same.
  */
 import { mkdir, readdir, rm, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { Low } from 'lowdb';
-import { JSONFile } from 'lowdb/node';
+import { DataFile } from 'lowdb/node';
 import type { FindRequest, SearchResponse } from '../contract/search.js';
+import { logInBackground } from '../ops/logger.js';
 import { RecordIndex } from './lowdb-index.js';
 import { compileQuery } from './query.js';
-import { acquireLock, INTERFACES_DIR, type LockHolder, readRecordFile, removeInterfaceDir, STORE_DIR, syncPath, writeRecordFile } from './files.js';
-import { Journal, readJournal, type JournalEntry } from './journal.js';
+import { acquireLock, type LockHolder, readRecordFiles, removeInterfaceDir, STORE_DIR, syncPath, writeRecordFile } from './files.js';
+import { delText, Journal, putText, readJournal, type JournalEntry } from './journal.js';
+import { checkPatch, isStorable, newRecordJson, recordJson } from './record-json.js';
 import type { InterfaceRecord, RecordPatch, Store } from './store.js';
 
 export const INDEX_DIR = 'index';
@@ -43,6 +50,18 @@ interface SegmentFile {
   /** Every journal entry up to this sequence number is included. */
   seq: number;
   interfaces: Record<string, InterfaceRecord>;
+}
+
+/** The unsettled mutations of one uuid. */
+interface Pending {
+  /** The record as the journal holds it (undefined: none): what memory returns to when a write fails. */
+  durable: InterfaceRecord | undefined;
+  /** The sequence number of the latest mutation applied in memory. */
+  latest: number;
+  /** Mutations applied and not settled yet. */
+  count: number;
+  /** Settles (never rejects) when the latest one has. */
+  settled: Promise<void>;
 }
 
 /** FNV-1a: a stable, cheap spread of uuids over the segments. */
@@ -66,8 +85,10 @@ function segmentFile(dir: string, i: number): string {
 async function openSegments(dir: string): Promise<Array<Low<SegmentFile>>> {
   const segments: Array<Low<SegmentFile>> = [];
   for (let i = 0; i < SEGMENTS; i++) {
-    // Not JSONFilePreset: it silently swaps in an in-memory adapter when NODE_ENV=test.
-    const db = new Low<SegmentFile>(new JSONFile(segmentFile(dir, i)), { seq: 0, interfaces: {} });
+    // Not JSONFilePreset: it silently swaps in an in-memory adapter when NODE_ENV=test. Not
+    // JSONFile: it indents, which made a deeply nested record take its depth squared in bytes.
+    const file = new DataFile<SegmentFile>(segmentFile(dir, i), { parse: JSON.parse, stringify: (data) => JSON.stringify(data) });
+    const db = new Low<SegmentFile>(file, { seq: 0, interfaces: {} });
     await db.read();
     db.data ??= { seq: 0, interfaces: {} };
     segments.push(db);
@@ -86,8 +107,8 @@ async function journalFiles(dir: string): Promise<Array<{ file: string; n: numbe
 export class LowdbStore implements Store {
   private readonly records = new RecordIndex();
   private readonly dirty = new Set<number>();
-  /** uuid → the durable-write promise of its latest mutation (until it settles). */
-  private readonly inflight = new Map<string, Promise<void>>();
+  /** uuid → its mutations on their way to disk (until they settle). */
+  private readonly pending = new Map<string, Pending>();
   private seq = 0;
   private journalNumber = 0;
   private journal!: Journal;
@@ -120,18 +141,15 @@ export class LowdbStore implements Store {
 
   /**
    * Rebuilds a project's index from its interface directories (each carries interface.json),
-   * keeping created_by, label and archived. Returns how many records it indexed.
+   * keeping created_by, label and archived. A record file that holds no record the store can
+   * write back is left out. Returns how many records it indexed.
    */
   static async reindex(project: string): Promise<number> {
     const dir = path.join(project, STORE_DIR, INDEX_DIR);
     await mkdir(dir, { recursive: true });
     const unlock = await acquireLock(dir);
     try {
-      const root = path.join(project, STORE_DIR, INTERFACES_DIR);
-      const names = await readdir(root).catch(() => [] as string[]);
-      const found = (await Promise.all(names.map((name) => readRecordFile(path.join(root, name))))).filter(
-        (r): r is InterfaceRecord => r !== undefined,
-      );
+      const found = (await readRecordFiles(project)).filter(isStorable);
       for (const { file } of await journalFiles(dir)) await unlink(file);
       const segments = await openSegments(dir);
       for (const seg of segments) seg.data = { seq: 0, interfaces: {} };
@@ -170,7 +188,7 @@ export class LowdbStore implements Store {
     // Only now: loading a large index takes seconds, and there is no journal to check before.
     this.timer = setInterval(() => {
       const due = this.journal.bytes >= CHECKPOINT_BYTES || (this.journal.bytes > 0 && Date.now() - this.journalOpenedAt >= CHECKPOINT_MS);
-      if (due) void this.checkpoint().catch((err) => process.stderr.write(`store checkpoint failed: ${err}\n`));
+      if (due) void this.checkpoint().catch((err) => logInBackground(`store checkpoint failed (${this.dir}): ${(err as Error)?.stack ?? err}`, 'error'));
     }, CHECK_EVERY_MS);
     this.timer.unref();
   }
@@ -203,27 +221,29 @@ export class LowdbStore implements Store {
   }
 
   async insert(record: InterfaceRecord): Promise<{ record: InterfaceRecord; created: boolean }> {
-    const existing = this.records.get(record.uuid);
-    if (existing) {
-      // It may still be on its way to disk: acknowledge only once it is there.
-      await this.inflight.get(record.uuid);
-      return { record: existing, created: false };
+    const text = newRecordJson(record);
+    for (let existing = this.records.get(record.uuid); existing; existing = this.records.get(record.uuid)) {
+      // It may still be on its way to disk: acknowledge only once it is there. If that write
+      // failed (or another changed it meanwhile), look again.
+      await this.pending.get(record.uuid)?.settled;
+      if (this.records.get(record.uuid) === existing) return { record: existing, created: false };
     }
-    await this.mutate({ s: 0, put: record as JournalEntry['put'] & InterfaceRecord });
+    await this.mutate(record.uuid, record, text);
     return { record, created: true };
   }
 
   async update(uuid: string, patch: RecordPatch): Promise<InterfaceRecord | undefined> {
+    checkPatch(patch, uuid);
     const current = this.records.get(uuid);
     if (!current) return undefined;
     const next: InterfaceRecord = { ...current, ...patch };
-    await this.mutate({ s: 0, put: next as JournalEntry['put'] & InterfaceRecord });
+    await this.mutate(uuid, next, recordJson(next));
     return next;
   }
 
   async delete(uuid: string): Promise<boolean> {
     if (!this.records.get(uuid)) return false;
-    await this.mutate({ s: 0, del: uuid });
+    await this.mutate(uuid, undefined);
     return true;
   }
 
@@ -239,30 +259,53 @@ export class LowdbStore implements Store {
     if (this.closed) return;
     this.closed = true;
     clearInterval(this.timer);
-    await Promise.allSettled(this.inflight.values());
+    await Promise.all([...this.pending.values()].map((pending) => pending.settled));
     await this.checkpoint();
     await this.journal.close();
     await this.unlock();
   }
 
   /**
-   * Applies a mutation in memory at once (so reads see it and concurrent writers order by
-   * arrival: last write wins), then resolves when it is durable: journal entry fdatasync'd and
-   * the record file beside the interface's data written.
+   * Puts `record` (its JSON `text` checked and serialized by the caller) or, without one, deletes
+   * the uuid. Applied in memory at once (so reads see it and concurrent writers order by arrival:
+   * last write wins), it resolves when it is durable: journal entry fdatasync'd, then the record
+   * file beside the interface's data written (or, for a delete, the directory removed: only once
+   * the delete is durable, so a failed one keeps the data; one after the other for one uuid, so
+   * the last write's file stays). When the journal entry fails, memory returns to what the journal
+   * holds, unless a later mutation of the uuid was applied meanwhile: that one carries the whole
+   * record and takes back the same way if it fails too.
    */
-  private async mutate(entry: JournalEntry): Promise<void> {
-    entry.s = ++this.seq;
-    this.apply(entry);
-    const uuid = (entry.put?.uuid ?? entry.del)!;
-    const sideFile = entry.put
-      ? writeRecordFile(this.project, entry.put as unknown as InterfaceRecord)
-      : removeInterfaceDir(this.project, uuid);
-    const durable = Promise.all([this.journal.append(entry), sideFile]).then(() => undefined);
-    const tracked = durable.finally(() => {
-      if (this.inflight.get(uuid) === tracked) this.inflight.delete(uuid);
+  private async mutate(uuid: string, record: InterfaceRecord | undefined, text?: string): Promise<void> {
+    const s = ++this.seq;
+    const own = this.pending.get(uuid) ?? { durable: this.records.get(uuid), latest: s, count: 0, settled: Promise.resolve() };
+    this.pending.set(uuid, own);
+    own.latest = s;
+    own.count++;
+    this.apply(record ? { s, put: record as JournalEntry['put'] & InterfaceRecord } : { s, del: uuid });
+    // Journal flushes settle in sequence order, so `durable` follows the disk.
+    const journaled = this.journal.append(record ? putText(s, text!) : delText(s, uuid)).then(
+      () => {
+        own.durable = record;
+      },
+      (err: unknown) => {
+        if (own.latest === s) this.apply(own.durable ? { s: 0, put: own.durable as JournalEntry['put'] & InterfaceRecord } : { s: 0, del: uuid });
+        throw err;
+      },
+    );
+    const previous = own.settled;
+    const done = journaled.then(async () => {
+      await previous;
+      await (record ? writeRecordFile(this.project, uuid, text!) : removeInterfaceDir(this.project, uuid));
     });
-    this.inflight.set(uuid, tracked.catch(() => undefined));
-    await durable;
+    own.settled = done.then(
+      () => this.settle(uuid, own),
+      () => this.settle(uuid, own),
+    );
+    await done;
+  }
+
+  private settle(uuid: string, pending: Pending): void {
+    if (--pending.count === 0 && this.pending.get(uuid) === pending) this.pending.delete(uuid);
   }
 
   private apply(entry: JournalEntry): void {
@@ -288,7 +331,7 @@ export class LowdbStore implements Store {
     this.checkpointing ??= (async () => {
       try {
         const old = this.journal;
-        if (old.bytes > 0 && !this.closed) {
+        if ((old.bytes > 0 || old.isBroken) && !this.closed) {
           this.journal = await Journal.open(path.join(this.dir, `journal-${++this.journalNumber}.jsonl`));
           this.journalOpenedAt = Date.now();
         }

@@ -127,11 +127,11 @@ export class RunStore {
     return isSafeName(uuid) ? (await this.load()).get(uuid) : undefined;
   }
 
-  /** Writes a new run's directory and execution.json (durably: the run process reads it). */
+  /** Writes a new run's directory and execution.json, compact (durably: the run process reads it), before it is known in memory. */
   async create(spec: ExecutionSpec): Promise<void> {
     const specs = await this.load();
     await mkdir(this.dir(spec.uuid), { recursive: true });
-    await writeAtomic(path.join(this.dir(spec.uuid), 'execution.json'), `${JSON.stringify(spec, null, 2)}\n`);
+    await writeAtomic(path.join(this.dir(spec.uuid), 'execution.json'), `${JSON.stringify(spec)}\n`);
     specs.set(spec.uuid, spec);
   }
 

@@ -7,6 +7,8 @@
  * - insert is `INSERT … ON CONFLICT DO NOTHING`: the same uuid created at once through two
  *   gateways is one record, and both callers get that record.
  * - update writes only the fields in the patch, so the last write of each field wins.
+ * - Every write is checked and serialized first (record-json.ts): one the index cannot take whole
+ *   is refused before any statement runs.
  * - Every write is acknowledged only after PostgreSQL committed it (durable with its fsync).
  *   Creates and reads by uuid that arrive together share one statement (batch.ts).
  * - Totals come from counts that triggers keep (counts.ts); this index folds their deltas
@@ -18,8 +20,9 @@ import pg from 'pg';
 import { LIMITS } from '../../config/constants.js';
 import type { FindRequest, SearchResponse } from '../../contract/search.js';
 import { PorticoError } from '../../errors.js';
-import { interfaceDir, removeInterfaceDir, writeRecordFile } from '../files.js';
+import { removeInterfaceDir, writeRecordFile } from '../files.js';
 import { planQuery } from '../query.js';
+import { checkPatch, isStorable, newRecordJson, recordJson } from '../record-json.js';
 import type { InterfaceRecord, RecordPatch, Store } from '../store.js';
 import { codeText, INSERT_COLUMNS, RECORD_COLUMNS, recordValues, rowRecord, type RecordRow } from './coding.js';
 import { Batcher } from './batch.js';
@@ -266,11 +269,11 @@ export class PostgresStore implements Store {
   }
 
   async insert(record: InterfaceRecord): Promise<{ record: InterfaceRecord; created: boolean }> {
-    // A uuid that cannot name a directory is refused before a row exists (invalid_argument).
-    interfaceDir(this.project, record.uuid);
+    // Refused before a row exists: a uuid that cannot name a directory, a record over its bounds.
+    const text = newRecordJson(record);
     if (await this.index.insert(this.project, record)) {
       // Beside the interface's data, for `portico reindex` and for travel, as the embedded store does.
-      await writeRecordFile(this.project, record);
+      await writeRecordFile(this.project, record.uuid, text);
       return { record, created: true };
     }
     // ON CONFLICT waited for the winner's commit, so its row is there to read.
@@ -280,6 +283,7 @@ export class PostgresStore implements Store {
   }
 
   async update(uuid: string, patch: RecordPatch): Promise<InterfaceRecord | undefined> {
+    checkPatch(patch, uuid);
     const sets: string[] = [];
     const values: unknown[] = [this.project, codeText(uuid)];
     if (patch.label !== undefined) sets.push(`label = $${values.push(patch.label === null ? null : codeText(patch.label))}`);
@@ -290,7 +294,7 @@ export class PostgresStore implements Store {
     const { rows } = await this.index.query<RecordRow>(text, values);
     if (!rows[0]) return undefined;
     const record = rowRecord(rows[0]);
-    await writeRecordFile(this.project, record);
+    await writeRecordFile(this.project, uuid, recordJson(record));
     return record;
   }
 
@@ -314,14 +318,15 @@ export class PostgresStore implements Store {
 
   /**
    * Replaces the project's records with `records` in one transaction (portico reindex), keeping
-   * every field as given. Returns how many it wrote.
+   * every field as given; a record the store cannot write back is left out. Returns how many it wrote.
    */
   async replaceAll(records: InterfaceRecord[]): Promise<number> {
+    const storable = records.filter(isStorable);
     await this.index.transaction(async (client) => {
       await client.query('DELETE FROM portico_interfaces WHERE project = $1', [this.project]);
-      await this.index.insertAll(client, this.project, records);
+      await this.index.insertAll(client, this.project, storable);
     });
-    return records.length;
+    return storable.length;
   }
 
   /** Nothing to release per project: the pool belongs to the PostgresIndex. */
