@@ -1,6 +1,8 @@
 """Files under ``<project>/.portico/interfaces/<uuid>/``: path confinement and atomic writes.
 
-Backs ``Interface.local_directory``, ``save_file`` and ``load_file``.
+Backs ``Interface.local_directory``, ``save_file`` and ``load_file``. Confinement is the one of
+uploads and ``/files``: plain relative parts only, and symlinks followed only while they lead to
+a place inside the folder (the folder itself may be a link, to another disk say).
 """
 
 from __future__ import annotations
@@ -13,27 +15,51 @@ from typing import Any
 
 from ._json import dumps
 
-__all__ = ["data_path", "load_file", "save_file"]
+__all__ = ["OutsideFolder", "data_path", "load_file", "save_file"]
 
 # A client may choose its own uuid, so it reaches the file system only if it is one plain name.
 _SAFE_UUID = re.compile(r"[A-Za-z0-9_.-]+")
 
 
+class OutsideFolder(PermissionError, ValueError):
+    """A path that leads outside the interface's folder: absolute, with ``..``, or through a
+    symlink. The worker answers it ``forbidden``; it is also a ValueError, as bad parts always were."""
+
+
 def data_path(project: str, uuid: str, parts: tuple[str, ...], create: bool = False) -> str:
-    """``<project>/.portico/interfaces/<uuid>/<parts...>``; refuses parts that leave that folder."""
+    """``<project>/.portico/interfaces/<uuid>/<parts...>``; refuses parts that leave that folder.
+
+    Raises OutsideFolder for absolute parts, ``..`` and a path whose symlinks, resolved, lead out
+    of the folder (checked before ``create`` makes anything, and again after).
+    """
     if not _SAFE_UUID.fullmatch(uuid) or uuid in (".", ".."):
         raise ValueError(f"uuid {uuid!r} cannot name a directory")
     for part in parts:
         if not isinstance(part, str):
             raise TypeError(f"path parts must be str, not {type(part).__name__}")
         if os.path.isabs(part) or os.path.splitdrive(part)[0]:
-            raise ValueError(f"path part {part!r} is absolute")
+            raise OutsideFolder(f"path part {part!r} is absolute: it leads outside the interface folder")
         if ".." in re.split(r"[\\/]", part):
-            raise ValueError(f"path part {part!r} escapes the interface directory")
-    path = os.path.normpath(os.path.join(project, ".portico", "interfaces", uuid, *parts))
-    if create:
+            raise OutsideFolder(f"path part {part!r} leads outside the interface folder ('..')")
+    root = os.path.join(project, ".portico", "interfaces", uuid)
+    path = os.path.normpath(os.path.join(root, *parts))
+    if parts:
+        _confine(root, path, parts)
+        if create:
+            os.makedirs(path, exist_ok=True)
+            _confine(root, path, parts)  # a link swapped in meanwhile
+    elif create:
         os.makedirs(path, exist_ok=True)
     return path
+
+
+def _confine(root: str, path: str, parts: tuple[str, ...]) -> None:
+    """Refuses ``path`` when its symlinks (a missing tail is taken as it is) lead out of ``root``."""
+    real_root = os.path.realpath(root)
+    real = os.path.realpath(path)
+    if real != real_root and not real.startswith(os.path.join(real_root, "")):
+        shown = "/".join(parts)
+        raise OutsideFolder(f"path {shown!r} leads outside the interface folder (through a symlink)")
 
 
 def _fsync_directory(path: str) -> None:

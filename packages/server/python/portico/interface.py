@@ -271,8 +271,10 @@ class Interface:
     def local_directory(self, *parts: str, create: bool = False) -> str:
         """Path of this instance's data folder, ``<project>/.portico/interfaces/<uuid>/<parts...>``.
 
-        With ``create=True`` the directory (the joined path itself) is created. Parts that are
-        absolute or contain ``..`` raise ValueError.
+        With ``create=True`` the directory (the joined path itself) is created. The path stays
+        inside the folder: parts that are absolute or contain ``..``, and a path that a symlink in
+        the folder leads outside it, raise PermissionError (also a ValueError), which a hook that
+        lets it propagate answers as ``forbidden``. Symlinks that stay inside are followed.
         """
         project, uuid = self._portico_served()
         return _storage.data_path(project, uuid, parts, create)
@@ -281,11 +283,13 @@ class Interface:
         """Durably store ``data`` under ``local_directory(name)`` and return the path.
 
         ``.json`` names store ``data`` as JSON; otherwise ``data`` must be ``str`` (stored as
-        UTF-8) or ``bytes``. The write is atomic: readers never see a partial file.
+        UTF-8) or ``bytes``. The write is atomic: readers never see a partial file. ``name`` is
+        confined as in ``local_directory`` (PermissionError when it leads outside the folder).
         """
         return _storage.save_file(*self._portico_served(), name, data)
 
     def load_file(self, name: str, default: Any = None) -> Any:
         """Read a file written by ``save_file``: parsed JSON for ``.json`` names, else text
-        (bytes when it is not UTF-8); ``default`` when the file does not exist."""
+        (bytes when it is not UTF-8); ``default`` when the file does not exist. ``name`` is
+        confined as in ``local_directory`` (PermissionError when it leads outside the folder)."""
         return _storage.load_file(*self._portico_served(), name, default)

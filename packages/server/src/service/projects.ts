@@ -9,11 +9,13 @@ import { PorticoError } from '../errors.js';
 import type { IndexBackend } from '../store/backends.js';
 import type { LockHolder } from '../store/files.js';
 import { instrumentStore } from '../store/instrumented.js';
+import { LowdbStore } from '../store/lowdb-store.js';
 import type { Metrics } from '../ops/metrics.js';
 import { RunStore } from '../store/runs.js';
 import type { Store } from '../store/store.js';
 import type { Push } from '../kernel/worker.js';
 import { isWithin } from './relative-path.js';
+import { recoverUploads } from './uploads.js';
 
 /** Receives what an interface pushes to the clients attached to it. */
 export type Listener = (push: Push) => void;
@@ -105,7 +107,10 @@ export class ProjectRegistry {
     const dir = requested ? await this.check(requested) : this.defaultDir;
     let project = this.open.get(dir);
     if (!project) {
-      project = this.backend.open(dir, this.holder).then((store) => {
+      project = this.backend.open(dir, this.holder).then(async (store) => {
+        // What uploads of a killed gateway left is undone before this one takes any; the embedded
+        // store's lock makes this gateway the project's only writer.
+        await recoverUploads(dir, { exclusive: store instanceof LowdbStore });
         const opened = new Project(dir, this.metrics ? instrumentStore(store, this.metrics) : store);
         this.ready.set(dir, opened);
         return opened;

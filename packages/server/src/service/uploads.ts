@@ -1,22 +1,36 @@
 /**
  * Binary uploads into an interface's data folder, transport-free. Bytes stream to disk as they
  * arrive (written in order, batched with writev), with bounded memory: `buffered` tells the
- * transport when to stop reading its socket. Nothing is ever half-done under the final name:
+ * transport when to stop reading its socket. Nothing is ever half-done under the final name, and
+ * nothing an upload leaves while it runs outlives a crash of its gateway:
  *
- * - `write` streams into a dot-named temp file beside the target; `finish` fsyncs it and renames
- *   it over the target (then fsyncs the folder). An aborted upload only removes the temp file.
- * - `append` writes at the end of the target and remembers its size first; an aborted upload
- *   truncates it back to that size (or removes it, when the upload created it).
+ * - `write` streams into a temp file in the project's staging folder (`.portico/uploads/`, on the
+ *   same file system, so the rename stays atomic); `finish` fsyncs it, renames it over the target
+ *   and fsyncs the target's folder. An aborted upload only removes the temp file.
+ * - `append` to an existing file first records the file's size (and identity) in a marker in the
+ *   staging folder, fsynced before the first byte goes to the end of the file; an aborted upload
+ *   truncates it back to that size; `finish` fsyncs the file, then removes the marker. O(1)
+ *   whatever the file's size. An append to a file that does not exist is a write.
+ * - Whatever a killed gateway left is therefore in one folder: `recoverUploads`, run when a
+ *   gateway opens the project, removes the temp files and cuts the appends of gateways that are
+ *   gone back to their recorded size (one readdir, however many interfaces the project has).
+ *
+ * Staging entries are named `<pid>-<pid namespace>@<host>.<random>.<kind>` after the gateway that
+ * owns them, which renews their mtime while the upload lives (the lease other hosts go by). A
+ * target on another file system than the staging folder gets its temp file beside it instead
+ * (`.<name>.<random>.upload`), named by a `.write` entry in the staging folder.
  *
  * Paths are confined to the folder: plain relative segments only, intermediate symlinks and the
  * target itself followed only when they stay inside, the record file off limits.
  */
 import { randomBytes } from 'node:crypto';
-import { lstat, mkdir, open, realpath, rename, unlink, type FileHandle } from 'node:fs/promises';
+import { readlinkSync } from 'node:fs';
+import { copyFile, lstat, mkdir, open, readdir, readFile, realpath, rename, stat, unlink, utimes, type FileHandle } from 'node:fs/promises';
+import { hostname } from 'node:os';
 import path from 'node:path';
 import { LIMITS } from '../config/constants.js';
 import { PorticoError, toPorticoError } from '../errors.js';
-import { RECORD_FILE, interfaceDir, syncPath } from '../store/files.js';
+import { RECORD_FILE, STORE_DIR, interfaceDir, syncPath } from '../store/files.js';
 import type { RequestContext } from './context.js';
 import { isWithin, plainSegments } from './relative-path.js';
 
@@ -29,9 +43,19 @@ export interface UploadDone {
   mode: UploadMode;
 }
 
-/** The folder uploads of an interface land in (its `local_directory()`). */
-export function uploadRoot(ctx: RequestContext, uuid: string): string {
-  return interfaceDir(ctx.project.dir, uuid);
+/** Where an upload goes: the interface's folder, and the project's staging folder. */
+export interface UploadPlace {
+  /** The folder uploads of the interface land in (its `local_directory()`). */
+  root: string;
+  /** `<project>/.portico/uploads/`: temp files and append markers while uploads run. */
+  staging: string;
+}
+
+const stagingDir = (project: string) => path.join(project, STORE_DIR, 'uploads');
+
+/** Where uploads into interface `uuid` of the request's project go. */
+export function uploadRoot(ctx: RequestContext, uuid: string): UploadPlace {
+  return { root: interfaceDir(ctx.project.dir, uuid), staging: stagingDir(ctx.project.dir) };
 }
 
 /** Buffers handed to one writev (below every platform's IOV_MAX). */
@@ -39,6 +63,157 @@ const MAX_BATCH = 256;
 
 /** Targets of uploads in progress, gateway-wide: two uploads never share a file. */
 const active = new Set<string>();
+
+/** This process as staging entries name their owner; the pid namespace tells containers of one host apart. */
+const OWNER_HOST = hostname().replace(/[^A-Za-z0-9.-]/g, '_') || 'unknown';
+const OWNER_PID_NS = (() => {
+  try {
+    return /\d+/.exec(readlinkSync('/proc/self/ns/pid'))?.[0] ?? '0';
+  } catch {
+    return '0'; // not Linux: every pid is one of this host's
+  }
+})();
+const ENTRY = /^(\d+)-(\d+)@(.+)\.[0-9a-f]{12}\.(upload|append|write)$/;
+
+type EntryKind = 'upload' | 'append' | 'write';
+
+function entryIn(staging: string, kind: EntryKind): string {
+  return path.join(staging, `${process.pid}-${OWNER_PID_NS}@${OWNER_HOST}.${randomBytes(6).toString('hex')}.${kind}`);
+}
+
+/** Staging entries of this process's uploads in progress: their mtime is renewed, so other gateways see them alive. */
+const live = new Set<string>();
+let renewer: NodeJS.Timeout | undefined;
+
+function hold(entry: string): void {
+  live.add(entry);
+  if (renewer) return;
+  renewer = setInterval(() => {
+    const now = new Date();
+    for (const held of live) void utimes(held, now, now).catch(() => undefined);
+  }, LIMITS.uploadLeaseMs / 4);
+  renewer.unref();
+}
+
+function letGo(entry: string): void {
+  live.delete(entry);
+  if (live.size || !renewer) return;
+  clearInterval(renewer);
+  renewer = undefined;
+}
+
+/** A marker's content: the file it is about (relative to the staging folder) and, for an append, what to cut back to. */
+interface Marker {
+  file: string;
+  size?: number;
+  dev?: string;
+  ino?: string;
+}
+
+/** Writes a marker durably (its content and its name) before the upload touches what it names. */
+async function writeMarker(staging: string, entry: string, marker: Marker): Promise<void> {
+  const handle = await open(entry, 'wx');
+  try {
+    await handle.writeFile(JSON.stringify(marker));
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  await syncPath(staging);
+}
+
+/** A marker's content; undefined when torn (its gateway died writing it, before touching anything). */
+async function readMarker(entry: string): Promise<Marker | undefined> {
+  try {
+    const marker = JSON.parse(await readFile(entry, 'utf8')) as Marker;
+    return typeof marker?.file === 'string' ? marker : undefined;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code) throw err; // unreadable now: kept for the next start
+    return undefined;
+  }
+}
+
+/** Whether process `pid` of this host runs (a zombie, dead but not yet reaped, does not). */
+async function running(pid: number): Promise<boolean> {
+  try {
+    process.kill(pid, 0);
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+  return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+}
+
+/** Whether a staging entry belongs to an upload no gateway is running any more. */
+async function abandoned(entry: string, exclusive: boolean): Promise<boolean> {
+  const owner = ENTRY.exec(path.basename(entry));
+  if (!owner || live.has(entry)) return false;
+  if (exclusive) return true;
+  const pid = Number(owner[1]);
+  if (owner[3] === OWNER_HOST && owner[2] === OWNER_PID_NS && pid > 0) {
+    // This process's own pid is a previous gateway's that had it (the project opens before this one uploads).
+    if (pid === process.pid || !(await running(pid))) return true;
+  }
+  const info = await lstat(entry).catch(() => undefined);
+  return info !== undefined && Date.now() - info.mtimeMs > LIMITS.uploadLeaseMs;
+}
+
+/** Cuts an append a dead gateway began back to the size its marker recorded. */
+async function undoAppend(staging: string, entry: string): Promise<void> {
+  const marker = await readMarker(entry);
+  if (marker?.size === undefined) return;
+  const handle = await open(path.resolve(staging, marker.file), 'r+').catch((err: NodeJS.ErrnoException) => {
+    if (err.code === 'ENOENT') return undefined; // removed since: nothing to cut
+    throw err;
+  });
+  if (!handle) return;
+  try {
+    const info = await handle.stat({ bigint: true });
+    // Only the file the marker names (a write may have replaced it since), and only a longer one.
+    if (String(info.dev) === marker.dev && String(info.ino) === marker.ino && info.size > BigInt(marker.size)) {
+      await handle.truncate(marker.size);
+      await handle.sync();
+    }
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Removes the temp file beside its target that a dead gateway's write was filling. */
+async function undoWrite(staging: string, entry: string): Promise<void> {
+  const marker = await readMarker(entry);
+  if (!marker?.file.endsWith('.upload')) return;
+  await unlink(path.resolve(staging, marker.file)).catch((err: NodeJS.ErrnoException) => {
+    if (err.code !== 'ENOENT') throw err;
+  });
+}
+
+/**
+ * Undoes what uploads of gateways that are gone left in `project`; run when a gateway opens it,
+ * before it takes uploads. Temp files are removed; appends are cut back to the size recorded
+ * before their first byte. An entry is a gone gateway's when `exclusive` (this process holds the
+ * project's index lock: no other gateway writes here), when its owner is a dead process of this
+ * host, or when its lease ran out (not renewed for LIMITS.uploadLeaseMs: a gateway elsewhere,
+ * sharing the folder through PostgreSQL). Best effort: what cannot be undone now stays for the next
+ * start. Costs one readdir of the staging folder, whatever the number of interfaces.
+ */
+export async function recoverUploads(project: string, { exclusive }: { exclusive: boolean }): Promise<void> {
+  const staging = stagingDir(project);
+  let undone = false;
+  for (const name of await readdir(staging).catch(() => [] as string[])) {
+    const entry = path.join(staging, name);
+    try {
+      if (!(await abandoned(entry, exclusive))) continue;
+      if (name.endsWith('.append')) await undoAppend(staging, entry);
+      else if (name.endsWith('.write')) await undoWrite(staging, entry);
+      await unlink(entry);
+      undone = true;
+    } catch {
+      // left for the next start
+    }
+  }
+  if (undone) await syncPath(staging).catch(() => undefined);
+}
 
 /**
  * Checks `relative` and returns it normalized (`/`-separated segments). Backslashes count as
@@ -107,8 +282,11 @@ interface Target {
   file: string;
   /** The final name. */
   final: string;
-  /** The size an abort truncates `file` back to; null when this upload created `file` (a write's temp file, a new append target), which an abort removes. */
+  /** The size an abort truncates `file` back to (an append); null when `file` is a temp file this upload made, which an abort removes. */
   baseSize: number | null;
+  /** The project's staging folder, and this upload's entry in it: the temp file itself, or the marker naming what to undo. */
+  staging: string;
+  entry: string;
 }
 
 export class Upload {
@@ -124,17 +302,19 @@ export class Upload {
   private target: Target | undefined;
   private readonly opened: Promise<void>;
   private failure: PorticoError | undefined;
+  /** The rollback after the failure, once it is scheduled. */
+  private undone: Promise<void> | undefined;
   private settled = false;
   private readonly idleWaiters: Array<() => void> = [];
   private readonly normalized: string;
   private lockKey: string | undefined;
 
   /**
-   * Starts opening at once (`root` may still be on its way: the connect it depends on can be in
+   * Starts opening at once (`place` may still be on its way: the connect it depends on can be in
    * flight); bytes written before the file is open are queued in order.
    */
   constructor(
-    root: Promise<string>,
+    place: Promise<UploadPlace>,
     relative: string | undefined,
     readonly mode: UploadMode,
     private readonly events: UploadEvents,
@@ -147,10 +327,10 @@ export class Upload {
       this.fail(toPorticoError(err));
     }
     this.normalized = segments.join('/');
-    // Refused already (bad path): the root is never used, and its failure (no connect yet) is not
+    // Refused already (bad path): the place is never used, and its failure (no connect yet) is not
     // this upload's to report, so it must not surface as an unhandled rejection.
-    if (this.failure) root.catch(() => undefined);
-    this.opened = this.failure ? Promise.resolve() : root.then((dir) => this.open(dir, segments, relative!)).then(
+    if (this.failure) place.catch(() => undefined);
+    this.opened = this.failure ? Promise.resolve() : place.then((at) => this.open(at, segments, relative!)).then(
       (target) => {
         this.target = target;
         void this.pump();
@@ -201,9 +381,18 @@ export class Upload {
     this.settled = true;
     try {
       await target.handle.sync();
-      await target.handle.close();
-      if (target.file !== target.final) await rename(target.file, target.final);
-      await syncPath(path.dirname(target.final));
+      if (target.baseSize !== null) {
+        // The appended bytes are durable: the marker goes, durably, before chunk_done says so.
+        await unlink(target.entry);
+        await syncPath(target.staging);
+        await target.handle.close();
+      } else {
+        await target.handle.close();
+        await moveIntoPlace(target);
+        await syncPath(path.dirname(target.final));
+        if (target.entry !== target.file) await unlink(target.entry).catch(() => undefined);
+      }
+      letGo(target.entry);
     } catch (err) {
       await this.rollback();
       throw toPorticoError(err);
@@ -219,21 +408,23 @@ export class Upload {
     this.fail(new PorticoError('cancelled', 'The upload was aborted'), false);
     await this.opened;
     await this.idle();
+    await this.undone;
   }
 
-  private async open(root: string, segments: string[], relative: string): Promise<Target> {
-    const final = await confinedTarget(root, segments, relative);
+  private async open(place: UploadPlace, segments: string[], relative: string): Promise<Target> {
+    const final = await confinedTarget(place.root, segments, relative);
     if (active.has(final)) throw new PorticoError('conflict', `Another upload to '${relative}' is in progress`);
     active.add(final);
     this.lockKey = final;
     try {
-      if (this.mode === 'write') {
-        const file = path.join(path.dirname(final), `.${path.basename(final)}.${randomBytes(6).toString('hex')}.upload`);
-        return { handle: await open(file, 'wx'), file, final, baseSize: null };
-      }
-      const existed = await lstat(final).then(() => true, () => false);
-      const handle = await open(final, 'a');
-      return { handle, file: final, final, baseSize: existed ? (await handle.stat()).size : null };
+      await mkdir(place.staging, { recursive: true });
+      if (this.mode === 'append' && (await lstat(final).then(() => true, () => false))) return await openAppend(place.staging, final);
+      const [staging, folder] = await Promise.all([stat(place.staging), stat(path.dirname(final))]);
+      if (staging.dev !== folder.dev) return await openBeside(place.staging, final);
+      const file = entryIn(place.staging, 'upload');
+      const handle = await open(file, 'wx');
+      hold(file);
+      return { handle, file, final, baseSize: null, staging: place.staging, entry: file };
     } catch (err) {
       this.unlock();
       throw err;
@@ -295,6 +486,7 @@ export class Upload {
     // Reported once the target is back as it was, so a client that sees the error sees no partial file.
     // `opened` is unset while the constructor itself fails (bad path): nothing to undo then.
     const undone = this.opened ? this.opened.then(() => this.idle()).then(() => this.rollback()) : Promise.resolve();
+    this.undone = undone;
     if (report) void undone.then(() => this.events.onFail(error));
   }
 
@@ -305,15 +497,19 @@ export class Upload {
     await this.syncing; // a background flush still holds the handle
     try {
       if (target.baseSize === null) {
-        // The temp file of a write, or the file an append created: remove it.
+        // The temp file of a write: remove it (and the marker naming it, when it lies beside the target).
         await target.handle.close().catch(() => undefined);
         await unlink(target.file).catch(() => undefined);
+        if (target.entry !== target.file) await unlink(target.entry).catch(() => undefined);
       } else {
         await target.handle.truncate(target.baseSize).catch(() => undefined);
         await target.handle.sync().catch(() => undefined);
         await target.handle.close().catch(() => undefined);
+        await unlink(target.entry).catch(() => undefined);
+        await syncPath(target.staging).catch(() => undefined);
       }
     } finally {
+      letGo(target.entry);
       this.unlock();
     }
   }
@@ -322,6 +518,65 @@ export class Upload {
     if (this.lockKey) active.delete(this.lockKey);
     this.lockKey = undefined;
   }
+}
+
+/** An append to an existing file: its size and identity are on disk in a marker before any byte is. */
+async function openAppend(staging: string, final: string): Promise<Target> {
+  const handle = await open(final, 'a');
+  const entry = entryIn(staging, 'append');
+  try {
+    const info = await handle.stat({ bigint: true });
+    await writeMarker(staging, entry, { file: path.relative(staging, final), size: Number(info.size), dev: String(info.dev), ino: String(info.ino) });
+    hold(entry);
+    return { handle, file: final, final, baseSize: Number(info.size), staging, entry };
+  } catch (err) {
+    await handle.close().catch(() => undefined);
+    await unlink(entry).catch(() => undefined);
+    throw err;
+  }
+}
+
+/** A write's temp file beside its target (a rename cannot leave the target's file system), named first by a marker. */
+async function openBeside(staging: string, final: string): Promise<Target> {
+  const entry = entryIn(staging, 'write');
+  const file = path.join(path.dirname(final), `.${path.basename(final)}.${randomBytes(6).toString('hex')}.upload`);
+  await writeMarker(staging, entry, { file: path.relative(staging, file) });
+  try {
+    const handle = await open(file, 'wx');
+    hold(entry);
+    return { handle, file, final, baseSize: null, staging, entry };
+  } catch (err) {
+    await unlink(entry).catch(() => undefined);
+    throw err;
+  }
+}
+
+/**
+ * Renames a write's temp file over its target. A staged file on the same device but another mount
+ * (a bind mount of the interfaces folder) cannot be renamed there: it is copied once beside the
+ * target, and that copy renamed.
+ */
+async function moveIntoPlace(target: Target): Promise<void> {
+  try {
+    await rename(target.file, target.final);
+    return;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EXDEV') throw err;
+  }
+  const beside = await openBeside(target.staging, target.final);
+  try {
+    await beside.handle.close();
+    await copyFile(target.file, beside.file);
+    await syncPath(beside.file);
+    await rename(beside.file, target.final);
+  } catch (err) {
+    await unlink(beside.file).catch(() => undefined);
+    throw err;
+  } finally {
+    await unlink(beside.entry).catch(() => undefined);
+    letGo(beside.entry);
+  }
+  await unlink(target.file).catch(() => undefined);
 }
 
 async function writevAll(handle: FileHandle, buffers: Buffer[], size: number): Promise<void> {

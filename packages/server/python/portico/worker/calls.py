@@ -23,6 +23,7 @@ from typing import Any, Callable
 
 from .._buffers import join_body
 from .._frames import encode_frame, result_frame
+from .._storage import OutsideFolder
 from ..interface import CallCancelled, NotFound
 from . import protocol
 from .call import _Call, _set_async_exc, close_iterator, run_interruptible
@@ -82,6 +83,9 @@ class Calls:
             return
         if isinstance(exc, NotFound):  # the author's way of saying "no such thing": no traceback
             self.fail(call, _Refusal("not_found", f"{call.method}() raised {described(exc)}", exception=type(exc).__name__))
+            return
+        if isinstance(exc, OutsideFolder):  # local_directory() refused a path leading out of the folder
+            self.fail(call, _Refusal("forbidden", f"{call.method}() raised {described(exc)}", exception=type(exc).__name__))
             return
         log(f"{call.method}() (call {call.id}) raised:\n" + "".join(traceback.format_exception(exc)).rstrip())
         self.fail(
