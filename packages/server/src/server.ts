@@ -1,16 +1,19 @@
 /**
  * Assembles the gateway: the service layer, the Koa app and the WebSocket upgrade handler on
  * one http.Server. `startServer({port: 0})` is what tests and the CLI use, and `close()` is the
- * graceful shutdown: stop accepting, let what is in flight finish within a bounded drain, close
- * sockets with 1001 "going away", then flush the index and stop the workers.
+ * graceful shutdown: stop accepting, let what is in flight finish within a bounded drain, answer
+ * what is still in flight then (503 `shutting_down`, an `error` frame per id), close sockets with
+ * 1001 "going away", then flush the index and stop the workers.
  */
-import { createServer, type Server } from 'node:http';
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Authenticator } from './auth/credentials.js';
 import { defaultOptions, type GatewayOptions } from './config/options.js';
 import { PorticoError } from './errors.js';
+import { accessLog } from './http/access-log.js';
 import { createApp } from './http/app.js';
-import { createLogger } from './ops/logger.js';
+import { answerRefusals } from './http/refusals.js';
+import { createLogger, lineLogger } from './ops/logger.js';
 import { Gateway } from './service/gateway.js';
 import { attachWebSockets } from './ws/upgrade.js';
 import { Session } from './ws/session.js';
@@ -37,26 +40,24 @@ export interface RunningServer {
 export async function startServer(overrides: Partial<GatewayOptions> = {}): Promise<RunningServer> {
   const options = defaultOptions(overrides);
   const logger = options.logger ?? createLogger(options.logLevel);
-  const log = options.log ?? ((line: string) => logger.info(line));
+  const log = options.log ?? lineLogger(logger);
   // Before the gateway: a bad auth configuration must fail before any index is opened.
   const auth = new Authenticator({ ...options, log });
   const gateway = await Gateway.create({ ...options, log, logger });
-  const app = createApp(gateway, auth, log);
+  let stopping = false;
+  const access = accessLog(gateway.logger, gateway.metrics);
+  // A request on a kept-alive connection after the shutdown began is answered 503 shutting_down.
+  const app = createApp(gateway, auth, log, { access, stopping: () => stopping });
   app.silent = true;
   const handle = app.callback();
-  let stopping = false;
-  let requestsInFlight = 0;
+  /** The requests whose answer has not gone out yet. */
+  const requests = new Set<ServerResponse>();
   const server = createServer(function serveRequest(req, res) {
-    if (stopping) {
-      // A request on a kept-alive connection after the shutdown began: say so, and close.
-      const body = JSON.stringify(new PorticoError('shutting_down', 'The gateway is shutting down').toBody());
-      res.writeHead(503, { 'content-type': 'application/json', connection: 'close', 'retry-after': '1' }).end(body);
-      return;
-    }
-    requestsInFlight += 1;
-    res.once('close', () => (requestsInFlight -= 1));
+    requests.add(res);
+    res.once('close', () => requests.delete(res));
     void handle(req, res);
   });
+  answerRefusals(server, access);
   const sockets = attachWebSockets(server, gateway, auth, log);
 
   await new Promise<void>((resolve, reject) => {
@@ -72,7 +73,7 @@ export async function startServer(overrides: Partial<GatewayOptions> = {}): Prom
   gateway.projects.holder.url = url;
 
   /** Nothing left that a drain should wait for (followers of executions only watch). */
-  const drained = () => requestsInFlight === 0 && [...sockets.sessions].every((s) => !(s instanceof Session) || s.idle);
+  const drained = () => requests.size === 0 && [...sockets.sessions].every((s) => !(s instanceof Session) || s.idle);
 
   let closing: Promise<void> | undefined;
   return {
@@ -88,9 +89,17 @@ export async function startServer(overrides: Partial<GatewayOptions> = {}): Prom
         server.closeIdleConnections();
         const deadline = Date.now() + drainMs;
         while (!drained() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, DRAIN_POLL_MS));
-        for (const session of sockets.sessions) session.end(CLOSE_GOING_AWAY, 'going away');
+        // The deadline: whatever is still in flight gets its answer before its connection closes.
+        // A request not answered yet gets 503 (one whose answer has begun, a download, is cut);
+        // every call, stream, upload and read an error frame for its id, then the 1001.
+        const cut = new PorticoError('shutting_down', 'The gateway is shutting down and its drain deadline passed first; retry against the next one');
+        const answered = [...requests].filter((res) => access.cutOff(res, cut, { 'retry-after': '1' }));
+        for (const session of sockets.sessions) session.end(CLOSE_GOING_AWAY, 'going away', cut);
         sockets.stopHeartbeat();
         sockets.wss.close();
+        // The 503s go out before the connections close; a client that never reads them is not waited for.
+        const flushed = Date.now() + CLOSE_HANDSHAKE_MS;
+        while (answered.some((res) => requests.has(res)) && Date.now() < flushed) await new Promise((resolve) => setTimeout(resolve, DRAIN_POLL_MS));
         server.closeAllConnections();
         // The closing handshakes get a moment; a client that never answers is not waited for.
         const handshakes = Date.now() + CLOSE_HANDSHAKE_MS;

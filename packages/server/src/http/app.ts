@@ -10,23 +10,30 @@ import Koa from 'koa';
 import { bearerFromHeader, type Authenticator } from '../auth/credentials.js';
 import { originAllowed, originRefusal } from '../auth/origin.js';
 import { PorticoError } from '../errors.js';
+import type { LogLine } from '../ops/logger.js';
 import type { Gateway } from '../service/gateway.js';
-import { accessLog } from './access-log.js';
+import type { AccessLog } from './access-log.js';
 import { corsMiddleware } from './cors.js';
-import { isPublicPath, mountDocs, openApiDocument } from './docs.js';
+import { acceptsAnyOrigin, isPublicPath, mountDocs, openApiDocument } from './docs.js';
 import { errorMiddleware } from './errors.js';
-import { exactRoutes, mountRoutes } from './route.js';
+import { allowedMethods, exactRoutes, mountRoutes } from './route.js';
 import { interfaceRoutes } from './routes/interfaces.js';
 import { dataRoutes } from './routes/data.js';
 import { executionRoutes } from './routes/executions.js';
-import { metaRoutes, ORIGIN_PATH } from './routes/meta.js';
+import { metaRoutes } from './routes/meta.js';
 import { projectRoutes } from './routes/project.js';
 import { sourceRoutes } from './routes/source.js';
 import { authRoutes } from './routes/auth.js';
 import { projectsRoutes } from './routes/projects.js';
-import { isAnyOriginPath, isStaticPath, mountStatic } from './static.js';
+import { isStaticPath, mountStatic } from './static.js';
 
-export function createApp(gateway: Gateway, auth: Authenticator, log: (line: string) => void): Koa {
+/** What the server around the app hands it: the access log, and whether the gateway is stopping. */
+export interface AppServer {
+  access: AccessLog;
+  stopping: () => boolean;
+}
+
+export function createApp(gateway: Gateway, auth: Authenticator, log: LogLine, server: AppServer): Koa {
   const app = new Koa();
   app.proxy = false;
   const router = new Router();
@@ -45,29 +52,44 @@ export function createApp(gateway: Gateway, auth: Authenticator, log: (line: str
       ...authRoutes(auth),
     ] as never,
   );
-  mountDocs(router, openApiDocument(registry));
+  mountDocs(router, openApiDocument(registry, { authRequired: auth.required }));
 
   mountStatic(router);
 
-  app.use(accessLog(gateway.logger, gateway.metrics));
+  app.use(server.access.middleware);
   app.use(errorMiddleware(log));
+  app.use(async function serializeJson(ctx, next) {
+    await next();
+    // Written here rather than by Koa once the middleware returned: a body JSON cannot hold (a
+    // result nested past the stack, say) is then a 500 `internal` with a JSON body, and logged as
+    // one, not a text/plain 500 that follows an access line saying 200.
+    const body: unknown = ctx.body;
+    if (body === null || typeof body !== 'object' || Buffer.isBuffer(body) || typeof (body as { pipe?: unknown }).pipe === 'function') return;
+    if (body instanceof Blob || body instanceof ReadableStream || body instanceof Response) return;
+    ctx.body = JSON.stringify(body);
+  });
   app.use(async function checkOrigin(ctx, next) {
-    // /v1/origin and the runtime bundle answer every page: a refused page loads the runtime, which asks /v1/origin why.
-    const anyOrigin = ctx.path === ORIGIN_PATH || isAnyOriginPath(ctx.path);
-    if (!anyOrigin && !originAllowed(ctx.get('origin') || undefined, ctx.get('host') || undefined, gateway.options.allowOrigins)) {
+    if (!acceptsAnyOrigin(ctx.path) && !originAllowed(ctx.get('origin') || undefined, ctx.get('host') || undefined, gateway.options.allowOrigins)) {
       throw new PorticoError('forbidden', originRefusal(ctx.get('origin')));
     }
     await next();
   });
   app.use(corsMiddleware(gateway.options.allowOrigins));
+  app.use(async function refuseWhileStopping(ctx, next) {
+    // A request on a kept-alive connection after the shutdown began: said so, and the connection closes.
+    if (server.stopping()) {
+      ctx.set('Connection', 'close');
+      ctx.set('Retry-After', '1');
+      throw new PorticoError('shutting_down', 'The gateway is shutting down; retry against the next one');
+    }
+    await next();
+  });
   app.use(async function authenticate(ctx, next) {
     if (!isPublicPath(ctx.path) && !isStaticPath(ctx.path)) ctx.state.principal = await auth.authenticate(bearerFromHeader(ctx.get('authorization') || undefined));
     await next();
   });
   app.use(exactRoutes(router));
   app.use(router.routes());
-  // A method no route knows (TRACE, …) is a 405 like any other method a path lacks, never a 501.
-  const notAllowed = () => new PorticoError('method_not_allowed', 'This method is not allowed here');
-  app.use(router.allowedMethods({ throw: true, notImplemented: notAllowed, methodNotAllowed: notAllowed }));
+  app.use(allowedMethods(router));
   return app;
 }

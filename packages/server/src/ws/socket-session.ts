@@ -8,6 +8,7 @@ import type { Socket } from 'node:net';
 import type { WebSocket } from 'ws';
 import type { z } from '../contract/zod.js';
 import { PorticoError, toPorticoError } from '../errors.js';
+import type { LogLine } from '../ops/logger.js';
 import type { BindInput, Gateway } from '../service/gateway.js';
 import { decodeFrame, type FrameId } from './decode.js';
 
@@ -25,8 +26,8 @@ interface Awaiting<F> {
 
 export abstract class SocketSession<F extends { type: string; id?: FrameId }> {
   protected closed = false;
-  /** Frames being handled now (a call runs until its result or last stream item is sent). */
-  private handling = 0;
+  /** Frames being handled now, with the id each answers with (a call runs until its result or last stream item is sent). */
+  private readonly handling = new Map<F, FrameId>();
   /** Frames handled since the socket opened (for its access line). */
   frames = 0;
   private awaiting: Awaiting<F> | undefined;
@@ -39,7 +40,7 @@ export abstract class SocketSession<F extends { type: string; id?: FrameId }> {
     protected readonly gateway: Gateway,
     /** Project, interpreter and user from the upgrade request (a connect frame may override the project). */
     protected readonly binding: BindInput,
-    protected readonly log: (line: string) => void,
+    protected readonly log: LogLine,
     private readonly schemas: Record<string, z.ZodType>,
   ) {
     // ws keeps its TCP socket in `_socket` (not typed, but what ws itself and its users rely on).
@@ -52,7 +53,7 @@ export abstract class SocketSession<F extends { type: string; id?: FrameId }> {
   /**
    * Handles one valid frame other than ping and close, with the buffers that came as binary
    * frames after it (`binary_buffers`); reject with a PorticoError to answer an error. A handler
-   * may instead return nothing and call `frameEnded()` once the frame is done (never while
+   * may instead return nothing and call `frameEnded(frame)` once the frame is done (never while
    * `tracingFrames`, whose lines need the promise): the call path does, a promise fewer per call.
    */
   protected abstract handle(frame: F, buffers: Buffer[]): Promise<void> | undefined;
@@ -63,22 +64,41 @@ export abstract class SocketSession<F extends { type: string; id?: FrameId }> {
   }
 
   /** A frame whose handler returned nothing is done. */
-  protected frameEnded(): void {
-    this.handling -= 1;
+  protected frameEnded(frame: F): void {
+    this.handling.delete(frame);
   }
 
   /**
-   * Closes the socket with `code` (4401: its credential expired). Everything the session started
-   * stops now, and frames that still arrive during the closing handshake are ignored.
+   * Closes the socket with `code` (4401: its credential expired; 1001: the gateway stops). With
+   * `cutOff`, every frame still in flight is first answered with it, an `error` frame for its id
+   * (the drain deadline: `shutting_down`). Everything the session started stops now, and frames
+   * that still arrive during the closing handshake are ignored.
    */
-  end(code: number, reason: string): void {
-    if (!this.closed) this.teardown();
+  end(code: number, reason: string, cutOff?: PorticoError): void {
+    if (!this.closed) {
+      if (cutOff) {
+        // A frame still waiting for its binary buffers was never handled: it is owed an answer too.
+        const ids = this.awaiting ? [this.awaiting.id, ...this.owedAnswers()] : this.owedAnswers();
+        for (const id of ids) this.sendError(id, cutOff);
+      }
+      this.teardown();
+    }
     this.socket.close(code, reason);
+  }
+
+  /** The frames being handled now, with the id each answers with. */
+  protected get framesInFlight(): ReadonlyMap<F, FrameId> {
+    return this.handling;
+  }
+
+  /** The ids of what is in flight and owed an answer: one per frame being handled (a session with transfers spanning frames says more). */
+  protected owedAnswers(): FrameId[] {
+    return [...this.handling.values()];
   }
 
   /** Nothing is in flight: a shutdown may close this socket without cutting anything off. */
   get idle(): boolean {
-    return this.handling === 0;
+    return this.handling.size === 0;
   }
 
   /** Releases what the session holds; runs once, when the socket closes or a close frame comes. */
@@ -89,7 +109,21 @@ export abstract class SocketSession<F extends { type: string; id?: FrameId }> {
   protected send(frame: object): void {
     if (this.socket.readyState !== this.socket.OPEN) return;
     this.corkForThisTick();
-    this.socket.send(JSON.stringify(frame));
+    this.socket.send(this.text(frame as { type?: unknown; id?: FrameId }));
+  }
+
+  /**
+   * A frame's JSON. One JSON cannot hold (a result nested past the stack, say) is answered, as
+   * REST answers it, with an `internal` error for its id, and logged.
+   */
+  private text(frame: { type?: unknown; id?: FrameId }): string {
+    try {
+      return JSON.stringify(frame);
+    } catch (err) {
+      this.log(`a '${String(frame.type)}' frame could not be written: ${(err as Error)?.stack ?? err}`, 'error');
+      const payload = new PorticoError('internal', 'The answer could not be written (details are in the gateway log)').toDetail();
+      return JSON.stringify(frame.id === undefined ? { type: 'error', payload } : { type: 'error', id: frame.id, payload });
+    }
   }
 
   /**
@@ -159,7 +193,7 @@ export abstract class SocketSession<F extends { type: string; id?: FrameId }> {
       this.socket.close(1000, 'closed by client');
       return;
     }
-    this.handling += 1;
+    this.handling.set(frame, id);
     this.frames += 1;
     const debug = this.tracingFrames;
     // The per-frame debug line is built only when it is written: calls are the hot path.
@@ -170,9 +204,9 @@ export abstract class SocketSession<F extends { type: string; id?: FrameId }> {
     } catch (err) {
       running = Promise.reject(err);
     }
-    if (running === undefined) return; // the handler calls frameEnded()
+    if (running === undefined) return; // the handler calls frameEnded(frame)
     const done = (code?: string) => {
-      this.handling -= 1;
+      this.handling.delete(frame);
       if (!debug) return;
       // One line per frame at debug level; the socket's own line (info) comes when it closes.
       this.gateway.logger.debug({ frame: frame.type, id, ...(code ? { code } : {}), duration_ms: Math.round((performance.now() - started) * 100) / 100 }, 'frame');
@@ -183,7 +217,7 @@ export abstract class SocketSession<F extends { type: string; id?: FrameId }> {
       (err) => {
         const error = toPorticoError(err);
         try {
-          if (!(err instanceof PorticoError)) this.log(`frame '${frame.type}' failed: ${(err as Error)?.stack ?? err}`);
+          if (!(err instanceof PorticoError)) this.log(`frame '${frame.type}' failed: ${(err as Error)?.stack ?? err}`, 'error');
           this.sendError(id, error);
         } finally {
           done(error.code);

@@ -12,6 +12,7 @@ import { BEARER_SUBPROTOCOL, bearerFromHeader, bearerFromSubprotocol, type Authe
 import { originAllowed, originRefusal } from '../auth/origin.js';
 import { LIMITS } from '../config/constants.js';
 import { PorticoError, toPorticoError } from '../errors.js';
+import { writeRefusal } from '../http/refusals.js';
 import type { Gateway } from '../service/gateway.js';
 import { ExecutionSession } from './execution-session.js';
 import { Session } from './session.js';
@@ -36,15 +37,7 @@ function at(deadline: number, fn: () => void): () => void {
 }
 
 function refuse(socket: Duplex, error: PorticoError): void {
-  const body = JSON.stringify(error.toBody());
-  const lines = [
-    `HTTP/1.1 ${error.status} ${error.code}`,
-    'Content-Type: application/json',
-    `Content-Length: ${Buffer.byteLength(body)}`,
-    'Connection: close',
-  ];
-  if (error.code === 'unauthorized') lines.push('WWW-Authenticate: Bearer');
-  socket.end(`${lines.join('\r\n')}\r\n\r\n${body}`);
+  writeRefusal(socket, error, error.code === 'unauthorized' ? ['WWW-Authenticate: Bearer'] : []);
 }
 
 function header(req: IncomingMessage, name: string): string | undefined {
