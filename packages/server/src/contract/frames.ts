@@ -29,7 +29,9 @@ const BufferPaths = z
 const Id = z
   .union([z.string().max(256), z.number()])
   .optional()
-  .describe('Correlation id chosen by the client; echoed on every frame that answers this one.');
+  .describe(
+    `Correlation id chosen by the client; echoed exactly on every frame that answers this one. A string of at most 256 characters, or a number JSON carries exactly: an integer within ±${Number.MAX_SAFE_INTEGER} (2^53 − 1), or a fraction a double holds as written (0.5, 1e-3). Any other number (9007199254740993, 1e400, 1.00000000000000000001) would come back changed, so the frame is refused with invalid_frame whose id is that number's text as a string, e.g. "9007199254740993".`,
+  );
 
 /** Client → server frames. */
 export const ClientFrames = {
@@ -77,7 +79,7 @@ export const ClientFrames = {
   widget_msg: z.object({
     type: z.literal('widget_msg'),
     id: Id,
-    content: z.unknown().describe('Message body for the interface widget_message(content, buffers).'),
+    content: z.unknown().optional().describe('Message body for the interface widget_message(content, buffers); absent is null (None).'),
     buffers: Base64Buffers,
     binary_buffers: BinaryBuffers,
   }),
@@ -158,6 +160,10 @@ export const ServerFrames = {
     ),
     binary_buffers: BinaryBuffers,
   }),
+  widget_msg_done: z.object({
+    type: z.literal('widget_msg_done'),
+    id: Id,
+  }),
   widget_reload: z.object({
     type: z.literal('widget_reload'),
     payload: Payload(z.object({ asset: z.enum(['esm', 'css']), etag: z.string() }), 'The widget front end changed on disk: fetch the asset again and re-render.'),
@@ -182,11 +188,11 @@ export const FRAME_SUMMARIES: Record<'client_to_server' | 'server_to_client', Re
   client_to_server: {
     connect: 'Create or attach to an interface and bind the project.',
     call: 'Invoke a public method of the connected interface.',
-    chunk_start: 'Begin an upload (mode write or append, with path) followed by binary frames and chunk_end, or a read (mode read, with params). One transfer per socket at a time.',
+    chunk_start: 'Begin an upload (mode write or append, with path) followed by binary frames and chunk_end, or a read (mode read, with params). One transfer per socket at a time. An upload cut off (socket closed, gateway killed) leaves the file as it was.',
     chunk_end: 'Finish the active upload; answered with chunk_done once the bytes are durable under the final name.',
     widget_get: 'Request the widget full state; answered with widget_state.',
     widget_set: 'Apply changes through the interface widget_update; answered with widget_change (same id) and sent to every other attached client; a rejection answers error (code read_only or invalid_argument): roll back.',
-    widget_msg: 'Custom message to widget_message(content, buffers); a reply comes back as widget_msg with the same id. Messages and sets to one interface run one at a time, in the order they arrived.',
+    widget_msg: 'Custom message to widget_message(content, buffers); answered once with its id: widget_msg carrying the reply, or widget_msg_done when the hook returned None (the default), or error. Messages and sets to one interface run one at a time, in the order they arrived.',
     ping: 'Liveness probe; answered with pong. Works before connect.',
     release: 'Release the live instance of the connected interface (its state in memory goes; the record and the saved widget state stay, and its next use makes it again); answered with released. The socket stays connected.',
     close: 'Teardown: cancels calls in flight, detaches and closes with 1000. The instance lives on (a client going away detaches; it does not release).',
@@ -195,12 +201,13 @@ export const FRAME_SUMMARIES: Record<'client_to_server' | 'server_to_client', Re
     chunk_done: 'The upload is complete (path, bytes_written, mode) or the read has sent all its binary frames (bytes_sent).',
     widget_state: 'The widget full state (reply to widget_get).',
     widget_change: 'Normalized state changes (reply to widget_set, or pushed to every attached client).',
+    widget_msg_done: 'Answer to a client widget_msg whose widget_message returned None (no reply): the message was handled. Not a message for the widget (a runtime fires no msg:custom for it).',
     widget_reload: 'The widget module or stylesheet changed on disk: reload it (hot reload).',
     connected: 'Confirms the connection; payload is the InterfaceInfo (uuid, resolved config, …).',
     result: 'Single return value of a call.',
     stream: 'One yielded value of a generator method; final=true closes the stream.',
     event: 'Push from emit(), to every client attached to the interface (also during a call, for progress).',
-    error: 'Failure of the frame with the same id (or of the socket when id is absent). The socket stays usable.',
+    error: 'Failure of the frame with the same id (or of the socket when id is absent). The socket stays usable, but for shutting_down: the gateway stops, every frame still in flight gets one, then the socket closes with 1001.',
     pong: 'Reply to ping.',
     released: 'Reply to release.',
     instance_restarted: 'The live instance died with its worker (crashed or wedged); sent to every attached client. The worker is started again at once; the next use makes the instance again with its saved widget state, so read the state again.',

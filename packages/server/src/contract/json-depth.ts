@@ -163,9 +163,11 @@ function pathTo(text: string, offset: number): string {
 /**
  * The envelope's member `name` when it holds a string or a number, read from the text without
  * parsing it: the id of a refused frame, so that its error answers it. The first such member
- * counts; undefined when there is none, or the envelope is no object.
+ * counts; undefined when there is none, or the envelope is no object. A number's source text
+ * becomes its value through `readNumber` (the WebSocket decoder keeps the text of an id that a
+ * double would change, ws/decode.ts).
  */
-export function envelopeMember(text: string, name: string): string | number | undefined {
+export function envelopeMember(text: string, name: string, readNumber: (source: string) => string | number = Number): string | number | undefined {
   let depth = 0;
   let keyNext = false;
   for (let i = 0; i < text.length; i++) {
@@ -173,7 +175,7 @@ export function envelopeMember(text: string, name: string): string | number | un
     if (ch === '"') {
       const start = i;
       i = stringEnd(text, i);
-      if (depth === 1 && keyNext && stringValue(text.slice(start, i + 1)) === name) return scalarAt(text, i + 1);
+      if (depth === 1 && keyNext && stringValue(text.slice(start, i + 1)) === name) return scalarAt(text, i + 1, readNumber);
       keyNext = false;
     } else if (ch === '[' || ch === '{') {
       if (depth === 0 && ch === '[') return undefined;
@@ -208,7 +210,7 @@ function stringValue(literal: string): string | undefined {
 const NUMBER = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
 
 /** The string or number after the colon that follows a key ending before `offset`. */
-function scalarAt(text: string, offset: number): string | number | undefined {
+function scalarAt(text: string, offset: number, readNumber: (source: string) => string | number): string | number | undefined {
   const colon = /\s*:\s*/y;
   colon.lastIndex = offset;
   if (!colon.test(text)) return undefined;
@@ -216,7 +218,7 @@ function scalarAt(text: string, offset: number): string | number | undefined {
   if (text[at] === '"') return stringValue(text.slice(at, stringEnd(text, at) + 1));
   NUMBER.lastIndex = at;
   const number = NUMBER.exec(text);
-  return number ? Number(number[0]) : undefined;
+  return number ? readNumber(number[0]) : undefined;
 }
 
 /** An object key, shortened for a message. */

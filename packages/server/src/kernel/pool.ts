@@ -13,6 +13,7 @@
  */
 import { LIMITS } from '../config/constants.js';
 import { PorticoError } from '../errors.js';
+import type { LineLevel, LogLine } from '../ops/logger.js';
 import { Worker, type Push } from './worker.js';
 
 /** Why a worker was started again. */
@@ -26,7 +27,7 @@ export interface PoolOptions {
   keepAlive?: (project: string, python: string) => boolean;
   /** Told when a worker died unasked, with the instances that died with it and why. */
   onLost?: (project: string, python: string, uuids: string[], reason: RestartReason, message: string) => void;
-  log?: (line: string) => void;
+  log?: LogLine;
   /** Told when a worker is started again after it died, and why. */
   onRestart?: (reason: RestartReason) => void;
   workerIdleMs?: number;
@@ -115,7 +116,7 @@ export class KernelPool {
     if (trouble && performance.now() < trouble.notBefore) {
       const wait = Math.ceil((trouble.notBefore - performance.now()) / 1000);
       return Promise.reject(
-        new PorticoError('worker_unavailable', `The Python worker of ${project} died ${trouble.failures} times in a row soon after starting; the next start is in ${wait} s. Last: ${trouble.problem?.message ?? 'unknown'}`),
+        new PorticoError('worker_unavailable', `The Python worker of this project died ${trouble.failures} times in a row soon after starting; the next start is in ${wait} s. Last: ${trouble.problem?.message ?? 'unknown'}`),
       );
     }
     return this.start(key, project, python);
@@ -246,7 +247,7 @@ export class KernelPool {
         continue;
       }
       worker.killedFor = `answered no heartbeat for ${(silent / 1000).toFixed(1)} s (wedged)`;
-      this.log(`worker ${worker.pid} of ${worker.project} ${worker.killedFor}; killing it`);
+      this.log(`worker ${worker.pid} of ${worker.project} ${worker.killedFor}; killing it`, 'error');
       const trouble = this.troubleOf(slotKey(worker.project, worker.python));
       trouble.problem = { project: worker.project, python: worker.python, status: 'wedged', message: `The Python worker (pid ${worker.pid}) ${worker.killedFor}`, failures: trouble.failures, since: new Date().toISOString() };
       worker.kill('SIGKILL');
@@ -259,7 +260,7 @@ export class KernelPool {
     const lost = [...worker.live.keys()];
     worker.live.clear();
     const message = `The Python worker (pid ${worker.pid ?? '?'}) ${what}`;
-    this.log(`${message}; ${lost.length} live instance(s) lost`);
+    this.log(`${message}; ${lost.length} live instance(s) lost`, 'error');
     if (lost.length) this.options.onLost?.(project, python, lost, reason, message);
     const trouble = this.troubleOf(key);
     const quick = worker.readyAt === undefined || performance.now() - worker.readyAt < STABLE_MS;
@@ -313,8 +314,9 @@ export class KernelPool {
     trouble.stable.unref();
   }
 
-  private log(line: string): void {
-    (this.options.log ?? ((l: string) => process.stderr.write(l + '\n')))(line);
+  private log(line: string, level?: LineLevel): void {
+    if (this.options.log) this.options.log(line, level);
+    else process.stderr.write(line + '\n');
   }
 }
 

@@ -6,11 +6,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
-import type { Readable, Writable } from 'node:stream';
+import type { Writable } from 'node:stream';
 import { LIMITS } from '../config/constants.js';
+import type { LineLevel, LogLine } from '../ops/logger.js';
 import { PorticoError, type ErrorCode, type Issue } from '../errors.js';
 import { FrameDecoder, FrameQueue, splitBody, type BridgeFrame } from './frames.js';
 import { openReplyChannel } from './reply-channel.js';
+import { forwardOutput } from './worker-output.js';
 
 /** The bundled Python package folder (`packages/server/python`), put on the worker's PYTHONPATH. */
 export const PYTHON_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../python');
@@ -20,8 +22,8 @@ export interface WorkerOptions {
   python: string;
   /** Receives what the worker's instances push to their clients (`emit()`, widget changes and messages). */
   onPush?: (uuid: string, push: Push) => void;
-  /** Receives the worker's stdout/stderr lines (user prints, tracebacks). */
-  log?: (line: string) => void;
+  /** Receives the worker's stdout/stderr (user prints at info, each Python traceback as one entry at error) and bridge problems. */
+  log?: LogLine;
 }
 
 /** A frame an instance pushes to every client attached to it. */
@@ -122,9 +124,15 @@ const COALESCE_BYTES = 256 * 1024;
 /** How often deadlines are checked: a timeout lands within this much of its limit. */
 const DEADLINE_SWEEP_MS = 250;
 
-/** How each worker error code is rendered publicly; anything else is an internal error. */
+/**
+ * The gateway code of each code the worker refuses with (README.md "Errors"). Every refusal has
+ * one; `internal` is kept for the worker failing on a request (a bug in it, logged with its
+ * traceback), and any code missing here becomes `internal` too (frame-answers.test.ts holds this
+ * table to the worker's sources and README).
+ */
 const FROM_WORKER: Record<string, ErrorCode> = {
-  module_not_found: 'not_found',
+  // Like every failure to resolve, a 400 with issues (service/project.ts names the modules that exist).
+  module_not_found: 'unknown_module',
   module_error: 'module_error',
   invalid_config: 'invalid_config',
   method_not_found: 'not_found',
@@ -140,14 +148,36 @@ const FROM_WORKER: Record<string, ErrorCode> = {
   forbidden: 'forbidden',
   // A request the worker could not take apart (a header it cannot decode, a missing field).
   bad_request: 'invalid_argument',
+  internal: 'internal',
 };
 
-function errorFromWorker(header: Record<string, unknown>): PorticoError {
+/**
+ * The worker's `error` frame as the gateway's error, its texts without the absolute path of
+ * `project` (the worker's folder), which is none of a client's business: a path inside it is
+ * made relative to it (`.portico/interfaces/<uuid>/x`), the folder itself is "the project" (or
+ * "the project folder"). The gateway log keeps the worker's tracebacks whole.
+ */
+export function errorFromWorker(header: Record<string, unknown>, project: string): PorticoError {
   const code = FROM_WORKER[String(header.code)] ?? 'internal';
+  const message = withoutProjectPath(String(header.message ?? header.code), project);
   const extra: { issues?: Issue[]; exception?: string } = {};
-  if (Array.isArray(header.issues)) extra.issues = header.issues as Issue[];
+  if (Array.isArray(header.issues)) extra.issues = (header.issues as Issue[]).map((issue) => ({ ...issue, message: withoutProjectPath(String(issue.message), project) }));
+  else if (code === 'unknown_module') extra.issues = [{ path: null, message }];
   if (typeof header.exception === 'string') extra.exception = header.exception;
-  return new PorticoError(code, String(header.message ?? header.code), extra);
+  return new PorticoError(code, message, extra);
+}
+
+/** Not followed by what continues a file name: `/srv/p` ends in "/srv/p." but not in "/srv/p2" or "/srv/p.bak". */
+const NAME_ENDS = String.raw`(?![\w-]|\.\w)`;
+
+/** `text` with the absolute path of `project` rewritten as errorFromWorker does (for other texts the worker reports to clients). */
+export function withoutProjectPath(text: string, project: string): string {
+  if (!project || !text.includes(project)) return text;
+  const folder = project.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  return text
+    .replaceAll(project + path.sep, '')
+    .replace(new RegExp(`\\bproject ${folder}${NAME_ENDS}`, 'g'), 'the project')
+    .replace(new RegExp(`${folder}${NAME_ENDS}`, 'g'), 'the project folder');
 }
 
 export class Worker {
@@ -207,7 +237,7 @@ export class Worker {
         try {
           frames = this.decoder.commitRead(n);
         } catch (err) {
-          this.log(`bridge: ${(err as Error).message}; stopping worker`);
+          this.log(`bridge: ${(err as Error).message}; stopping worker`, 'error');
           channel.gatewayEnd.destroy();
           this.child?.kill('SIGKILL');
           return;
@@ -242,7 +272,7 @@ export class Worker {
       this.decoder.trimPool();
     }, DEADLINE_SWEEP_MS);
     this.sweeper.unref();
-    for (const stream of [child.stdout, child.stderr]) forwardLines(stream!, (line) => this.log(line));
+    for (const stream of [child.stdout, child.stderr]) forwardOutput(stream!, (entry, level) => this.log(entry, level));
     this.toWorker.on('error', () => {}); // EPIPE after a crash: the exit handler reports it
 
     let onReady!: () => void;
@@ -573,9 +603,9 @@ export class Worker {
       case 'invalidated':
         return this.settle(id, entry, { ok: true, streamed: false, payload: header });
       case 'error':
-        return this.settle(id, entry, { ok: false, error: errorFromWorker(header) });
+        return this.settle(id, entry, { ok: false, error: errorFromWorker(header, this.project) });
       default:
-        this.log(`bridge: unexpected op '${header.op}' from worker`);
+        this.log(`bridge: unexpected op '${header.op}' from worker`, 'error');
     }
   }
 
@@ -601,7 +631,7 @@ export class Worker {
     try {
       return splitBody(header.buffer_lengths, body);
     } catch (err) {
-      this.log(`bridge: ${header.op} frame: ${(err as Error).message}`);
+      this.log(`bridge: ${header.op} frame: ${(err as Error).message}`, 'error');
       return undefined;
     }
   }
@@ -657,8 +687,8 @@ export class Worker {
     for (const [id, entry] of [...this.pending]) this.settle(id, entry, { ok: false, error });
   }
 
-  private log(line: string): void {
-    (this.options.log ?? ((l: string) => process.stderr.write(l + '\n')))(`[worker ${this.pid ?? '?'}] ${line}`);
+  private log(line: string, level?: LineLevel): void {
+    (this.options.log ?? ((l: string) => process.stderr.write(l + '\n')))(`[worker ${this.pid ?? '?'}] ${line}`, level);
   }
 }
 
@@ -685,17 +715,4 @@ function callHeader(id: number, req: CallRequest, stream: boolean): string {
 
 function joinPythonPath(first: string, rest: string | undefined): string {
   return rest ? `${first}${path.delimiter}${rest}` : first;
-}
-
-function forwardLines(stream: Readable, write: (line: string) => void): void {
-  let partial = '';
-  stream.setEncoding('utf8');
-  stream.on('data', (text: string) => {
-    const lines = (partial + text).split('\n');
-    partial = lines.pop() ?? '';
-    for (const line of lines) write(line);
-  });
-  stream.on('end', () => {
-    if (partial) write(partial);
-  });
 }

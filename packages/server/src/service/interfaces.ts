@@ -14,6 +14,7 @@ import { withCanonicalSort, type FindRequest, type SearchItemsResponse } from '.
 import { interfaceUuid } from '../store/identity.js';
 import type { InterfaceRecord, RecordPatch } from '../store/store.js';
 import { cliLine } from './cli-line.js';
+import { explainUnknownModule } from './project.js';
 import type { RemoteModules } from './remotes.js';
 import type { RequestContext } from './context.js';
 
@@ -117,12 +118,7 @@ export class InterfaceService {
   async resolve(ctx: RequestContext, target: string, version: unknown[], predicate: Record<string, unknown> = {}): Promise<ResolveResult> {
     await this.remotes.ensure(ctx.project.dir, target);
     const worker = await this.pool.get(ctx.project.dir, ctx.python);
-    const resolved = await worker.resolve(target, version).catch((err: unknown) => {
-      if (err instanceof PorticoError && err.code === 'not_found') {
-        throw new PorticoError('unknown_module', err.message, { issues: [{ path: null, message: err.message }] });
-      }
-      throw err;
-    });
+    const resolved = await worker.resolve(target, version).catch((err: unknown) => explainUnknownModule(worker, target, err));
     return {
       module: resolved.module,
       version: resolved.version,
@@ -145,7 +141,7 @@ export class InterfaceService {
 
     await this.remotes.ensure(ctx.project.dir, input.target);
     const worker = await this.pool.get(ctx.project.dir, ctx.python);
-    const resolved = await worker.resolve(input.target, input.version ?? []);
+    const resolved = await worker.resolve(input.target, input.version ?? []).catch((err: unknown) => explainUnknownModule(worker, input.target, err));
     const predicate = input.predicate ?? {};
     const record: InterfaceRecord = {
       uuid: input.uuid ?? contentUuid(resolved, predicate),

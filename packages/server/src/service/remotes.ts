@@ -236,13 +236,13 @@ export class RemoteModules {
       await mkdir(path.dirname(file), { recursive: true });
       if (spec.kind === 'link') {
         const target = path.resolve(project, spec.source);
-        const data = await readSource(module, target);
+        const data = await readSource(module, target, spec.source);
         checkPin(module, spec, data);
         if (present) await unlink(file);
         await symlink(target, file);
         return;
       }
-      const data = spec.kind === 'url' ? await download(spec.source) : await readSource(module, path.resolve(project, spec.source));
+      const data = spec.kind === 'url' ? await download(spec.source) : await readSource(module, path.resolve(project, spec.source), spec.source);
       checkPin(module, spec, data);
       if (present && (await lstat(file)).isSymbolicLink()) await unlink(file);
       await writeAtomic(file, data);
@@ -269,11 +269,12 @@ export class RemoteModules {
   }
 }
 
-async function readSource(module: string, file: string): Promise<Buffer> {
+/** The bytes of `file`; the error names it as portico.json declares it (`declared`), never by its absolute path. */
+async function readSource(module: string, file: string, declared: string): Promise<Buffer> {
   try {
     if (!(await stat(file)).isFile()) throw new Error('not a file');
     return await readFile(file);
   } catch {
-    throw new PorticoError('remote_unavailable', `Remote module '${module}': source file ${file} cannot be read`);
+    throw new PorticoError('remote_unavailable', `Remote module '${module}': source file ${declared} (in ${REMOTES_FILE}) cannot be read`);
   }
 }

@@ -17,6 +17,7 @@ import type { KernelPool } from '../kernel/pool.js';
 import type { CallOutcome, WidgetAsset, WidgetRequest } from '../kernel/worker.js';
 import type { RequestContext } from './context.js';
 import type { InterfaceInfo } from './interfaces.js';
+import { explainUnknownModule } from './project.js';
 import type { Listener, Project } from './projects.js';
 import type { RemoteModules } from './remotes.js';
 
@@ -56,6 +57,44 @@ export function checkWidgetBuffers(buffers: readonly { byteLength: number }[], m
   if (buffers.length > LIMITS.widgetBuffersMax) throw new PorticoError('payload_too_large', `${what} carries ${buffers.length} buffers; at most ${LIMITS.widgetBuffersMax} are allowed`);
 }
 
+/**
+ * Throws `invalid_argument` unless `paths` (a frame's buffer_paths) place its `count` buffers in
+ * `changes`: one path per buffer, each leading through existing keys and list indices to a key of
+ * an object or an index of a list. The worker checks the same (`put_buffers`); checking here tells
+ * the client what is wrong before anything reaches Python.
+ */
+function checkBufferPaths(changes: Record<string, unknown>, paths: readonly unknown[] | undefined, count: number): void {
+  const given = paths?.length ?? 0;
+  if (given !== count) {
+    const buffers = `${count} buffer${count === 1 ? '' : 's'}`;
+    const message = !paths
+      ? `widget_set carries ${buffers} but no buffer_paths: give one path per buffer saying where it goes in changes, e.g. [["image"]]`
+      : `widget_set has ${given} buffer_paths for ${buffers}: give one path per buffer, in buffer order`;
+    throw new PorticoError('invalid_argument', message);
+  }
+  for (const path of paths ?? []) {
+    if (!leadsInto(changes, path)) throw new PorticoError('invalid_argument', `widget_set buffer path ${JSON.stringify(path)} does not lead into its changes`);
+  }
+}
+
+/** Whether `path` (keys and list indices) ends at a key of an object or an index of a list inside `value`. */
+function leadsInto(value: unknown, path: unknown): boolean {
+  if (!Array.isArray(path) || path.length === 0) return false;
+  let node = value;
+  for (const [i, step] of path.entries()) {
+    const last = i === path.length - 1;
+    if (Array.isArray(node)) {
+      if (typeof step !== 'number' || !Number.isInteger(step) || step < 0 || step >= node.length) return false;
+    } else if (typeof node === 'object' && node !== null) {
+      if (typeof step !== 'string' || (!last && !Object.hasOwn(node, step))) return false;
+    } else {
+      return false;
+    }
+    if (!last) node = (node as Record<string | number, unknown>)[step];
+  }
+  return true;
+}
+
 /** How long a burst of file events is gathered before one reload goes out (editors write in steps). */
 const RELOAD_DEBOUNCE_MS = 50;
 
@@ -90,6 +129,7 @@ export class WidgetService {
    */
   async update(ctx: RequestContext, record: InterfaceInfo, changes: WidgetChanges, except?: Listener, signal?: AbortSignal): Promise<WidgetChanges> {
     checkWidgetBuffers(changes.buffers, this.bufferMax, 'widget_set');
+    checkBufferPaths(changes.changes, changes.buffer_paths, changes.buffers.length);
     const { payload, buffers } = await this.run(ctx, record, 'widget_set', changes, signal);
     const normalized = { ...(payload as { changes: Record<string, unknown>; buffer_paths?: unknown[] }), buffers };
     const { buffers: _, ...fields } = normalized;
@@ -148,7 +188,7 @@ export class WidgetService {
   async asset(ctx: RequestContext, module: string, asset: AssetName): Promise<WidgetAssetBody> {
     await this.remotes.ensure(ctx.project.dir, module);
     const worker = await this.pool.get(ctx.project.dir, ctx.python);
-    const sources = await worker.widgetAssets(module);
+    const sources = await worker.widgetAssets(module).catch((err: unknown) => explainUnknownModule(worker, module, err));
     const source: WidgetAsset | null = sources[asset];
     if (!source) throw new PorticoError('not_found', `Module '${module}' has no widget ${asset === 'esm' ? 'module' : 'stylesheet'}`);
     let body: Buffer;

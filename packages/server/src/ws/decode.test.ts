@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ClientFrames } from '../contract/frames.js';
 import { decodeFrame } from './decode.js';
@@ -64,5 +65,50 @@ describe('decodeFrame of frames nested past the bound', () => {
   it('decodes a frame whose args are nested exactly to the bound', () => {
     const result = decodeFrame(Buffer.from(`{"type":"call","id":2,"method":"echo","args":${nested(64)}}`), ClientFrames);
     expect(result.ok).toBe(true);
+  });
+});
+
+describe('decodeFrame: numeric ids come back exactly or are refused naming their text', () => {
+  // What a double holds as written, by construction: safe integers, and the shortest text of any finite double that is not a whole number past 2^53.
+  const exact = fc.oneof(
+    fc.maxSafeInteger().map((n) => ({ text: String(n), exact: true })),
+    fc.double({ noNaN: true, noDefaultInfinity: true }).map((d) => ({ text: JSON.stringify(d), exact: !Number.isInteger(d) || Number.isSafeInteger(d) })),
+  );
+  // What it does not: integers past 2^53, too many digits, overflow and underflow.
+  const inexact = fc.oneof(
+    fc.tuple(fc.constantFrom('', '-'), fc.bigInt({ min: 2n ** 53n, max: 2n ** 80n })).map(([sign, n]) => `${sign}${n}`),
+    fc.integer({ min: 17, max: 40 }).map((k) => `1.${'0'.repeat(k)}1`),
+    fc.constantFrom('1e400', '-1e400', '1e-400', '123456789012345678901234567890', '0.30000000000000000001'),
+  ).map((text) => ({ text, exact: false }));
+  const frame = fc.record({
+    id: fc.oneof(exact, inexact),
+    key: fc.constantFrom('"id"', '"\\u0069d"', '"i\\u0064"'),
+    // other members, some holding an "id" of their own
+    before: fc.constantFrom('', '"args":[{"id":1}],', '"x":"\\"id\\"",', '"meta":{"id":"no"},'),
+    after: fc.constantFrom('', ',"kwargs":{"id":2}', ',"y":[1,"id",3]'),
+    type: fc.constantFrom('call', 'ping', 'nope'),
+    first: fc.boolean(),
+    // spacing as Python's json.dumps writes it, or none
+    spaced: fc.boolean(),
+  });
+
+  it('agrees with the id as written, wherever it sits, whatever else names "id" and however the key is spelled', () => {
+    fc.assert(
+      fc.property(frame, ({ id, key, before, after, type, first, spaced }) => {
+        const member = `${key}:${id.text}`;
+        const others = `"type":"${type}","method":"m"${before ? `,${before.replace(/,$/, '')}` : ''}`;
+        const compact = first ? `{${member},${others}${after}}` : `{${others},${member}${after}}`;
+        const text = spaced ? compact.replace(/([,:])(?=["\[{\d-])/g, '$1 ') : compact;
+        const result = decodeFrame(Buffer.from(text), ClientFrames);
+        if (id.exact) {
+          expect(result.id, text).toBe(Number(id.text));
+        } else {
+          expect(result.ok, text).toBe(false);
+          expect(result.id, text).toBe(id.text);
+          expect(result.ok ? undefined : result.error.toDetail(), text).toMatchObject({ code: 'invalid_frame', issues: [{ path: 'id' }] });
+        }
+      }),
+      { numRuns: 2000 },
+    );
   });
 });

@@ -77,6 +77,13 @@ export class Session extends SocketSession<ClientFrame> {
     return super.idle && this.transfer === undefined;
   }
 
+  /** A transfer is owed its answer by its id until it ends, between its frames too (a failed upload had it). */
+  protected override owedAnswers(): FrameId[] {
+    const ids = [...this.framesInFlight].filter(([frame]) => frame.type !== 'chunk_start' && frame.type !== 'chunk_end').map(([, id]) => id);
+    if (this.transfer && !this.transfer.upload?.error) ids.push(this.transfer.id);
+    return ids;
+  }
+
   /**
    * Widget frames; the gateway answers the sender, and widget_set reaches every other client too.
    * `attached` are the buffers that came as binary frames; else base64 ones in the frame count.
@@ -97,7 +104,9 @@ export class Session extends SocketSession<ClientFrame> {
       this.sendWidget({ type: 'widget_change', id: frame.id, payload }, normalized);
     } else {
       const reply = await widgets.message(ctx, record, frame.content ?? null, buffers, signal);
+      // One answer per message: the reply, or (the hook returned None) that it was handled.
       if (reply.has_reply) this.sendWidget({ type: 'widget_msg', id: frame.id, payload: { content: reply.reply } }, reply.buffers);
+      else this.send({ type: 'widget_msg_done', id: frame.id });
     }
   }
 
@@ -283,14 +292,14 @@ export class Session extends SocketSession<ClientFrame> {
   }
 
   /** The end of a call handled without a promise (one function per session, not one per call). */
-  private readonly callEnded = (): void => this.frameEnded();
+  private readonly callEnded = (frame: ClientFrame): void => this.frameEnded(frame);
 
   private async callWhenConnected(frame: Frame<'call'>): Promise<void> {
     const connection = await this.connected('call');
-    return new Promise((resolve) => this.runCall(connection, frame, resolve));
+    return new Promise((resolve) => this.runCall(connection, frame, () => resolve()));
   }
 
-  private runCall(connection: Connection, frame: Frame<'call'>, ended: () => void): void {
+  private runCall(connection: Connection, frame: Frame<'call'>, ended: (frame: Frame<'call'>) => void): void {
     const { id } = frame;
     this.gateway.interfaces.startCall(
       connection.ctx,
@@ -309,7 +318,7 @@ export class Session extends SocketSession<ClientFrame> {
           } catch (err) {
             this.log(`call ${JSON.stringify(id)}: its answer could not be sent: ${(err as Error)?.message ?? err}`);
           } finally {
-            ended();
+            ended(frame);
           }
         },
       },

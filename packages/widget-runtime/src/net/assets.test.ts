@@ -6,7 +6,7 @@ function fakeFetch(routes: Record<string, [number, string, Record<string, string
   const requests: Array<{ url: string; authorization: string | undefined }> = [];
   const impl: FetchLike = async (url, init) => {
     requests.push({ url, authorization: (init?.headers as Record<string, string> | undefined)?.Authorization });
-    const [status, body, headers] = routes[url] ?? [404, '{"detail":{"code":"not_found","message":"nope"}}'];
+    const [status, body, headers] = routes[url] ?? [404, '{"detail":"nope","code":"not_found","message":"nope"}'];
     return new Response(status === 304 ? null : body, { status, headers });
   };
   return { impl, requests };
@@ -42,8 +42,13 @@ describe('widget assets', () => {
   it('a module without a widget is null (404); other failures carry the gateway code', async () => {
     const missing = fakeFetch({});
     expect(await fetchWidgetModule(gateway, 'counter', missing.impl)).toBeNull();
-    const refused = fakeFetch({ [ESM]: [403, '{"detail":{"code":"forbidden","message":"no access"}}'] });
+    const refused = fakeFetch({ [ESM]: [403, '{"detail":"no access","code":"forbidden","message":"no access"}'] });
     await expect(fetchWidgetModule(gateway, 'counter', refused.impl)).rejects.toMatchObject({ code: 'forbidden', message: 'no access' });
+    // A 400 carries the structured detail; an older gateway sent the code in detail only.
+    const unknown = fakeFetch({ [ESM]: [400, '{"detail":{"code":"unknown_module","message":"Unknown module"},"code":"unknown_module","message":"Unknown module"}'] });
+    await expect(fetchWidgetModule(gateway, 'counter', unknown.impl)).rejects.toMatchObject({ code: 'unknown_module', message: 'Unknown module' });
+    const older = fakeFetch({ [ESM]: [403, '{"detail":{"code":"forbidden","message":"no access"}}'] });
+    await expect(fetchWidgetModule(gateway, 'counter', older.impl)).rejects.toMatchObject({ code: 'forbidden', message: 'no access' });
     const offline = vi.fn<FetchLike>().mockRejectedValue(new TypeError('Failed to fetch'));
     await expect(fetchWidgetModule(gateway, 'counter', offline)).rejects.toMatchObject({ code: 'load_failed' });
   });

@@ -67,11 +67,14 @@ export async function fetchAsset(url: string, token: string | undefined, fetchIm
   return { text: await response.text(), headers: response.headers };
 }
 
-/** The gateway's REST error body is `{detail: {code, message}}`. */
+/**
+ * The code and message of the gateway's REST error body, `{detail, code, message}` (`detail` the
+ * message, or on a 400 `{code, message, …}`); an older gateway sent them in `detail` only.
+ */
 async function errorDetail(response: Response): Promise<{ code: string; message: string } | undefined> {
   try {
-    const body = (await response.json()) as { detail?: { code?: unknown; message?: unknown } };
-    const { code, message } = body.detail ?? {};
+    const body = (await response.json()) as { detail?: unknown; code?: unknown; message?: unknown };
+    const { code, message } = typeof body.code === 'string' ? body : ((body.detail ?? {}) as { code?: unknown; message?: unknown });
     return typeof code === 'string' && typeof message === 'string' ? { code, message } : undefined;
   } catch {
     return undefined;

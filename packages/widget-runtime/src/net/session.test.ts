@@ -207,6 +207,19 @@ describe('Session: sync', () => {
     expect(seen).toEqual([{ hello: 1 }, 42, ['event', { progress: 0.5 }], ['reload', 'css']]);
   });
 
+  it('widget_msg_done (a message answered without a reply) fires no msg:custom', async () => {
+    const { session, socket } = setup();
+    const opened = session.open();
+    socket().handshake({});
+    await opened;
+    const seen: unknown[] = [];
+    session.model.on('msg:custom', (content: unknown) => seen.push(content));
+    session.model.send({ op: 'quiet' });
+    socket().receive({ type: 'widget_msg_done', id: socket().last('widget_msg').id });
+    socket().receive({ type: 'widget_msg', id: socket().last('widget_msg').id, payload: { content: 'reply', buffers: [] } });
+    expect(seen).toEqual(['reply']);
+  });
+
   it('model.send goes out as widget_msg followed at once by its buffers as binary frames', async () => {
     const { session, socket } = setup();
     const opened = session.open();
@@ -314,6 +327,17 @@ describe('Session: reconnect', () => {
     socket().handshake({ count: 0, label: 'a' });
     expect(socket().last('widget_set').changes).toEqual({ count: 4 });
     expect(session.model.get('count')).toBe(4);
+  });
+
+  it('a reconnect refused with unknown_module (its record is gone) ends the session too', async () => {
+    const ended = await connected();
+    ended.socket().drop();
+    await vi.advanceTimersByTimeAsync(100);
+    ended.socket().open();
+    ended.socket().receive({ type: 'error', id: ended.socket().last('connect').id, payload: { code: 'unknown_module', message: "Unknown module 'x'" } });
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(ended.sockets).toHaveLength(2);
+    expect(ended.statuses.at(-1)).toBe('closed (unknown_module)');
   });
 
   it('a reconnect refused with not_found ends the session; other refusals are retried', async () => {

@@ -6,8 +6,9 @@
  * is `open`, and what was queued offline is sent. The first handshake must succeed (`open()`
  * rejects otherwise); after that a dropped socket is reopened with capped, jittered exponential
  * backoff and the handshake is repeated by uuid (`connect {target: uuid}`). A handshake refused
- * with `unauthorized`, `forbidden` or `not_found` ends the session (`closed`); other refusals
- * are retried. A ping every pingIntervalMs detects sockets that died silently.
+ * with `unauthorized`, `forbidden`, `not_found` or `unknown_module` (a uuid whose record is gone
+ * reads as no module) ends the session (`closed`); other refusals are retried. A ping every
+ * pingIntervalMs detects sockets that died silently.
  *
  * `instance_restarted` (the live instance died with its Python worker; the gateway makes it again on
  * its next use, with its saved widget state) is answered the way a reconnect is: a `widget_get`
@@ -141,7 +142,7 @@ interface Awaiting {
 }
 
 /** Handshake refusals that retrying cannot fix. */
-const FATAL_CODES = new Set(['unauthorized', 'forbidden', 'not_found']);
+const FATAL_CODES = new Set(['unauthorized', 'forbidden', 'not_found', 'unknown_module']);
 const OPEN = 1;
 const CLOSING = 2;
 
