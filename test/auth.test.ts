@@ -17,7 +17,7 @@ describe('api token', () => {
       const res = await api(g, 'GET', '/v1/health', undefined, headers);
       expect(res.status, JSON.stringify(headers)).toBe(401);
       expect(res.headers.get('www-authenticate')).toBe('Bearer');
-      expect(res.body.detail.code).toBe('unauthorized');
+      expect(res.body.code).toBe('unauthorized');
     }
     const post = await api(g, 'POST', '/v1/interfaces/call', { target: 'counter', method: 'add' });
     expect(post.status).toBe(401);

@@ -218,7 +218,7 @@ describe('schema reflection', () => {
     expect(res.body.version_methods).toEqual([expect.objectContaining({ name: 'fast', doc: 'Goes fast.', signature: '(rate: float = 0.9)' })]);
     expect(res.body.methods.map((m: { name: string }) => m.name)).toEqual(['describe']);
     expect(res.body.source_file).toBe('typed.py');
-    expect((await api(g, 'GET', '/v1/project/nosuch')).status).toBe(404);
+    expect((await api(g, 'GET', '/v1/project/nosuch')).body.detail).toMatchObject({ code: 'unknown_module' });
   });
 });
 

@@ -144,7 +144,7 @@ describe('widget state that comes back', { timeout: 120_000 }, () => {
     expect(set.type).toBe('widget_change');
     const crasher = await created(g, 'probe');
     await sleep(200); // the save is coalesced (30 ms)
-    expect((await call(g, crasher, 'crash')).body.detail.code).toBe('worker_crashed');
+    expect((await call(g, crasher, 'crash')).body.code).toBe('worker_crashed');
     const told = await page.waitFor((f) => f.type === 'instance_restarted');
     expect(told.payload.uuid).toBe(payload.uuid);
     const state = await page.request({ type: 'widget_get' });
@@ -186,7 +186,7 @@ describe('supervision', { timeout: 120_000 }, () => {
 
     const crash = await call(g, crasher, 'crash');
     expect(crash.status).toBe(502);
-    expect(crash.body.detail.code).toBe('worker_crashed');
+    expect(crash.body.code).toBe('worker_crashed');
     expect((await sleeping).payload.code).toBe('worker_crashed');
     const told = await watcher.waitFor((f) => f.type === 'instance_restarted');
     expect(told.payload).toMatchObject({ uuid: payload.uuid, reason: 'worker_crashed' });

@@ -156,7 +156,7 @@ describe('OIDC access tokens', () => {
     expect((await api(g, 'GET', '/v1/health', undefined, bearer('api-secret'))).status).toBe(200);
     const mint = await api(g, 'POST', '/v1/auth/token', undefined, bearer(await issuer.token()));
     expect(mint.status).toBe(403);
-    expect(mint.body.detail.code).toBe('mint_refused');
+    expect(mint.body.code).toBe('mint_refused');
   });
 
   it('a token for another audience is refused', async () => {
@@ -164,7 +164,7 @@ describe('OIDC access tokens', () => {
     const res = await api(g, 'GET', '/v1/health', undefined, bearer(token));
     expect(res.status).toBe(401);
     expect(res.headers.get('www-authenticate')).toBe('Bearer');
-    expect(res.body.detail).toMatchObject({ code: 'unauthorized', message: expect.stringMatching(/aud/) });
+    expect(res.body).toMatchObject({ code: 'unauthorized', message: expect.stringMatching(/aud/) });
     await expect(Client.open(g.url, { protocols: ['bearer', token] })).rejects.toMatchObject({ status: 401 });
   });
 
@@ -174,7 +174,7 @@ describe('OIDC access tokens', () => {
       const token = await other.token();
       const res = await api(g, 'GET', '/v1/health', undefined, bearer(token));
       expect(res.status).toBe(401);
-      expect(res.body.detail.message).toMatch(/issuer/);
+      expect(res.body.message).toMatch(/issuer/);
       await expect(Client.open(g.url, { headers: bearer(token) })).rejects.toMatchObject({ status: 401 });
     } finally {
       await other.close();
@@ -197,7 +197,7 @@ describe('OIDC access tokens', () => {
     for (const [bad, message] of cases) {
       const res = await api(g, 'GET', '/v1/health', undefined, bearer(bad));
       expect(res.status, bad).toBe(401);
-      expect(res.body.detail.message).toMatch(message);
+      expect(res.body.message).toMatch(message);
       await expect(Client.open(g.url, { protocols: ['bearer', bad] })).rejects.toMatchObject({ status: 401 });
     }
   });
@@ -207,7 +207,7 @@ describe('OIDC access tokens', () => {
     const expired = await issuer.sign({ iat: now - 700, exp: now - LIMITS.oidcClockToleranceS - 30 });
     const res = await api(g, 'GET', '/v1/health', undefined, bearer(expired));
     expect(res.status).toBe(401);
-    expect(res.body.detail.message).toMatch(/expired/);
+    expect(res.body.message).toMatch(/expired/);
     await expect(Client.open(g.url, { headers: bearer(expired) })).rejects.toMatchObject({ status: 401 });
 
     const skewed = await issuer.sign({ iat: now - 600, exp: now - 5 });
@@ -243,7 +243,7 @@ describe('OIDC access tokens', () => {
     expect((await api(g, 'GET', '/v1/health', undefined, bearer(after))).status).toBe(200);
     const stale = await api(g, 'GET', '/v1/health', undefined, bearer(before));
     expect(stale.status).toBe(401);
-    expect(stale.body.detail.message).toMatch(/key/);
+    expect(stale.body.message).toMatch(/key/);
     issuer.rotate([k1]);
   });
 });
@@ -255,7 +255,7 @@ describe('OIDC configuration', () => {
     const created = await api(g, 'POST', '/v1/interfaces', { target: 'counter', version: [{ start: 103 }] }, bearer(token));
     expect(created.body.created_by).toBe('svc@example.test');
     const without = await issuer.sign({});
-    expect((await api(g, 'GET', '/v1/health', undefined, bearer(without))).body.detail.message).toMatch(/'email' claim/);
+    expect((await api(g, 'GET', '/v1/health', undefined, bearer(without))).body.message).toMatch(/'email' claim/);
   });
 
   it('an OIDC-only gateway requires a credential, and mints nothing', async () => {
@@ -264,7 +264,7 @@ describe('OIDC configuration', () => {
     await expect(Client.open(g.url)).rejects.toMatchObject({ status: 401 });
     expect((await api(g, 'GET', '/v1/health', undefined, bearer('not-a-jwt'))).status).toBe(401);
     const mint = await api(g, 'POST', '/v1/auth/token', undefined, bearer(await issuer.token()));
-    expect(mint.body.detail.code).toBe('mint_refused');
+    expect(mint.body.code).toBe('mint_refused');
   });
 
   it('an unreachable provider answers 503 oidc_unavailable for JWTs, while the api token keeps working', async () => {
@@ -274,7 +274,7 @@ describe('OIDC configuration', () => {
     const g = await gateway({ oidcIssuer: gone.url, oidcAudience: AUDIENCE, apiToken: 'api-secret' });
     const res = await api(g, 'GET', '/v1/health', undefined, bearer(token));
     expect(res.status).toBe(503);
-    expect(res.body.detail.code).toBe('oidc_unavailable');
+    expect(res.body.code).toBe('oidc_unavailable');
     expect((await api(g, 'GET', '/v1/health', undefined, bearer('api-secret'))).status).toBe(200);
   });
 

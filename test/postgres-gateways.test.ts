@@ -179,7 +179,7 @@ describe('losing the database', () => {
       ] as const) {
         const answer = await api(running, method, pathname, body);
         expect(answer.status).toBe(503);
-        expect(answer.body.detail).toMatchObject({ code: 'store_unavailable' });
+        expect(answer.body).toMatchObject({ code: 'store_unavailable' });
       }
     } finally {
       await postgres.start();

@@ -18,7 +18,7 @@ from portico import Interface
 
 class Stage(BaseModel):
     name: str
-    epochs: int = 1
+    epochs: int = Field(1, description="Passes over the data.")
 
 
 class Optimizer(BaseModel):
@@ -45,7 +45,7 @@ class Pipeline(Base):
         stages: list[Stage] = Field(default_factory=list)
         optimizer: Optimizer = Optimizer()
         warmup: Optional[Optimizer] = None
-        seed: int
+        seed: int = Field(description="The random seed.")
         note: str | None = None
 
     def version_alpha(self, lr: float = 0.5):
@@ -68,7 +68,7 @@ class Inner:
 class Plain(Interface):
     @dataclass
     class Config:
-        mode: Literal["a", "b"] = "a"
+        mode: Literal["a", "b"] = field(default="a", metadata={"description": "Which way."})
         inner: Inner = field(default_factory=Inner)
         maybe: Optional[Inner] = None
         items: list[int] = field(default_factory=lambda: [1, 2])
@@ -80,7 +80,7 @@ describe('ModuleSchema (GET /v1/project/{module})', () => {
     g = await gateway({ project: await tempProject({ 'pipeline.py': PYDANTIC, 'plain.py': DATACLASS }) });
   });
 
-  it('a pydantic Config gives config_fields as the reference reflects them: Python type strings, defaults, required, nested fields', async () => {
+  it('a pydantic Config gives config_fields as the reference reflects them: Python type strings, defaults, required, descriptions, nested fields', async () => {
     const res = await api(g, 'GET', '/v1/project/pipeline');
     expect(res.status).toBe(200);
     const fields = Object.fromEntries(res.body.config_fields.map((f: { name: string }) => [f.name, f]));
@@ -90,16 +90,19 @@ describe('ModuleSchema (GET /v1/project/{module})', () => {
       type: 'list[pipeline.Stage]',
       default: [],
       required: false,
+      description: null,
       fields: [
-        { name: 'name', type: "<class 'str'>", default: null, required: true, fields: null },
-        { name: 'epochs', type: "<class 'int'>", default: 1, required: false, fields: null },
+        { name: 'name', type: "<class 'str'>", default: null, required: true, description: null, fields: null },
+        { name: 'epochs', type: "<class 'int'>", default: 1, required: false, description: 'Passes over the data.', fields: null },
       ],
     });
     expect(fields.optimizer).toMatchObject({ type: "<class 'pipeline.Optimizer'>", default: { kind: 'sgd', lr: 0.1 }, required: false });
-    expect(fields.optimizer.fields[0]).toEqual({ name: 'kind', type: "typing.Literal['sgd', 'adam']", default: 'sgd', required: false, fields: null });
+    expect(fields.optimizer.fields[0]).toEqual({ name: 'kind', type: "typing.Literal['sgd', 'adam']", default: 'sgd', required: false, description: null, fields: null });
     expect(fields.warmup).toMatchObject({ type: 'typing.Optional[pipeline.Optimizer]', default: null, required: false });
     expect(fields.warmup.fields.map((f: { name: string }) => f.name)).toEqual(['kind', 'lr']);
-    expect(fields.seed).toEqual({ name: 'seed', type: "<class 'int'>", default: null, required: true, fields: null });
+    expect(fields.seed).toEqual({ name: 'seed', type: "<class 'int'>", default: null, required: true, description: 'The random seed.', fields: null });
+    // The same text as the JSON Schema's.
+    expect(res.body.config_schema.properties.seed.description).toBe('The random seed.');
     expect(fields.note).toMatchObject({ type: 'str | None', default: null, required: false, fields: null });
     // Portico's JSON Schema stays beside it.
     expect(res.body.config_schema.required).toEqual(['seed']);
@@ -108,16 +111,17 @@ describe('ModuleSchema (GET /v1/project/{module})', () => {
   it('a dataclass Config gives the same shape', async () => {
     const res = await api(g, 'GET', '/v1/project/plain');
     const fields = Object.fromEntries(res.body.config_fields.map((f: { name: string }) => [f.name, f]));
-    expect(fields.mode).toEqual({ name: 'mode', type: "typing.Literal['a', 'b']", default: 'a', required: false, fields: null });
+    expect(fields.mode).toEqual({ name: 'mode', type: "typing.Literal['a', 'b']", default: 'a', required: false, description: 'Which way.', fields: null });
     expect(fields.inner).toEqual({
       name: 'inner',
       type: "<class 'plain.Inner'>",
       default: { depth: 2 },
       required: false,
-      fields: [{ name: 'depth', type: "<class 'int'>", default: 2, required: false, fields: null }],
+      description: null,
+      fields: [{ name: 'depth', type: "<class 'int'>", default: 2, required: false, description: null, fields: null }],
     });
     expect(fields.maybe.fields).toEqual(fields.inner.fields);
-    expect(fields.items).toEqual({ name: 'items', type: 'list[int]', default: [1, 2], required: false, fields: null });
+    expect(fields.items).toEqual({ name: 'items', type: 'list[int]', default: [1, 2], required: false, description: null, fields: null });
   });
 
   it('versions are the expressions a client offers; version_methods describe them, inherited ones too, sorted by name', async () => {
@@ -169,17 +173,18 @@ describe('errors a reference client can print', () => {
     }
   });
 
-  it('every error body has a readable message at the top level beside the structured detail', async () => {
+  it('every error body has its code and a readable message at the top level; detail is that message but on 400 and 422', async () => {
     const unknown = await api(g, 'GET', '/v1/interfaces/0123456789abcdef01234567', undefined, auth);
     expect(unknown.status).toBe(404);
-    expect(unknown.body).toEqual({ detail: { code: 'not_found', message: expect.any(String) }, message: unknown.body.detail.message });
+    // As FastAPI and the reference server send it: a client that shows `detail` shows the message.
+    expect(unknown.body).toEqual({ detail: unknown.body.message, code: 'not_found', message: expect.stringContaining('0123456789abcdef01234567') });
     const invalid = await api(g, 'POST', '/v1/interfaces', { version: 'x' }, auth);
     expect(invalid.status).toBe(422);
     expect(Array.isArray(invalid.body.detail)).toBe(true);
     expect(invalid.body.message).toMatch(/^Invalid request: body\.target: /);
     const refused = await api(g, 'GET', '/v1/interfaces');
     expect(refused.status).toBe(401);
-    expect(refused.body.message).toBe(refused.body.detail.message);
+    expect(refused.body).toEqual({ detail: refused.body.message, code: 'unauthorized', message: expect.any(String) });
   });
 });
 
@@ -260,7 +265,7 @@ describe('widget hooks through POST /v1/interfaces/call', () => {
     expect(bad.body.detail.code).toBe('invalid_argument');
     expect((await call('echoer', 'widget_message', { args: [{ hi: 1 }] })).body).toEqual({ payload: { echo: { hi: 1 } } });
     const readOnly = await call('echoer', 'widget_update', { args: [{ x: 1 }] });
-    expect([readOnly.status, readOnly.body.detail.code]).toEqual([409, 'read_only']);
+    expect([readOnly.status, readOnly.body.code]).toEqual([409, 'read_only']);
     expect((await call('counter', '_private')).status).toBe(403);
   });
 });

@@ -79,7 +79,7 @@ describe('remote modules', () => {
     const g = await gateway({ project });
     const res = await api(g, 'POST', '/v1/interfaces', { target: 'shared' });
     expect(res.status).toBe(409);
-    expect(res.body.detail.code).toBe('integrity_failed');
+    expect(res.body.code).toBe('integrity_failed');
     expect(existsSync(path.join(project, '.portico/remotes/shared.py'))).toBe(false);
     expect(existsSync(path.join(project, 'imported-shared'))).toBe(false);
   });
@@ -92,7 +92,7 @@ describe('remote modules', () => {
     expect((await api(g, 'POST', '/v1/interfaces/call', { target: 'linked', method: 'times', args: [2] })).body).toEqual({ payload: 4 });
     await writeFile(target, SHARED + '\n# tampered\n');
     const res = await api(g, 'POST', '/v1/interfaces', { target: 'linked', version: [{ scale: 9 }] });
-    expect(res.body.detail?.code).toBe('integrity_failed');
+    expect(res.body.code).toBe('integrity_failed');
   });
 
   it('portico fetch downloads over https without importing, and the gateway then uses the cached copy', async () => {
@@ -144,7 +144,7 @@ describe('remote modules', () => {
     await declare(sha(SHARED));
     await expect.poll(async () => (await api(g, 'POST', '/v1/interfaces/call', { target: 'shared', method: 'times', args: [4] })).body).toEqual({ payload: 8 });
     await declare(sha('another pin'));
-    await expect.poll(async () => (await api(g, 'POST', '/v1/interfaces', { target: 'shared', version: [{ scale: 5 }] })).body.detail?.code).toBe('integrity_failed');
+    await expect.poll(async () => (await api(g, 'POST', '/v1/interfaces', { target: 'shared', version: [{ scale: 5 }] })).body.code).toBe('integrity_failed');
     await rm(path.join(project, 'portico.json'));
     await expect.poll(async () => (await api(g, 'GET', '/v1/project/remotes')).body.remotes).toEqual({});
   });
@@ -166,6 +166,6 @@ describe('remote modules', () => {
     const g = await gateway({ project });
     const res = await api(g, 'GET', '/v1/project/remotes');
     expect(res.status).toBe(400);
-    expect(res.body.detail.message).toContain('portico.json');
+    expect(res.body.message).toContain('portico.json');
   });
 });

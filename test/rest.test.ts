@@ -69,7 +69,7 @@ describe('REST interfaces', () => {
   it('create: config problems answer 400 with one issue per offending path', async () => {
     const res = await api(g, 'POST', '/v1/interfaces', { target: 'counter', version: [{ nope: 1, start: 'x' }] });
     expect(res.status).toBe(400);
-    expect(res.body.detail.code).toBe('invalid_config');
+    expect(res.body.code).toBe('invalid_config');
     const paths = res.body.detail.issues.map((i: { path: string }) => i.path).sort();
     expect(paths).toEqual(['nope', 'start']);
     const missing = await api(g, 'POST', '/v1/interfaces', { target: 'typed' });
@@ -77,29 +77,29 @@ describe('REST interfaces', () => {
     expect(missing.body.detail.issues).toEqual([expect.objectContaining({ path: 'name' })]);
     const unknownVersion = await api(g, 'POST', '/v1/interfaces', { target: 'counter', version: ['~huge'] });
     expect(unknownVersion.status).toBe(400);
-    expect(unknownVersion.body.detail.message + JSON.stringify(unknownVersion.body.detail.issues)).toContain('huge');
+    expect(unknownVersion.body.message + JSON.stringify(unknownVersion.body.detail.issues)).toContain('huge');
   });
 
   it('create: version arguments are literals, never evaluated', async () => {
     const res = await api(g, 'POST', '/v1/interfaces', { target: 'counter', version: ["~big(__import__('os').getpid())"] });
     expect(res.status).toBe(400);
-    expect(res.body.detail.code).toBe('invalid_config');
+    expect(res.body.code).toBe('invalid_config');
   });
 
   it('create: unknown, broken and class-less modules are named in the error', async () => {
     const unknown = await api(g, 'POST', '/v1/interfaces', { target: 'nosuch' });
-    expect(unknown.status).toBe(404);
-    expect(unknown.body.detail).toMatchObject({ code: 'not_found' });
-    expect(unknown.body.detail.message).toContain('nosuch');
+    expect(unknown.status).toBe(400);
+    expect(unknown.body).toMatchObject({ code: 'unknown_module' });
+    expect(unknown.body.message).toContain('nosuch');
     const outside = await api(g, 'POST', '/v1/interfaces', { target: 'json' });
-    expect(outside.status).toBe(404);
+    expect([outside.status, outside.body.code]).toEqual([400, 'unknown_module']);
     const broken = await api(g, 'POST', '/v1/interfaces', { target: 'broken' });
     expect(broken.status).toBe(400);
-    expect(broken.body.detail.code).toBe('module_error');
-    expect(broken.body.detail.message).toMatch(/broken.*SyntaxError/);
+    expect(broken.body.code).toBe('module_error');
+    expect(broken.body.message).toMatch(/broken.*SyntaxError/);
     const plain = await api(g, 'POST', '/v1/interfaces', { target: 'plain' });
-    expect(plain.body.detail).toMatchObject({ code: 'module_error' });
-    expect(plain.body.detail.message).toContain('plain');
+    expect(plain.body).toMatchObject({ code: 'module_error' });
+    expect(plain.body.message).toContain('plain');
   });
 
   it('get, list and delete; an unknown uuid is 404', async () => {
@@ -112,7 +112,7 @@ describe('REST interfaces', () => {
     expect((await api(g, 'DELETE', `/v1/interfaces/${created.body.uuid}`)).status).toBe(204);
     const gone = await api(g, 'GET', `/v1/interfaces/${created.body.uuid}`);
     expect(gone.status).toBe(404);
-    expect(gone.body.detail.code).toBe('not_found');
+    expect(gone.body.code).toBe('not_found');
     expect((await api(g, 'DELETE', '/v1/interfaces/nope')).status).toBe(404);
   });
 
@@ -137,12 +137,12 @@ describe('REST interfaces', () => {
     ];
     for (const [body, status, code] of cases) {
       const res = await api(g, 'POST', '/v1/interfaces/call', body);
-      expect([res.status, res.body.detail?.code], JSON.stringify(body)).toEqual([status, code]);
-      expect(typeof res.body.detail.message).toBe('string');
+      expect([res.status, res.body.code], JSON.stringify(body)).toEqual([status, code]);
+      expect(typeof res.body.message).toBe('string');
     }
     const explode = await api(g, 'POST', '/v1/interfaces/call', { target: 'faulty', method: 'explode', args: ['kaboom'] });
     expect(explode.body.detail).toMatchObject({ exception: 'ValueError' });
-    expect(explode.body.detail.message).toContain('kaboom');
+    expect(explode.body.message).toContain('kaboom');
   });
 
   it('validation: bad bodies and parameters answer 422 HTTPValidationError', async () => {
@@ -182,7 +182,7 @@ describe('REST interfaces', () => {
   it('a body declared over 16 MiB is refused with 413 payload_too_large before it is read', async () => {
     const res = await fetch(`${g.url}/v1/interfaces/call`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': String(16 * 1024 * 1024 + 1) }, body: 'x'.repeat(16 * 1024 * 1024 + 1) });
     expect(res.status).toBe(413);
-    expect((await res.json()).detail.code).toBe('payload_too_large');
+    expect((await res.json()).code).toBe('payload_too_large');
   });
 
   it('a chunked body that grows past 16 MiB is answered 413 payload_too_large, not a dropped connection', async () => {
@@ -190,7 +190,7 @@ describe('REST interfaces', () => {
       const req = request(`${g.url}/v1/interfaces/call`, { method: 'POST', headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked' } }, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, code: JSON.parse(Buffer.concat(chunks).toString('utf8')).detail?.code, connection: res.headers.connection }));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, code: JSON.parse(Buffer.concat(chunks).toString('utf8')).code, connection: res.headers.connection }));
       });
       req.on('error', reject);
       const piece = Buffer.alloc(1024 * 1024, 0x20);
@@ -204,7 +204,7 @@ describe('REST interfaces', () => {
   it('unknown routes answer a structured 404', async () => {
     const res = await api(g, 'GET', '/v1/nothing');
     expect(res.status).toBe(404);
-    expect(res.body.detail.code).toBe('not_found');
+    expect(res.body.code).toBe('not_found');
   });
 
   it('openapi.json is OpenAPI 3.1 generated from the request schemas; /docs works offline', async () => {
@@ -257,7 +257,7 @@ describe('project binding', () => {
     const other = await tempProject();
     const res = await api(g, 'GET', '/v1/interfaces', undefined, { 'X-Service-Project': other });
     expect(res.status).toBe(403);
-    expect(res.body.detail.code).toBe('forbidden');
+    expect(res.body.code).toBe('forbidden');
     const viaQuery = await api(g, 'POST', `/v1/interfaces?project=${encodeURIComponent(other)}`, { target: 'counter' });
     expect(viaQuery.status).toBe(403);
   });

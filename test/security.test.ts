@@ -65,7 +65,7 @@ describe('session tokens', () => {
     const { access_token: token } = (await mint()).body;
     const again = await mint(undefined, token);
     expect(again.status).toBe(403);
-    expect(again.body.detail).toMatchObject({ code: 'mint_refused', message: expect.stringMatching(/only the api token/) });
+    expect(again.body).toMatchObject({ code: 'mint_refused', message: expect.stringMatching(/only the api token/) });
     expect((await api(g, 'POST', '/v1/auth/token')).status).toBe(401);
     expect((await mint(undefined, 'wrong')).status).toBe(401);
   });
@@ -102,7 +102,7 @@ describe('session tokens', () => {
         const res = await api(g, 'GET', '/v1/health', undefined, headers);
         expect(res.status, what).toBe(401);
         expect(res.headers.get('www-authenticate'), what).toBe('Bearer');
-        expect(res.body.detail, what).toMatchObject({ code: 'unauthorized', message: expect.stringMatching(message) });
+        expect(res.body, what).toMatchObject({ code: 'unauthorized', message: expect.stringMatching(message) });
         await expect(Client.open(g.url, { headers }), what).rejects.toMatchObject({ status: 401 });
       }
     };
@@ -146,7 +146,7 @@ describe('session tokens on a gateway without an api token', () => {
     const g = await gateway();
     const res = await api(g, 'POST', '/v1/auth/token');
     expect(res.status).toBe(409);
-    expect(res.body.detail.code).toBe('no_api_token');
+    expect(res.body.code).toBe('no_api_token');
   });
 });
 
@@ -197,7 +197,7 @@ describe('origins', () => {
     ] as const) {
       const res = await api(g, method, '/v1/health', undefined, { origin: 'http://evil.test', ...headers });
       expect(res.status, `${method} ${JSON.stringify(headers)}`).toBe(403);
-      expect(res.body.detail.code).toBe('forbidden');
+      expect(res.body.code).toBe('forbidden');
       expect(res.headers.get('access-control-allow-origin')).toBeNull();
     }
   });
@@ -242,7 +242,7 @@ describe('projects and interpreters', () => {
     ] as const) {
       const res = await call(headers, query);
       expect(res.status, JSON.stringify([headers, query])).toBe(403);
-      expect(res.body.detail).toMatchObject({ code: 'forbidden', message: expect.stringMatching(/not permitted/) });
+      expect(res.body).toMatchObject({ code: 'forbidden', message: expect.stringMatching(/not permitted/) });
     }
     const c = await Client.open(g.url, { headers: bearer(TOKEN) });
     expect(await c.request({ type: 'connect', target: 'counter', project: outside })).toMatchObject({ type: 'error', payload: { code: 'forbidden' } });
@@ -257,7 +257,7 @@ describe('projects and interpreters', () => {
     ] as const) {
       const res = await call(headers, query);
       expect(res.status).toBe(403);
-      expect(res.body.detail).toMatchObject({ code: 'forbidden', message: expect.stringMatching(/Interpreter .* is not permitted.*--python-allowlist/) });
+      expect(res.body).toMatchObject({ code: 'forbidden', message: expect.stringMatching(/Interpreter .* is not permitted.*--python-allowlist/) });
     }
     const c = await Client.open(g.url, { headers: { ...bearer(TOKEN), 'x-service-python': '/usr/bin/env' } });
     expect(await c.request({ type: 'connect', target: 'counter' })).toMatchObject({ type: 'error', payload: { code: 'forbidden' } });
@@ -266,7 +266,7 @@ describe('projects and interpreters', () => {
   it('an allowlisted interpreter that cannot start answers 503 worker_unavailable naming it', async () => {
     const res = await call({ 'x-service-python': BROKEN_PYTHON });
     expect(res.status).toBe(503);
-    expect(res.body.detail).toMatchObject({ code: 'worker_unavailable', message: expect.stringContaining(BROKEN_PYTHON) });
+    expect(res.body).toMatchObject({ code: 'worker_unavailable', message: expect.stringContaining(BROKEN_PYTHON) });
   });
 
   it('each (project, interpreter) gets its own worker; /v1/projects lists projects, roots, interpreters and workers', async () => {

@@ -101,8 +101,8 @@ describe('opt-in and tokens', () => {
     ] as const) {
       const res = await api(off, method, pathname, body, headers);
       expect(res.status, `${method} ${pathname}`).toBe(404);
-      expect(res.body.detail.code).toBe('not_found');
-      expect(res.body.detail.message).toContain('--enable-source-api');
+      expect(res.body.code).toBe('not_found');
+      expect(res.body.message).toContain('--enable-source-api');
     }
     expect(await readFile(path.join(dir, 'counter.py'), 'utf8')).toBe(before);
     await expect(stat(path.join(dir, 'new.py'))).rejects.toThrow();
@@ -145,7 +145,7 @@ describe('opt-in and tokens', () => {
           continue;
         }
         expect(res.status, label).toBe(403);
-        expect(res.body.detail.code).toBe('source_token_required');
+        expect(res.body.code).toBe('source_token_required');
       }
     }
     // The source token without Authorization is not enough either.
@@ -182,14 +182,14 @@ describe('list and read', () => {
     const again = await fetch(`${g.url}/v1/source/counter.py`, { headers: { ...AUTH, 'if-none-match': `"${md5(text)}"` } });
     expect(again.status).toBe(304);
     expect((await get('nope.py')).status).toBe(404);
-    expect((await get('nope.py')).body.detail.code).toBe('not_found');
+    expect((await get('nope.py')).body.code).toBe('not_found');
   });
 
   it('a symlink inside the project is followed; a file that is not UTF-8 is 415', async () => {
     expect((await get('alias.py')).body.content).toBe(await readFile(path.join(project, 'counter.py'), 'utf8'));
     const latin = await get('latin1.txt');
     expect(latin.status).toBe(415);
-    expect(latin.body.detail.code).toBe('not_source_file');
+    expect(latin.body.code).toBe('not_source_file');
   });
 });
 
@@ -210,7 +210,7 @@ describe('conditional writes', () => {
     await put('cond/a.py', 'A = 1\n');
     const res = await put('cond/a.py', 'A = 2\n', { 'if-none-match': '*' });
     expect(res.status).toBe(412);
-    expect(res.body.detail.code).toBe('precondition_failed');
+    expect(res.body.code).toBe('precondition_failed');
     expect((await get('cond/a.py')).body.content).toBe('A = 1\n');
     expect((await put('cond/new.py', 'N = 1\n', { 'if-none-match': '*' })).status).toBe(201);
   });
@@ -221,7 +221,7 @@ describe('conditional writes', () => {
     expect(second.status).toBe(200);
     const stale = await put('cond/b.py', 'B = 3\n', { 'if-match': `"${first.body.etag}"` });
     expect(stale.status).toBe(412);
-    expect(stale.body.detail.code).toBe('precondition_failed');
+    expect(stale.body.code).toBe('precondition_failed');
     expect((await put('cond/b.py', 'B = 3\n', { 'if-match': `W/"${second.body.etag}"` })).status).toBe(412); // weak never matches
     expect((await put('cond/b.py', 'B = 3\n', { 'if-match': `"other", "${second.body.etag}"` })).status).toBe(200);
     expect((await put('cond/b.py', 'B = 4\n', { 'if-match': md5('B = 3\n') })).status).toBe(200);
@@ -254,7 +254,7 @@ describe('conditional writes', () => {
   it('a file over the size bound is 413 payload_too_large', async () => {
     const res = await put('big.txt', 'x'.repeat(4 * 1024 * 1024 + 1));
     expect(res.status).toBe(413);
-    expect(res.body.detail.code).toBe('payload_too_large');
+    expect(res.body.code).toBe('payload_too_large');
     await expect(stat(path.join(project, 'big.txt'))).rejects.toThrow();
   });
 });
@@ -269,7 +269,7 @@ describe('delete and move', () => {
     await expect(stat(path.join(project, 'gone'))).rejects.toThrow(); // the folder it emptied went too
     const again = await api(g, 'DELETE', '/v1/source/gone/doomed.py', undefined, WRITE);
     expect(again.status).toBe(404);
-    expect(again.body.detail.code).toBe('not_found');
+    expect(again.body.code).toBe('not_found');
   });
 
   it('move foo.py → foo/__init__.py and back: the interface keeps working under the same module', async () => {
@@ -297,7 +297,7 @@ describe('delete and move', () => {
     await put('m/two.py', 'TWO = 2\n');
     const exists = await api(g, 'POST', '/v1/source/move', { from: 'm/one.py', to: 'm/two.py' }, WRITE);
     expect(exists.status).toBe(409);
-    expect(exists.body.detail.code).toBe('conflict');
+    expect(exists.body.code).toBe('conflict');
     expect((await api(g, 'POST', '/v1/source/move', { from: 'm/none.py', to: 'm/three.py' }, WRITE)).status).toBe(404);
     expect((await api(g, 'POST', '/v1/source/move', { from: 'm/one.py', to: 'm/three.py' }, { ...WRITE, 'if-match': '"stale"' })).status).toBe(412);
     expect((await api(g, 'POST', '/v1/source/move', { to: 'm/three.py' }, WRITE)).status).toBe(422);
@@ -320,7 +320,7 @@ describe('confinement', () => {
       for (const method of ['GET', 'PUT', 'DELETE']) {
         const res = await raw(method, pathname, method === 'GET' ? AUTH : WRITE, method === 'PUT' ? { content: 'PWNED = 1\n' } : undefined);
         expect(res.status, `${method} ${pathname}`).toBe(403);
-        expect(res.body.detail.code).toBe('forbidden');
+        expect(res.body.code).toBe('forbidden');
       }
     }
     expect(await readFile(path.join(outside, 'secret.py'), 'utf8')).toBe('SECRET = 1\n');
@@ -331,7 +331,7 @@ describe('confinement', () => {
       expect((await get(file)).status, file).toBe(403);
       const res = await put(file, 'PWNED = 1\n');
       expect(res.status, file).toBe(403);
-      expect(res.body.detail.code).toBe('forbidden');
+      expect(res.body.code).toBe('forbidden');
     }
     expect(await readFile(path.join(outside, 'secret.py'), 'utf8')).toBe('SECRET = 1\n');
     await expect(stat(path.join(outside, 'new.py'))).rejects.toThrow();
@@ -344,13 +344,13 @@ describe('confinement', () => {
       expect((await get(file)).status, file).toBe(403);
       const res = await put(file, 'X = 1\n');
       expect(res.status, file).toBe(403);
-      expect(res.body.detail.code).toBe('forbidden');
+      expect(res.body.code).toBe('forbidden');
     }
     await expect(stat(path.join(project, '.portico/evil.py'))).rejects.toThrow();
     for (const file of ['data/blob.bin', 'run.sh', 'Makefile', 'counter.pyc']) {
       const res = await put(file, 'X = 1\n');
       expect(res.status, file).toBe(415);
-      expect(res.body.detail.code).toBe('not_source_file');
+      expect(res.body.code).toBe('not_source_file');
     }
     expect((await get('data/blob.bin')).status).toBe(415);
     const move = await api(g, 'POST', '/v1/source/move', { from: 'notes.md', to: '.portico/notes.md' }, WRITE);
@@ -430,7 +430,7 @@ describe('invalidation', () => {
     expect((await call('ephemeral', 'value')).body).toEqual({ payload: 42 });
     expect((await api(g, 'DELETE', '/v1/source/ephemeral.py', undefined, WRITE)).status).toBe(204);
     const gone = await api(g, 'POST', '/v1/interfaces/resolve', { target: 'ephemeral' }, AUTH);
-    expect([gone.status, gone.body.detail.code]).toEqual([400, 'unknown_module']);
+    expect([gone.status, gone.body.code]).toEqual([400, 'unknown_module']);
   });
 });
 

@@ -118,10 +118,11 @@ describe('widget state and changes', () => {
     expect(reply).toEqual({ type: 'widget_msg', id: reply.id, payload: { content: { echo: { ping: 1 }, bytes: [[1, 2, 3]] }, buffers: [] } });
     const pushed = await b.waitFor((f) => f.type === 'widget_msg');
     expect(pushed).toEqual({ type: 'widget_msg', payload: { content: { heard: { ping: 1 }, sizes: [3] }, buffers: [] } });
-    // no reply when widget_message returns None; the socket stays in order (ping after it answers)
+    // widget_message returned None: no reply, but the message is answered once (widget_msg_done)
     const id = a.send({ type: 'widget_msg', content: 'silent' });
+    expect(await a.waitFor((f) => f.id === id)).toEqual({ type: 'widget_msg_done', id });
     await a.request({ type: 'ping' });
-    expect(a.replies(id)).toEqual([]);
+    expect(a.replies(id)).toHaveLength(1);
     // a push from a method call
     await a.request({ type: 'call', method: 'shout', args: ['hey'] });
     await b.waitFor((f) => f.type === 'widget_msg' && f.payload.content.shout === 'hey');
@@ -154,19 +155,20 @@ describe('widget assets', () => {
     expect(await css.text()).toContain('.counter-button');
   });
 
-  it('serves inline _esm; 404 for an unknown module, a module without a widget, a missing stylesheet; 422 for an unknown asset', async () => {
+  it('serves inline _esm; 400 unknown_module for an unknown module; 404 for a module without a widget, a missing stylesheet; 422 for an unknown asset', async () => {
     const inline = await fetch(`${url}/v1/project/readonly_view/widget/esm`);
     expect(inline.status).toBe(200);
     expect(await inline.text()).toContain("model.get('title')");
     for (const [pathname, status] of [
-      ['/v1/project/nope/widget/esm', 404],
+      ['/v1/project/nope/widget/esm', 400],
       ['/v1/project/slow/widget/esm', 404],
       ['/v1/project/readonly_view/widget/css', 404],
       ['/v1/project/counter/widget/html', 422],
     ] as const) {
       const res = await api({ url }, 'GET', pathname);
       expect(res.status, pathname).toBe(status);
-      if (status === 404) expect(res.body.detail.code).toBe('not_found');
+      if (status === 404) expect(res.body.code).toBe('not_found');
+      if (status === 400) expect(res.body.code).toBe('unknown_module');
     }
   });
 

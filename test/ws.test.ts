@@ -114,7 +114,7 @@ describe('WebSocket remote calls', () => {
     await c.waitFor((f) => f.type === 'error' && /Binary/.test(f.payload.message));
     c.sendRaw('[1,2]');
     await c.waitFor((f) => f.type === 'error' && /object/.test(f.payload.message));
-    expect((await c.request({ type: 'connect', target: 'nosuch' })).payload.code).toBe('not_found');
+    expect((await c.request({ type: 'connect', target: 'nosuch' })).payload.code).toBe('unknown_module');
     await c.connect('faulty');
     expect((await c.request({ type: 'connect', target: 'counter' })).payload.code).toBe('already_connected');
     const raised = await c.request({ type: 'call', method: 'explode', args: ['bad'] });
@@ -203,7 +203,7 @@ describe('worker faults', () => {
     worker!.kill('SIGKILL');
     const res = await pending;
     expect(res.status).toBe(502);
-    expect(res.body.detail.code).toBe('worker_crashed');
+    expect(res.body.code).toBe('worker_crashed');
   });
 
   it('a REST client that goes away cancels its call inside Python, also on a connection that made calls before', async () => {

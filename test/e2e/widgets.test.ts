@@ -236,7 +236,7 @@ describe('widgets in the browser', { timeout: E2E_TIMEOUT }, () => {
       const asked = await (await fetch(`${suite.running.url}/v1/origin`, { headers: { origin: stranger.origin } })).json();
       expect(asked).toEqual({ origin: stranger.origin, allowed: false, message: expect.stringContaining(`--allow-origin ${stranger.origin}`) });
       const refused = await fetch(`${suite.running.url}/v1/project`, { headers: { origin: stranger.origin } });
-      expect((await refused.json()).detail.message).toBe(asked.message);
+      expect((await refused.json()).message).toBe(asked.message);
       expect(await (await fetch(`${suite.running.url}/v1/origin`, { headers: { origin: suite.site.origin } })).json()).toEqual({ origin: suite.site.origin, allowed: true, message: null });
       await page.close();
     } finally {

@@ -8,7 +8,7 @@
 export const ERROR_CODES = {
   invalid_argument: { status: 400, meaning: 'The arguments do not fit the method or request, or the request JSON nests deeper than limits.jsonDepthMax.' },
   invalid_config: { status: 400, meaning: 'The version cannot be resolved against the Config; see issues.' },
-  invalid_frame: { status: 400, meaning: 'A WebSocket frame is not valid JSON or misses required fields.' },
+  invalid_frame: { status: 400, meaning: 'A WebSocket frame is not valid JSON or misses required fields, or its numeric id is one JSON cannot carry exactly (the answer names it as a string).' },
   unknown_frame: { status: 400, meaning: 'A WebSocket frame has an unknown type.' },
   not_connected: { status: 409, meaning: 'The frame needs a connected interface; send connect first.' },
   already_connected: { status: 409, meaning: 'The socket is already connected to an interface.' },
@@ -21,12 +21,16 @@ export const ERROR_CODES = {
   unserializable_result: { status: 400, meaning: 'The method returned a value that is not JSON.' },
   streaming_unsupported: { status: 400, meaning: 'A streaming method was called over REST; use the WebSocket.' },
   module_error: { status: 400, meaning: 'The module fails to import, or has no single interface class.' },
-  unknown_module: { status: 400, meaning: 'Resolve names no module of the project: like every resolve failure, a 400 with issues.' },
+  unknown_module: { status: 400, meaning: 'The target names no module of the project (on every endpoint and frame): like every resolve failure, a 400 with issues; the message names the nearest and the existing interface modules.' },
   unauthorized: { status: 401, meaning: 'Missing, invalid, tampered or expired bearer credential.' },
   forbidden: { status: 403, meaning: 'The request is outside what this gateway allows (project roots, interpreter allowlist, origins, private methods).' },
   mint_refused: { status: 403, meaning: 'Only the api token itself may mint a session token; a session or OIDC token cannot.' },
-  not_found: { status: 404, meaning: 'No such interface, module, method or file.' },
-  method_not_allowed: { status: 405, meaning: 'The path exists but not with this HTTP method.' },
+  not_found: { status: 404, meaning: 'No such interface, method or file.' },
+  method_not_allowed: { status: 405, meaning: 'The path exists but not with this HTTP method; the Allow header lists the methods it has.' },
+  not_implemented: { status: 501, meaning: 'CONNECT (the gateway is no proxy), or a method HTTP does not know; the connection closes.' },
+  bad_request: { status: 400, meaning: 'The HTTP request cannot be parsed (its request line, a header or the body framing); the connection closes.' },
+  request_timeout: { status: 408, meaning: 'The request headers (60 s) or the whole request (5 minutes) did not arrive in time; the connection closes.' },
+  headers_too_large: { status: 431, meaning: 'The request line and header fields exceed 16 KiB; the connection closes.' },
   job_refused: { status: 400, meaning: 'The cluster scheduler refused the run (an unknown partition or account, resources beyond a limit); its message says why.' },
   conflict: { status: 409, meaning: 'The request conflicts with the current state.' },
   no_api_token: { status: 409, meaning: 'The gateway has no api token, so it mints no session tokens.' },
@@ -41,7 +45,10 @@ export const ERROR_CODES = {
   worker_crashed: { status: 502, meaning: 'The Python worker died (or was found wedged and killed) during the call; it is started again at once and the instance is made again on its next use.' },
   worker_unavailable: { status: 503, meaning: 'The Python worker could not be started, or keeps dying at start and its next start waits (back-off).' },
   scheduler_unavailable: { status: 503, meaning: 'The cluster scheduler (Slurm) cannot be reached; the run was not submitted.' },
-  shutting_down: { status: 503, meaning: 'The gateway is stopping; retry against the next one (sockets close with 1001).' },
+  shutting_down: {
+    status: 503,
+    meaning: 'The gateway is stopping; retry against the next one. At its drain deadline a REST request still unanswered gets it (Retry-After: 1), and every frame still in flight an error frame with it for its id, before the socket closes with 1001.',
+  },
   store_unavailable: { status: 503, meaning: 'The index database cannot be reached (or its schema is newer than this gateway); the gateway reconnects by itself, retry shortly.' },
   oidc_unavailable: { status: 503, meaning: "The OpenID provider's discovery document or keys cannot be fetched; OIDC tokens cannot be checked now." },
   timeout: { status: 504, meaning: 'The call exceeded its time limit and was cancelled.' },
@@ -68,6 +75,9 @@ export interface ErrorDetail {
   exception?: string;
 }
 
+/** An HTTP error body (see PorticoError.toBody). */
+export type ErrorBody = { detail: ErrorDetail; code: ErrorCode; message: string } | ({ detail: string } & ErrorDetail);
+
 export class PorticoError extends Error {
   readonly code: ErrorCode;
   readonly issues?: Issue[];
@@ -86,11 +96,14 @@ export class PorticoError extends Error {
   }
 
   /**
-   * The HTTP body: the structured `detail`, plus its message at the top level, which is what a
-   * client written for the reference server (whose `detail` is usually a string) prints.
+   * The HTTP body. `code` and `message` are at its top level whatever the status. `detail` is the
+   * message, a string as FastAPI and the reference server send it (their clients print it), with
+   * `issues` and `exception` beside it; only a 400 (resolve, lifecycle and call failures, whose
+   * structured detail the spec fixes) has the structured ErrorDetail as `detail`.
    */
-  toBody(): { detail: ErrorDetail; message: string } {
-    return { detail: this.toDetail(), message: this.message };
+  toBody(): ErrorBody {
+    const detail = this.toDetail();
+    return this.status === 400 ? { detail, code: this.code, message: this.message } : { detail: this.message, ...detail };
   }
 
   toDetail(): ErrorDetail {

@@ -50,8 +50,16 @@ describe('GatewayClient', () => {
   });
 
   it("keeps the gateway's error code and message", async () => {
-    const client = new GatewayClient({ url: 'http://gw' }, fakeFetch(404, { detail: { code: 'not_found', message: 'No interface u9' } }));
+    const client = new GatewayClient({ url: 'http://gw' }, fakeFetch(404, { detail: 'No interface u9', code: 'not_found', message: 'No interface u9' }));
     await expect(client.get('u9')).rejects.toMatchObject({ name: 'GatewayError', code: 'not_found', status: 404, message: 'No interface u9' });
+  });
+
+  it("reads a 400's structured detail, an older gateway's, and a plain FastAPI detail", async () => {
+    const bad = { detail: { code: 'invalid_config', message: 'Unknown key', issues: [] }, code: 'invalid_config', message: 'Unknown key' };
+    await expect(new GatewayClient({ url: 'http://gw' }, fakeFetch(400, bad)).get('u9')).rejects.toMatchObject({ code: 'invalid_config', status: 400, message: 'Unknown key' });
+    const older = { detail: { code: 'not_found', message: 'No interface u9' }, message: 'No interface u9' };
+    await expect(new GatewayClient({ url: 'http://gw' }, fakeFetch(404, older)).get('u9')).rejects.toMatchObject({ code: 'not_found', message: 'No interface u9' });
+    await expect(new GatewayClient({ url: 'http://gw' }, fakeFetch(404, { detail: 'Not Found' })).get('u9')).rejects.toMatchObject({ code: 'bad_response', message: 'HTTP 404: Not Found' });
   });
 
   it('a 422 lists the request issues', async () => {

@@ -42,18 +42,22 @@ interface RequestOptions {
   signal?: AbortSignal;
 }
 
-/** The message of a gateway error body: `{detail: {code, message}}` or a 422's `{detail: [{loc, msg}]}`. */
+/**
+ * The error of a gateway error body: `{detail: "<message>", code, message}`, a 400's
+ * `{detail: {code, message, issues?}, code, message}` or a 422's `{detail: [{loc, msg}], …}`.
+ * A server that sends only `{detail: "<message>"}` (FastAPI) gives code `bad_response` with that message.
+ */
 function errorFromBody(status: number, body: unknown): GatewayError {
-  const detail = (body as { detail?: unknown } | null)?.detail;
+  const { detail, code, message } = (body ?? {}) as { detail?: unknown; code?: unknown; message?: unknown };
   if (Array.isArray(detail)) {
     const issues = detail.map((issue: { loc?: unknown[]; msg?: string }) => `${(issue.loc ?? []).join('.')}: ${issue.msg ?? ''}`);
     return new GatewayError(CLIENT_ERROR_CODES.invalid_request, issues.join('; ') || 'Invalid request', status);
   }
-  if (detail && typeof detail === 'object') {
-    const { code, message } = detail as { code?: unknown; message?: unknown };
-    if (typeof code === 'string') return new GatewayError(code, typeof message === 'string' ? message : code, status);
-  }
-  return new GatewayError(CLIENT_ERROR_CODES.bad_response, `HTTP ${status}`, status);
+  const structured = (detail && typeof detail === 'object' ? detail : {}) as { code?: unknown; message?: unknown };
+  const found = typeof code === 'string' ? code : structured.code;
+  const text = [message, structured.message, detail].find((value): value is string => typeof value === 'string');
+  if (typeof found === 'string') return new GatewayError(found, text ?? found, status);
+  return new GatewayError(CLIENT_ERROR_CODES.bad_response, text ? `HTTP ${status}: ${text}` : `HTTP ${status}`, status);
 }
 
 export class GatewayClient {

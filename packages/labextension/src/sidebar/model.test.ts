@@ -35,7 +35,7 @@ function fakeGateway() {
     if (pathname === '/v1/project') return json({ project: '/p', modules: [{ module: 'counter', widget: true }, { module: 'trainer', widget: false }] });
     if ((match = pathname.match(/^\/v1\/interfaces\/([^/]+)$/))) {
       const record = records.get(match[1]!);
-      return record ? json(record) : json({ detail: { code: 'not_found', message: 'gone' } }, 404);
+      return record ? json(record) : json({ detail: 'gone', code: 'not_found', message: 'gone' }, 404);
     }
     if ((match = pathname.match(/^\/v1\/interfaces\/([^/]+)\/label$/))) {
       const record = { ...records.get(match[1]!)!, label: JSON.parse(String(init?.body)).label };
@@ -48,7 +48,7 @@ function fakeGateway() {
       return json(record);
     }
     if (pathname.endsWith('/executions')) return json([{ uuid: 'e1', status: 'running', created_at: '2026-01-01T00:00:00Z' }]);
-    return json({ detail: { code: 'not_found', message: pathname } }, 404);
+    return json({ detail: pathname, code: 'not_found', message: pathname }, 404);
   };
   const model = new SidebarModel(new SettingsStore(), (settings) => new GatewayClient({ url: settings.gatewayUrl }, fetchFn));
   return { model, calls, records };

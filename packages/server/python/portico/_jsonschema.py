@@ -35,7 +35,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 from . import config as _config
 from ._reflect import own_doc
 
-__all__ = ["DIALECT", "config_schema"]
+__all__ = ["DIALECT", "config_schema", "field_descriptions"]
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
@@ -62,6 +62,33 @@ def config_schema(config_cls: type | None) -> dict[str, Any]:
     if builder.defs:
         out["$defs"] = builder.defs
     return out
+
+
+def field_descriptions(config_cls: Any) -> dict[str, str]:
+    """``{field: description}`` of a Config declaration, from what ``config_schema`` reads: a
+    pydantic field's ``Field(description=...)`` (or ``Annotated`` text); a plain or dataclass
+    field's ``Annotated[T, "text"]``, dataclass ``field(metadata={"description": ...})``, then its
+    attribute docstring. Fields without one are left out."""
+    if config_cls is None:
+        return {}
+    if _config._pydantic_model(config_cls):
+        found = {name: info.description or _text(info.metadata) for name, info in config_cls.model_fields.items()}
+    elif _config._is_config_class(config_cls):
+        hints = _config._type_hints(config_cls, extras=True)
+        metadata = {f.name: f.metadata.get("description") for f in dataclasses.fields(config_cls)} if dataclasses.is_dataclass(config_cls) else {}
+        docs = _attribute_docs(config_cls)
+        found = {}
+        for name, spec in _config._schema(config_cls).fields.items():
+            hint = hints.get(name, spec.annotation)
+            described = metadata.get(name)
+            found[name] = (
+                (_text(get_args(hint)[1:]) if get_origin(hint) is typing.Annotated else None)
+                or (inspect.cleandoc(described) if isinstance(described, str) and described.strip() else None)
+                or docs.get(name)
+            )
+    else:
+        return {}
+    return {name: text for name, text in found.items() if text}
 
 
 def _closed_object(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
@@ -168,17 +195,13 @@ class _Builder:
         try:
             fields = _config._schema(cls).fields
             hints = _config._type_hints(cls, extras=True)
-            metadata = {f.name: f.metadata.get("description") for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else {}
-            docs = _attribute_docs(cls)
+            descriptions = field_descriptions(cls)
             properties: dict[str, Any] = {}
             required: list[str] = []
             for name, spec in fields.items():
                 prop = dict(self.type_schema(hints.get(name, spec.annotation)))
-                if "description" not in prop:
-                    described = metadata.get(name)
-                    text = inspect.cleandoc(described) if isinstance(described, str) and described.strip() else docs.get(name)
-                    if text:
-                        prop["description"] = text
+                if name in descriptions:
+                    prop["description"] = descriptions[name]
                 if spec.default is _config._MISSING:
                     required.append(name)  # also a default that is not JSON: validation insists on a value
                 elif spec.default is not _config._NESTED:

@@ -405,27 +405,39 @@ class WorkerSchemaTest(WorkerTestCase):
     def test_config_fields_of_a_plain_config(self) -> None:
         fields = self.fields("plain")
         self.assertEqual(list(fields), ["epochs", "name", "rate", "mode", "limit", "tags", "weights", "pair", "anything", "optimizer", "maybe", "flag"])
-        self.assertEqual(fields["epochs"], {"name": "epochs", "type": "<class 'int'>", "default": 10, "required": False, "fields": None})
-        self.assertEqual(fields["name"], {"name": "name", "type": "<class 'str'>", "default": None, "required": True, "fields": None})
+        self.assertEqual(
+            fields["epochs"],
+            {"name": "epochs", "type": "<class 'int'>", "default": 10, "required": False, "description": "How many passes over the data.", "fields": None},
+        )
+        self.assertEqual(fields["name"], {"name": "name", "type": "<class 'str'>", "default": None, "required": True, "description": None, "fields": None})
         self.assertEqual((fields["mode"]["type"], fields["mode"]["default"]), ("typing.Literal['sgd', 'adam']", "sgd"))
         self.assertEqual((fields["limit"]["type"], fields["tags"]["type"]), ("int | None", "list[str]"))
         optimizer = fields["optimizer"]
         # A nested config without a default: its own defaults apply, so it is not required.
         self.assertEqual((optimizer["type"], optimizer["required"], optimizer["default"]), ("<class 'plain.Optimizer'>", False, {"lr": 0.01, "momentum": None}))
-        self.assertEqual([(f["name"], f["type"], f["default"]) for f in optimizer["fields"]], [("lr", "<class 'float'>", 0.01), ("momentum", "typing.Optional[float]", None)])
+        self.assertEqual(
+            [(f["name"], f["type"], f["default"], f["description"]) for f in optimizer["fields"]],
+            [("lr", "<class 'float'>", 0.01, "Learning rate."), ("momentum", "typing.Optional[float]", None, None)],
+        )
         self.assertEqual([f["name"] for f in fields["maybe"]["fields"]], ["lr", "momentum"])  # Optional[Optimizer]
 
     def test_config_fields_of_a_dataclass_config(self) -> None:
         fields = self.fields("dc")
         self.assertEqual((fields["required"]["required"], fields["required"]["default"]), (True, None))
-        self.assertEqual(fields["items"], {"name": "items", "type": "list[int]", "default": [1, 2], "required": False, "fields": None})
+        self.assertEqual(
+            fields["items"], {"name": "items", "type": "list[int]", "default": [1, 2], "required": False, "description": "Items, by docstring.", "fields": None}
+        )
         self.assertEqual(fields["inner"]["default"], {"depth": 2})
-        self.assertEqual(fields["inner"]["fields"], [{"name": "depth", "type": "<class 'int'>", "default": 2, "required": False, "fields": None}])
+        self.assertEqual(
+            fields["inner"]["fields"], [{"name": "depth", "type": "<class 'int'>", "default": 2, "required": False, "description": "How deep.", "fields": None}]
+        )
 
     @unittest.skipUnless(HAS_PYDANTIC, "pydantic is not installed")
     def test_config_fields_of_a_pydantic_config(self) -> None:
         fields = self.fields("pyd")
-        self.assertEqual(fields["start"], {"name": "start", "type": "<class 'int'>", "default": 0, "required": False, "fields": None})
+        self.assertEqual(
+            fields["start"], {"name": "start", "type": "<class 'int'>", "default": 0, "required": False, "description": "Where to start.", "fields": None}
+        )
         self.assertEqual((fields["mode"]["type"], fields["maybe"]["type"]), ("typing.Literal['a', 'b']", "typing.Optional[int]"))
         self.assertEqual((fields["needed"]["required"], fields["needed"]["default"]), (True, None))
         self.assertEqual(fields["listed"]["default"], [7])
@@ -435,6 +447,24 @@ class WorkerSchemaTest(WorkerTestCase):
         while node["fields"] is not None:
             depth, node = depth + 1, node["fields"][0]
         self.assertEqual(depth, 6)
+
+    def test_config_fields_carry_the_description_the_json_schema_gives(self) -> None:
+        modules = ["plain", "dc"] + (["pyd"] if HAS_PYDANTIC else [])
+        for module in modules:
+            schema = self.schema(module)
+            properties = schema["config_schema"]["properties"]
+            for field in schema["config_fields"]:
+                if field["fields"] is None:  # a nested config's schema carries its class docstring too
+                    with self.subTest(module=module, field=field["name"]):
+                        self.assertEqual(field["description"], properties[field["name"]].get("description"))
+        plain = self.fields("plain")
+        # A docstring, Annotated text (which wins over a docstring), dataclass metadata, Field(description=...).
+        self.assertEqual((plain["epochs"]["description"], plain["rate"]["description"], plain["mode"]["description"]), ("How many passes over the data.", "Step size.", None))
+        self.assertEqual((self.fields("dc")["required"]["description"], self.fields("dc")["opt"]["description"]), ("Must be given.", None))
+        if HAS_PYDANTIC:
+            pyd = self.fields("pyd")
+            self.assertEqual((pyd["start"]["description"], pyd["rate"]["description"]), ("Where to start.", "Step size."))
+            self.assertEqual([(f["name"], f["description"]) for f in pyd["opt"]["fields"]], [("lr", "learning rate"), ("note", "a note")])
 
     def test_methods_follow_the_callable_rule(self) -> None:
         methods = {method["name"]: method for method in self.schema("plain")["methods"]}

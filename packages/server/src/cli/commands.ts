@@ -7,7 +7,7 @@ import { realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { defaultOptions } from '../config/options.js';
-import { PorticoError } from '../errors.js';
+import { PorticoError, type Issue } from '../errors.js';
 import { Gateway } from '../service/gateway.js';
 import { RemoteModules } from '../service/remotes.js';
 import { copyIndex } from '../store/copy.js';
@@ -83,9 +83,12 @@ export async function get(argv: string[]): Promise<number> {
       process.stderr.write(`portico get: cannot reach a gateway at ${values.url} (${(res.cause as Error | undefined)?.message ?? res.message}): is \`portico serve\` running there?\n`);
       return 1;
     }
-    const body = (await res.json()) as { detail?: unknown };
+    const body = (await res.json()) as { detail?: unknown; code?: string; message?: string; issues?: Issue[] };
     if (!res.ok) {
-      process.stderr.write(`portico get: ${res.status} ${JSON.stringify(body.detail)}\n`);
+      // Every error body has code and message at its top level; issues beside them, or in a 400's structured detail.
+      const issues = body.issues ?? (body.detail as { issues?: Issue[] } | undefined)?.issues ?? [];
+      process.stderr.write(`portico get: ${body.code ?? res.status}: ${body.message ?? JSON.stringify(body.detail)}\n`);
+      for (const issue of Array.isArray(issues) ? issues : []) process.stderr.write(`  ${issue.path ?? '(version)'}: ${issue.message}\n`);
       return 1;
     }
     print(body);
@@ -104,7 +107,8 @@ export async function get(argv: string[]): Promise<number> {
   } catch (err) {
     if (!(err instanceof PorticoError)) throw err;
     process.stderr.write(`portico get: ${err.code}: ${err.message}\n`);
-    for (const issue of err.issues ?? []) process.stderr.write(`  ${issue.path ?? '(version)'}: ${issue.message}\n`);
+    // An issue that only repeats the message (unknown_module's) is not printed twice.
+    for (const issue of err.issues ?? []) if (issue.message !== err.message) process.stderr.write(`  ${issue.path ?? '(version)'}: ${issue.message}\n`);
     return 1;
   } finally {
     await gateway.close();

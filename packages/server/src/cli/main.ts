@@ -93,13 +93,14 @@ async function serve(argv: string[]): Promise<number> {
     process.once('SIGINT', () => resolve('SIGINT'));
     process.once('SIGTERM', () => resolve('SIGTERM'));
   });
+  // Through the gateway's log (JSON lines on a stderr that is not a terminal), like every other line it writes.
   const now = (again: NodeJS.Signals) => {
-    process.stderr.write(`portico: ${again} again, stopping now\n`);
+    running.gateway.log(`${again} again, stopping now`, 'warn');
     process.exit(again === 'SIGINT' ? 130 : 143);
   };
   process.once('SIGINT', () => now('SIGINT'));
   process.once('SIGTERM', () => now('SIGTERM'));
-  process.stderr.write(`portico: ${signal}, stopping (in-flight work gets up to ${options.drainMs / 1000} s; send it again to stop now)\n`);
+  running.gateway.log(`${signal}, stopping (in-flight work gets up to ${options.drainMs / 1000} s; send it again to stop now)`, 'warn');
   await running.close();
   return 0;
 }

@@ -1,7 +1,7 @@
 /** The gateway's one typed options object, with its defaults. */
 import type { ExecutorName } from '../executors/executor.js';
 import type { SlurmOptions } from '../executors/slurm.js';
-import type { Logger, LogLevel } from '../ops/logger.js';
+import type { Logger, LogLevel, LogLine } from '../ops/logger.js';
 import { DEFAULT_HOST, DEFAULT_PORT, LIMITS } from './constants.js';
 
 export interface GatewayOptions {
@@ -61,8 +61,8 @@ export interface GatewayOptions {
   logLevel: LogLevel;
   /** The structured logger (default: one at logLevel on stderr, JSON unless stderr is a terminal). */
   logger?: Logger | undefined;
-  /** Where plain gateway log lines go (default: the logger, at info). */
-  log?: ((line: string) => void) | undefined;
+  /** Where plain gateway log lines go, each with its level (default: the logger, at that level). */
+  log?: LogLine | undefined;
 }
 
 export function defaultOptions(overrides: Partial<GatewayOptions> = {}): GatewayOptions {

@@ -14,10 +14,34 @@ export const Version = z
 
 export const JsonObject = z.record(z.string(), z.unknown());
 
+const BooleanText = z.enum(['true', 'false', '1', '0']);
+const asBoolean = (v: z.infer<typeof BooleanText>) => v === 'true' || v === '1';
+
 /** A boolean query parameter: true/false or 1/0 (anything else is a 422). */
-export const QueryBoolean = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
+export const QueryBoolean = BooleanText.transform(asBoolean);
+
+/** A boolean query parameter with a default (documented as the text it stands for). */
+export function queryBoolean(fallback: boolean) {
+  return BooleanText.default(fallback ? 'true' : 'false').transform(asBoolean);
+}
+
+/**
+ * An integer query parameter: decimal digits only, within `min`..`max` (by default the largest
+ * exact integer); a 422 otherwise, also for an empty value, a sign, a fraction or an exponent,
+ * which a plain number coercion would take.
+ */
+export function queryInteger(min: number, max: number = Number.MAX_SAFE_INTEGER) {
+  return z.preprocess((v) => (typeof v === 'string' && /^[0-9]+$/.test(v) ? Number(v) : v), z.number().int().min(min).max(max));
+}
 
 export const Uuid = z.string().min(1).max(128).describe('Interface uuid (content hash, or client-supplied).');
+
+/**
+ * A uuid a client picks for a new interface: it names the interface's folder, so 1-128 of
+ * A-Z a-z 0-9 _ . - and neither `.` nor `..` (the same rule as the store's isSafeName).
+ */
+export const CLIENT_UUID = /^(?:[A-Za-z0-9_-][A-Za-z0-9_.-]{0,127}|\.[A-Za-z0-9_-][A-Za-z0-9_.-]{0,126}|\.\.[A-Za-z0-9_-][A-Za-z0-9_.-]{0,125}|\.{3}[A-Za-z0-9_.-]{0,125})$/;
+export const ClientUuid = z.string().regex(CLIENT_UUID, 'must be 1-128 of A-Z a-z 0-9 _ . -, and not . or ..');
 
 /** A label as create and PATCH …/label accept it: bounded, so that every store indexes and counts it alike. */
 export const Label = z.string().max(LIMITS.labelMax).describe(`At most ${LIMITS.labelMax} characters (UTF-16 code units).`);
@@ -50,9 +74,23 @@ export const ErrorDetail = z
   })
   .openapi('ErrorDetail');
 
+const ErrorCode = z.string().describe('Stable error code (see /v1/protocol errors).');
+
+/** Every error status but 400 and 422: `detail` is the message, as FastAPI and the reference server send it. */
 export const ErrorResponse = z
-  .object({ detail: ErrorDetail, message: z.string().describe('detail.message again, for clients that print a string.') })
+  .object({
+    detail: z.string().describe('The message (a string, as FastAPI and the reference server send it).'),
+    code: ErrorCode,
+    message: z.string(),
+    issues: ErrorDetail.shape.issues,
+    exception: ErrorDetail.shape.exception,
+  })
   .openapi('ErrorResponse');
+
+/** A 400 (resolve, lifecycle and call failures): the structured detail the spec fixes. */
+export const BadRequestResponse = z
+  .object({ detail: ErrorDetail, code: ErrorCode, message: z.string().describe('detail.message again.') })
+  .openapi('BadRequestResponse');
 
 export const ValidationIssue = z
   .object({
@@ -64,5 +102,5 @@ export const ValidationIssue = z
   .openapi('ValidationError');
 
 export const HTTPValidationError = z
-  .object({ detail: z.array(ValidationIssue), message: z.string().describe('The problems in one readable line.') })
+  .object({ detail: z.array(ValidationIssue), code: z.literal('validation_error'), message: z.string().describe('The problems in one readable line.') })
   .openapi('HTTPValidationError');

@@ -1,5 +1,5 @@
 /** Request and response bodies of /v1/executions and the lifecycle endpoints. */
-import { JsonObject, QueryBoolean, Version } from './common.js';
+import { JsonObject, QueryBoolean, queryInteger, Version } from './common.js';
 import { z } from './zod.js';
 
 export const InterfaceRef = z
@@ -93,15 +93,15 @@ export const ExecutionListQuery = z.object({
   incomplete: QueryBoolean.optional().describe('Only runs that did (not) end without finishing.'),
   pending: QueryBoolean.optional().describe('Only runs that have (not) started yet.'),
   parent: z.string().min(1).max(128).optional().describe('Only runs dispatched by this execution.'),
-  limit: z.coerce.number().int().min(1).max(1000).default(100),
+  limit: queryInteger(1, 1000).default(100).describe('At most this many runs (1..1000).'),
 });
 
 export const InterfaceExecutionsQuery = ExecutionListQuery.pick({ active: true, limit: true });
 
 export const OutputQuery = z.object({
-  offset: z.coerce.number().int().min(0).optional().describe('Read forward from this byte; poll with the returned size to get only new bytes.'),
-  tail: z.coerce.number().int().min(0).optional().describe('Read the last N bytes (capped by limit).'),
-  limit: z.coerce.number().int().min(1).optional().describe('At most this many bytes (default 65536, capped at 262144).'),
+  offset: queryInteger(0).optional().describe('Read forward from this byte; poll with the returned size to get only new bytes.'),
+  tail: queryInteger(0).optional().describe('Read the last N bytes (capped by limit).'),
+  limit: queryInteger(1).optional().describe('At most this many bytes (default 65536, capped at 262144).'),
 });
 
 export const OutputChunk = z

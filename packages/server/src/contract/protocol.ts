@@ -59,13 +59,13 @@ export const HEADERS = [
 export const INTERFACE_HOOKS = [
   { name: '<public methods>', signature: 'method(*args, **kwargs) -> Any | Iterator | AsyncIterator', description: 'Any public name the subclass defines (or exactly __api_methods__). Generators stream as stream frames with backpressure; coroutines are awaited.' },
   { name: 'emit', signature: 'emit(payload) -> None', description: 'Pushes an event frame to every client attached to the interface.' },
-  { name: 'local_directory', signature: 'local_directory(*parts, create=False) -> str', description: "The interface's data folder: <project>/.portico/interfaces/<uuid>/." },
-  { name: 'save_file / load_file', signature: 'save_file(name, data) / load_file(name, default=None)', description: 'Durable state in local_directory (atomic writes).' },
+  { name: 'local_directory', signature: 'local_directory(*parts, create=False) -> str', description: "The interface's data folder: <project>/.portico/interfaces/<uuid>/. Symlinks in it are followed only while they stay inside; a path leading out (or with '..') raises PermissionError, answered forbidden." },
+  { name: 'save_file / load_file', signature: 'save_file(name, data) / load_file(name, default=None)', description: 'Durable state in local_directory (atomic writes), confined as local_directory is.' },
   { name: 'read', signature: 'read(params: dict) -> bytes | Iterable[bytes] | binary file', description: `Serves chunk_start mode read; params are passed verbatim. Sent as binary frames of at most ${LIMITS.readBlockBytes} bytes, paced by the client. FileNotFoundError or portico.NotFound → error code not_found; no read method → read_unsupported.` },
   { name: 'version_<name>', signature: 'version_<name>(self, **kwargs) -> dict', description: "Selectable as '~name' or '~name(args)' (arguments are Python literals, never evaluated code)." },
   { name: 'widget_state', signature: 'widget_state(self) -> dict', description: 'The widget full state (widget_get → widget_state). Default: the resolved config, read-only.' },
   { name: 'widget_update', signature: 'widget_update(self, changes: dict) -> dict', description: 'Applies widget_set changes and returns the normalized ones, sent as widget_change to every attached client. Default: raises portico.ReadOnly (code read_only); ValueError or TypeError → invalid_argument.' },
-  { name: 'widget_message', signature: 'widget_message(self, content, buffers: list[bytes]) -> Any | WidgetReply', description: 'Answers a client widget_msg; the return value comes back as widget_msg with the same id; portico.WidgetReply(content, buffers) answers with binary buffers. Sets and messages to one instance run one at a time in arrival order; an exception answers an error to that message only. Default: None.' },
+  { name: 'widget_message', signature: 'widget_message(self, content, buffers: list[bytes]) -> Any | WidgetReply', description: 'Answers a client widget_msg; the return value comes back as widget_msg with the same id (None: widget_msg_done with that id); portico.WidgetReply(content, buffers) answers with binary buffers. Sets and messages to one instance run one at a time in arrival order; an exception answers an error to that message only. Default: None.' },
   { name: 'push_widget_change / push_widget_message', signature: 'push_widget_change(changes) / push_widget_message(content, buffers=None)', description: 'Push widget_change or widget_msg to every attached client, ordered like emit(); bytes values in changes and the buffers travel as binary buffers.' },
 ];
 
@@ -119,7 +119,7 @@ export function protocolDoc() {
     transport: {
       control_plane: `JSON text frames, each an object with a type field, nested at most ${LIMITS.jsonDepthMax} levels below the frame (limits.jsonDepthMax; deeper answers invalid_argument)`,
       data_plane: 'raw binary WebSocket frames',
-      rest: `JSON over HTTP under /v1; OpenAPI at /openapi.json; a body nested more than ${LIMITS.jsonDepthMax} levels below itself answers 400 invalid_argument`,
+      rest: `JSON over HTTP under /v1; OpenAPI at /openapi.json; a body nested more than ${LIMITS.jsonDepthMax} levels below itself answers 400 invalid_argument; an error body is {detail, code, message}: detail is the message, except on 400 ({code, message, issues?, exception?}) and 422 (the validation list)`,
     },
     ws_endpoints: {
       '/v1/interfaces/ws': 'Create or attach to any interface; call, stream, events.',

@@ -1,12 +1,12 @@
 /** Request and response bodies of the REST API (field names follow the reference server). */
-import { InterfaceInfo, JsonObject, Label, QueryBoolean, Version } from './common.js';
+import { ClientUuid, InterfaceInfo, JsonObject, Label, queryBoolean, queryInteger, Version } from './common.js';
 import { z } from './zod.js';
 
 export const CreateInterfaceRequest = z
   .object({
     target: z.string().min(1).describe('Module path to instantiate, or an existing uuid.'),
     version: Version.default([]),
-    uuid: z.string().min(1).max(128).nullable().optional().describe('Client-supplied id (create-by-id); an existing id returns that instance unchanged.'),
+    uuid: ClientUuid.nullable().optional().describe('Client-supplied id (create-by-id); an existing id returns that instance unchanged.'),
     label: Label.nullable().optional().describe('Label of a newly created instance (an existing one keeps its own).'),
     meta: JsonObject.default({}).describe('Client metadata stored with the interface.'),
   })
@@ -28,7 +28,7 @@ export const InterfaceCallResponse = z.object({ payload: z.unknown() }).openapi(
 export const InterfaceList = z.array(InterfaceInfo);
 
 export const ListQuery = z.object({
-  limit: z.coerce.number().int().min(1).max(1000).default(100).describe('At most this many records (1..1000).'),
+  limit: queryInteger(1, 1000).default(100).describe('At most this many records (1..1000).'),
 });
 
 export const UuidParams = z.object({ uuid: z.string().min(1).max(128) });
@@ -102,7 +102,7 @@ export const SetLabelRequest = z
   .openapi('SetLabelRequest');
 
 export const ArchiveQuery = z.object({
-  restore: QueryBoolean.default(false).describe('true restores an archived interface.'),
+  restore: queryBoolean(false).describe('true restores an archived interface.'),
 });
 
 export const ProjectModule = z
@@ -123,6 +123,10 @@ export const ConfigField = z
     type: z.string().describe("The annotation as Python writes it: <class 'int'>, str | None, typing.Literal['a', 'b']."),
     default: z.unknown().describe('The default (JSON); null when the field is required.'),
     required: z.boolean(),
+    description: z
+      .string()
+      .nullable()
+      .describe('What the field is: its docstring, Field(description=…) or Annotated text (as in config_schema), else null.'),
     fields: z.array(JsonObject).nullable().describe('The fields of a nested config (same shape, down to depth 6), else null.'),
   })
   .openapi('ConfigField');
@@ -224,14 +228,20 @@ export const FileList = z.object({ files: z.array(z.string()).describe('Relative
 
 export const FileParams = z.object({ uuid: z.string().min(1).max(128), path: z.string().min(1).max(4096) });
 
+const RELS = ['derivation', 'context', 'runs', 'manifest'] as const;
+const REL = `(?:${RELS.join('|')})`;
+/** Edge labels separated by commas, spaces around them allowed, empty items skipped. */
+const RELS_LIST = new RegExp(`^ *(?:${REL} *)?(?:, *(?:${REL} *)?)*$`);
+
 export const ProvenanceQuery = z.object({
-  depth: z.coerce.number().int().min(0).max(64).default(8).describe('How many hops the walk goes.'),
+  depth: queryInteger(0, 64).default(8).describe('How many hops the walk goes.'),
   rels: z
     .string()
+    .regex(RELS_LIST, `a comma-separated list of ${RELS.join(', ')}`)
     .optional()
     .transform((v) => (v ?? '').split(',').map((s) => s.trim()).filter(Boolean))
-    .pipe(z.array(z.enum(['derivation', 'context', 'runs', 'manifest'])))
-    .describe('Comma-separated edge labels to follow instead of all (derivation, context, runs, manifest).'),
+    .pipe(z.array(z.enum(RELS)))
+    .describe(`Comma-separated edge labels to follow instead of all (${RELS.join(', ')}).`),
 });
 
 const GraphNode = z.object({
@@ -247,7 +257,7 @@ export const ProvenanceGraph = z
   .object({
     root: z.string(),
     nodes: z.array(GraphNode),
-    links: z.array(z.object({ source: z.string(), target: z.string(), rel: z.enum(['derivation', 'context', 'runs', 'manifest']) })),
+    links: z.array(z.object({ source: z.string(), target: z.string(), rel: z.enum(RELS) })),
     truncated: z.boolean().describe('The node bound was reached.'),
   })
   .openapi('ProvenanceGraph');

@@ -18,6 +18,16 @@ export const RECORD_FIELDS = ['uuid', 'module', 'kind', 'label', 'created_by', '
 const PATH = /^(?:[A-Za-z0-9_-]+|\[[0-9]+\])(?:\.[A-Za-z0-9_-]+|\[[0-9]+\])*$/;
 const TOKEN = /[A-Za-z0-9_-]+|\[[0-9]+\]/g;
 const INVALID_PATH = 'Invalid path: expected dotted segments of [A-Za-z0-9_-], with optional [n] indexes (e.g. "stages[0].epochs")';
+/** Record sort keys clients of the reference server send, and the record path each one means here. */
+const SORT_ALIASES = new Map([['created_at_ns', 'created_at']]);
+
+/**
+ * What parseRecordPath accepts, as a pattern for the document: `config` with a path below it, or
+ * a record field (patterns.test.ts holds the two to the same answers). With the sort aliases, for
+ * SortSpec.by.
+ */
+export const RECORD_PATH = new RegExp(`^(?:config(?:\\.[A-Za-z0-9_-]+|\\[[0-9]+\\])*|${RECORD_FIELDS.join('|')})$`);
+export const RECORD_SORT_PATH = new RegExp(`^(?:config(?:\\.[A-Za-z0-9_-]+|\\[[0-9]+\\])*|${[...RECORD_FIELDS, ...SORT_ALIASES.keys()].join('|')})$`);
 
 /**
  * Splits a path into its segments (`a[0].b` → `['a', '0', 'b']`), or returns null when the path
@@ -46,16 +56,19 @@ export function parseRecordPath(path: string): string[] | string {
 
 const ConfigPath = z
   .string()
-  .refine((path) => parsePath(path) !== null, { message: INVALID_PATH })
+  .regex(PATH, INVALID_PATH)
   .describe('Path relative to the resolved config: dotted segments, `[n]` indexes an array.');
 
 const RecordPath = z
   .string()
-  .superRefine((path, ctx) => {
-    const parsed = parseRecordPath(path);
-    if (typeof parsed === 'string') ctx.addIssue({ code: 'custom', message: parsed });
-  })
+  .regex(RECORD_PATH, { error: (issue) => recordPathProblem(issue.input) })
   .describe(`Path relative to the record: config.<path>, or one of ${RECORD_FIELDS.join(', ')}.`);
+
+/** Why `path` is not a record path. */
+function recordPathProblem(path: unknown): string {
+  const parsed = typeof path === 'string' ? parseRecordPath(path) : INVALID_PATH;
+  return typeof parsed === 'string' ? parsed : INVALID_PATH;
+}
 
 const Op = z.enum(FILTER_OPS).default('eq').describe('Operator (default eq); see the search semantics.');
 
@@ -85,24 +98,34 @@ function checkValue(filter: { op: FilterOp; value?: unknown }, ctx: z.Refinement
   }
 }
 
+/**
+ * checkValue, for the document. (Passed `as never` here and below: zod-to-openapi types its metadata
+ * as an OpenAPI 3.0 schema, which knows no `const` nor type arrays.)
+ */
+const VALUE_BY_OP = {
+  anyOf: [
+    { properties: { op: { enum: ['eq', 'ne', 'contains'] } } },
+    { required: ['op', 'value'], properties: { op: { enum: ['lt', 'lte', 'gt', 'gte'] }, value: { type: ['number', 'string'] } } },
+    { required: ['op', 'value'], properties: { op: { enum: ['in', 'nin'] }, value: { type: 'array' } } },
+    { required: ['op'], properties: { op: { const: 'exists' }, value: { type: 'boolean' } } },
+  ],
+};
+
 export const ConfigFilter = z
   .object({ path: ConfigPath, op: Op, value: FilterValue })
   .superRefine(checkValue)
-  .openapi('ConfigFilter');
+  .openapi('ConfigFilter', VALUE_BY_OP as never);
 
 export const Filter = z
   .object({ path: RecordPath, op: Op, value: FilterValue })
   .superRefine(checkValue)
-  .openapi('Filter');
+  .openapi('Filter', VALUE_BY_OP as never);
 
 const Layer = z.enum(['resolved']).describe('The config layer; only the resolved config is searchable.');
 
 export const ConfigMatch = z
   .object({ layer: Layer.default('resolved'), filters: z.array(ConfigFilter).default([]) })
   .openapi('ConfigMatch');
-
-/** Record sort keys clients of the reference server send, and the record path each one means here. */
-const SORT_ALIASES = new Map([['created_at_ns', 'created_at']]);
 
 /** The request with record sort keys given by their alias spelled as the record path (the stores know only those). */
 export function withCanonicalSort(request: FindRequest): FindRequest {
@@ -112,18 +135,25 @@ export function withCanonicalSort(request: FindRequest): FindRequest {
 
 export const SortSpec = z
   .object({
-    by: z.string().describe('A record path (as in `filters`; created_at_ns means created_at), or a config path when config_layer is "resolved".'),
+    by: z
+      .string()
+      .regex(PATH, INVALID_PATH)
+      .describe('A record path (as in `filters`; created_at_ns means created_at), or a config path when config_layer is "resolved".'),
     config_layer: Layer.nullable().optional(),
     direction: z
-      .preprocess((value) => (typeof value === 'string' ? value.toLowerCase() : value), z.enum(['asc', 'desc']))
+      .string()
+      .regex(/^(?:[aA][sS][cC]|[dD][eE][sS][cC])$/, '"asc" or "desc"')
+      .transform((value) => value.toLowerCase() as 'asc' | 'desc')
       .default('desc')
       .describe('"asc" or "desc", in any case.'),
   })
   .superRefine((spec, ctx) => {
-    const parsed = spec.config_layer ? (parsePath(spec.by) ?? INVALID_PATH) : parseRecordPath(SORT_ALIASES.get(spec.by) ?? spec.by);
+    if (spec.config_layer || parsePath(spec.by) === null) return; // a config path, or reported by the regex
+    const parsed = parseRecordPath(SORT_ALIASES.get(spec.by) ?? spec.by);
     if (typeof parsed === 'string') ctx.addIssue({ code: 'custom', path: ['by'], message: parsed, input: spec.by });
   })
-  .openapi('SortSpec');
+  // The refinement above, for the document: without config_layer, `by` is a record path.
+  .openapi('SortSpec', { anyOf: [{ required: ['config_layer'], properties: { config_layer: { const: 'resolved' } } }, { properties: { by: { pattern: RECORD_SORT_PATH.source } } }] } as never);
 
 export const FindRequest = z
   .object({
@@ -142,7 +172,7 @@ export const FindRequest = z
     include_hidden: z.boolean().optional().describe('Alias of include_archived (reference compatibility).'),
     include_status: z.boolean().optional().describe('Add status, run_count and execution_uuid to each item (reads each one\'s runs).'),
     limit: z.number().int().min(1).max(1000).default(100).describe('Page size (1..1000).'),
-    offset: z.number().int().min(0).default(0).describe('Matches to skip; must be 0 with a cursor.'),
+    offset: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).default(0).describe('Matches to skip; must be 0 with a cursor.'),
     cursor: z.string().nullable().optional().describe("A previous response's next_cursor; continues strictly after its last item."),
   })
   .superRefine((request, ctx) => {
@@ -154,7 +184,21 @@ export const FindRequest = z
       ctx.addIssue({ code: 'custom', path: ['include_hidden'], message: 'include_hidden is an alias of include_archived and contradicts it', input: hidden });
     }
   })
-  .openapi('FindRequest');
+  // The refinement above, for the document.
+  .openapi('FindRequest', {
+    allOf: [
+      { not: { required: ['cursor', 'offset'], properties: { cursor: { type: 'string' }, offset: { not: { const: 0 } } } } },
+      {
+        not: {
+          required: ['include_archived', 'include_hidden'],
+          anyOf: [
+            { properties: { include_archived: { const: true }, include_hidden: { const: false } } },
+            { properties: { include_archived: { const: false }, include_hidden: { const: true } } },
+          ],
+        },
+      },
+    ],
+  } as never);
 
 export const SearchItem = InterfaceInfo.extend({
   id: z.string().describe('The uuid again, under the name reference clients read.'),

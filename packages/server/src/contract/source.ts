@@ -10,12 +10,19 @@ const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[
 
 const RelativePath = z.string().min(1).max(4096);
 
+/** The extensions the source API edits (source/paths.ts refuses others with 415 `not_source_file`). */
+export const SOURCE_FILE_EXTENSIONS = ['.py', '.js', '.mjs', '.css', '.json', '.md', '.txt'] as const;
+const anyCase = (text: string) => [...text].map((c) => (/[a-z]/.test(c) ? `[${c}${c.toUpperCase()}]` : `\\${c}`)).join('');
+/** A path ending in a source extension, in any case: the rule, for the document (the 415 stays the service's). */
+export const SOURCE_FILE_PATTERN = `(?:${SOURCE_FILE_EXTENSIONS.map(anyCase).join('|')})$`;
+const SourcePath = RelativePath.openapi({ pattern: SOURCE_FILE_PATTERN });
+
 const Module = z
   .string()
   .nullable()
   .describe('The dotted Python module the file defines (`pkg/__init__.py` → `pkg`); null for files that are not `.py`.');
 
-export const SourcePathParams = z.object({ path: RelativePath.describe('Relative to the project, `/`-separated.') });
+export const SourcePathParams = z.object({ path: SourcePath.describe('Relative to the project, `/`-separated.') });
 
 export const SourceFile = z
   .object({
@@ -64,9 +71,10 @@ export const SourceWriteResponse = z
 
 export const SourceMoveRequest = z
   .object({
-    from: RelativePath.optional().describe('The file to move.'),
-    from_path: RelativePath.optional().describe('The reference server\'s other spelling of `from`; `from` wins.'),
-    to: RelativePath.describe('Where it goes; must not exist. Missing folders are created.'),
+    from: SourcePath.optional().describe('The file to move.'),
+    from_path: SourcePath.optional().describe('The reference server\'s other spelling of `from`; `from` wins.'),
+    to: SourcePath.describe('Where it goes; must not exist. Missing folders are created.'),
   })
   .refine((body) => body.from !== undefined || body.from_path !== undefined, { message: 'Field required', path: ['from'] })
-  .openapi('SourceMoveRequest');
+  // The refinement above, for the document: one of the two spellings is required.
+  .openapi('SourceMoveRequest', { anyOf: [{ required: ['from'] }, { required: ['from_path'] }] });

@@ -1,11 +1,14 @@
 /**
- * The one mapping of errors to HTTP: a PorticoError becomes its status with
- * `{"detail": {code, message, issues?, exception?}, "message"}`; a validation failure (of the schema, or a
- * `validation_error` from the service) becomes 422 with an HTTPValidationError body; anything else
- * is a generic 500 whose details go to the log only.
+ * The one mapping of errors to HTTP: a PorticoError becomes its status with its body
+ * (`PorticoError.toBody`: `{"detail": "<message>", "code", "message", …}`, or for a 400 the
+ * structured `{"detail": {code, message, issues?, exception?}, "code", "message"}`); a validation
+ * failure (of the schema, or a `validation_error` from the service) becomes 422 with an
+ * HTTPValidationError body; anything else is a generic 500 whose details (the stack) go to the
+ * log only, at error level.
  */
 import type Koa from 'koa';
 import { PorticoError, toPorticoError } from '../errors.js';
+import type { LogLine } from '../ops/logger.js';
 
 /** A request that fails schema validation (rendered as 422 HTTPValidationError). */
 export class ValidationFailure extends Error {
@@ -14,13 +17,13 @@ export class ValidationFailure extends Error {
   }
 }
 
-/** A 422 body: the HTTPValidationError list, and one readable line of it as `message`. */
-function validationBody(detail: ValidationFailure['detail']): { detail: ValidationFailure['detail']; message: string } {
+/** A 422 body: the HTTPValidationError list, its code, and one readable line of it as `message`. */
+function validationBody(detail: ValidationFailure['detail']): { detail: ValidationFailure['detail']; code: 'validation_error'; message: string } {
   const problems = detail.map((d) => `${d.loc.join('.')}: ${d.msg}`);
-  return { detail, message: `Invalid request: ${problems.join('; ')}` };
+  return { detail, code: 'validation_error', message: `Invalid request: ${problems.join('; ')}` };
 }
 
-export function errorMiddleware(log: (line: string) => void): Koa.Middleware {
+export function errorMiddleware(log: LogLine): Koa.Middleware {
   return async function handleErrors(ctx, next) {
     try {
       await next();
@@ -36,7 +39,11 @@ export function errorMiddleware(log: (line: string) => void): Koa.Middleware {
         ctx.body = validationBody(err.detail);
         return;
       }
-      if (!(err instanceof PorticoError)) log(`${ctx.method} ${ctx.path} failed: ${(err as Error)?.stack ?? String(err)}`);
+      if (!(err instanceof PorticoError)) {
+        // The client gets a generic `internal`; the log gets what happened, with the request id the answer carries.
+        const id = ctx.response.get('X-Request-Id');
+        log(`${ctx.method} ${ctx.path} failed${id ? ` (request ${id})` : ''}: ${(err as Error)?.stack ?? String(err)}`, 'error');
+      }
       const error = toPorticoError(err);
       if (error.code === 'validation_error') {
         // A request the service found invalid (a malformed cursor, a bad filter path): every 422

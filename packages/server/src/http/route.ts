@@ -5,8 +5,10 @@
 import type Router from '@koa/router';
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import type Koa from 'koa';
-import { ErrorResponse, HTTPValidationError } from '../contract/common.js';
+import { BadRequestResponse, ErrorResponse, HTTPValidationError } from '../contract/common.js';
+import { LIMITS } from '../config/constants.js';
 import type { z } from '../contract/zod.js';
+import { PorticoError } from '../errors.js';
 import { readJson } from './body.js';
 import { ValidationFailure } from './errors.js';
 
@@ -95,6 +97,34 @@ export function exactRoutes(router: Router): Koa.Middleware {
   };
 }
 
+/**
+ * After the routes, for a request none of them took: a path that exists answers a method it lacks
+ * (PATCH, TRACE, PROPFIND, any method Node's parser lets through) with 405 `method_not_allowed`
+ * and `Allow` listing the methods it has (RFC 9110 §15.5.6), and OPTIONS with 200 and that
+ * `Allow`. A path that does not exist goes on to the 404 (http/errors.ts), whatever the method.
+ */
+export function allowedMethods(router: Router): Koa.Middleware {
+  return async function answerAllowedMethods(ctx, next) {
+    await next();
+    if (ctx.body !== undefined || ctx.status !== 404) return;
+    // The resource is the most literal path that matches, as /openapi.json has it: /v1/interfaces/call
+    // is POST only, though GET /v1/interfaces/{uuid} would take it too.
+    const layers = router.match(ctx.path, ctx.method).path.filter((layer) => layer.methods.length > 0);
+    const fewest = Math.min(...layers.map((layer) => layer.paramNames.length));
+    const methods = new Set<string>();
+    for (const layer of layers) if (layer.paramNames.length === fewest) for (const method of layer.methods) methods.add(method);
+    if (methods.size === 0 || methods.has(ctx.method)) return;
+    methods.add('OPTIONS');
+    ctx.set('Allow', [...methods].join(', '));
+    if (ctx.method === 'OPTIONS') {
+      ctx.status = 200;
+      ctx.body = '';
+      return;
+    }
+    throw new PorticoError('method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}; it allows ${[...methods].join(', ')}`);
+  };
+}
+
 /** Mounts routes on the router and registers them in the OpenAPI registry. */
 export function mountRoutes(router: Router, registry: OpenAPIRegistry, routes: AnyRoute[]): void {
   for (const spec of routes) {
@@ -120,13 +150,18 @@ export function mountRoutes(router: Router, registry: OpenAPIRegistry, routes: A
         ? { description: 'No content' }
         : { description: 'Success', content: Object.fromEntries([spec.responseType ?? 'application/json'].flat().map((type) => [type, { schema: spec.response! }])) };
     for (const status of spec.errors ?? []) {
-      responses[status] = { description: STATUS_TEXT[status] ?? 'Error', content: { 'application/json': { schema: ErrorResponse } } };
+      responses[status] = { description: STATUS_TEXT[status] ?? 'Error', content: { 'application/json': { schema: status === 400 ? BadRequestResponse : ErrorResponse } } };
     }
     if (spec.body || spec.query || spec.params) {
       responses[422] = { description: 'Validation error', content: { 'application/json': { schema: HTTPValidationError } } };
     }
-    // Node answers these itself, before any route, for a request line or headers over its limit.
-    responses[431] = { description: 'Request line or header fields too large (over 16 KiB), answered without a body' };
+    if (spec.body) {
+      // What reading any JSON body may answer (http/body.ts), before the schema sees it.
+      responses[400] ??= { description: `JSON nested deeper than ${LIMITS.jsonDepthMax} levels (invalid_argument)`, content: { 'application/json': { schema: BadRequestResponse } } };
+      responses[413] ??= { description: `Body over ${LIMITS.maxBodyBytes} bytes (payload_too_large)`, content: { 'application/json': { schema: ErrorResponse } } };
+    }
+    // Answered before any route (http/refusals.ts), for a request line or headers over Node's limit.
+    responses[431] = { description: 'Request line or header fields too large (over 16 KiB); the connection closes', content: { 'application/json': { schema: ErrorResponse } } };
     registry.registerPath({
       method: spec.method,
       path: spec.path,

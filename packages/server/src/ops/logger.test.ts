@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { batchingChild, createLogger } from './logger.js';
+import { batchingChild, createLogger, lineLogger } from './logger.js';
 
 /** A destination that keeps each write it is given. */
 function writes(): { stream: Writable; chunks: string[] } {
@@ -42,5 +42,22 @@ describe('batchingChild', () => {
     batch.logger.info('one');
     batch.logger.info('two');
     expect(chunks.map((chunk) => JSON.parse(chunk).msg)).toEqual(['one', 'two']);
+  });
+});
+
+describe('lineLogger', () => {
+  it('writes each plain line at its level (info by default) as a JSON line', async () => {
+    const { stream, chunks } = writes();
+    const log = lineLogger(createLogger('info', stream));
+    log('worker started');
+    log('GET /x failed: TypeError: boom\n    at f (x.ts:1:1)', 'error');
+    log('slow disk', 'warn');
+    await new Promise((resolve) => setImmediate(resolve));
+    const lines = chunks.join('').split('\n').filter(Boolean).map((line) => JSON.parse(line));
+    expect(lines.map((line) => [line.level, line.msg])).toEqual([
+      [30, 'worker started'],
+      [50, 'GET /x failed: TypeError: boom\n    at f (x.ts:1:1)'],
+      [40, 'slow disk'],
+    ]);
   });
 });

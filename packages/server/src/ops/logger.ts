@@ -25,6 +25,38 @@ export function createLogger(level: LogLevel = 'info', destination?: Destination
   return pino(options, pino.destination({ dest: 2, sync: true }));
 }
 
+/** The levels a plain gateway line is written at. */
+export type LineLevel = 'error' | 'warn' | 'info';
+
+/**
+ * Where plain gateway lines go (worker output, failures, notices): one line and its level, info
+ * unless said otherwise. Internal errors and Python tracebacks are `error`.
+ */
+export type LogLine = (line: string, level?: LineLevel) => void;
+
+/** Plain lines onto `logger`, each at its level. */
+export function lineLogger(logger: Logger): LogLine {
+  return function logLine(line, level = 'info') {
+    logger[level](line);
+  };
+}
+
+let background: LogLine | undefined;
+
+/**
+ * Where code that runs on its own schedule and holds no logger of its own (the embedded index's
+ * background checkpoint) writes: the lines of the gateway started last in this process (the one
+ * gateway of a deployment), or JSON lines on stderr before any gateway started.
+ */
+export function logInBackground(line: string, level: LineLevel = 'info'): void {
+  (background ??= lineLogger(createLogger()))(line, level);
+}
+
+/** Makes `log` the destination of logInBackground (a gateway calls this as it starts). */
+export function setBackgroundLog(log: LogLine): void {
+  background = log;
+}
+
 /**
  * A child of `logger` (no bindings, `options` as for `logger.child`) whose lines are held until
  * `flush()` writes them to the logger's destination at once: one system call for many lines

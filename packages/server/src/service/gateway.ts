@@ -11,7 +11,7 @@ import { LIMITS, VERSION } from '../config/constants.js';
 import type { GatewayOptions } from '../config/options.js';
 import { PorticoError } from '../errors.js';
 import { KernelPool, type WorkerInfo, type WorkerProblem } from '../kernel/pool.js';
-import { createLogger, type Logger } from '../ops/logger.js';
+import { createLogger, lineLogger, setBackgroundLog, type Logger, type LogLine } from '../ops/logger.js';
 import { Metrics } from '../ops/metrics.js';
 import { indexBackend, type IndexBackend } from '../store/backends.js';
 import type { RequestContext } from './context.js';
@@ -84,8 +84,8 @@ export class Gateway {
   readonly pool: KernelPool;
   /** Structured logs (access lines come from the transports). */
   readonly logger: Logger;
-  /** Plain log lines (worker output, failures), at info level unless options.log takes them. */
-  readonly log: (line: string) => void;
+  /** Plain log lines (worker output, failures) onto the logger at their level, unless options.log takes them. */
+  readonly log: LogLine;
   readonly metrics: Metrics;
   private readonly startedAt = performance.now();
   private readonly defaultUser = safeUserName();
@@ -99,7 +99,8 @@ export class Gateway {
     roots: string[],
   ) {
     this.logger = options.logger ?? createLogger(options.logLevel);
-    this.log = options.log ?? ((line) => this.logger.info(line));
+    this.log = options.log ?? lineLogger(this.logger);
+    setBackgroundLog(this.log);
     this.metrics = new Metrics({ workers: () => this.pool.list().length, instances: () => this.pool.liveInstances(), executions: () => this.executionCounts(), schedulerCommands: () => this.executions.executor.commands });
     this.backend = indexBackend(options.store, this.log);
     this.projects = new ProjectRegistry(project, roots, this.backend, this.metrics);

@@ -47,7 +47,13 @@ class GatewayError(Exception):
 
     @classmethod
     def from_response(cls, status: int, body: bytes) -> GatewayError:
-        """Builds the error from an HTTP error response (``{"detail": …}``, or a 422 validation list)."""
+        """Builds the error from an HTTP error response.
+
+        The gateway sends ``{"detail": "<message>", "code", "message", "issues"?, "exception"?}``,
+        on a 400 ``{"detail": {"code", "message", "issues"?, "exception"?}, "code", "message"}``
+        and on a 422 ``{"detail": [{"loc", "msg", "type"}], …}``; a server that sends only
+        ``{"detail": "<message>"}`` (FastAPI, the reference server) gives code ``http_<status>``.
+        """
         try:
             parsed = json.loads(body.decode("utf-8")) if body else None
         except (UnicodeDecodeError, ValueError):
@@ -63,6 +69,10 @@ class GatewayError(Exception):
             ]
             message = "; ".join(f"{i['path']}: {i['message']}" if i["path"] else i["message"] for i in issues)
             return cls("validation_error", status, message or "validation failed", issues)
+        if isinstance(parsed, dict) and isinstance(parsed.get("code"), str):
+            return cls.from_detail({**parsed, "message": parsed.get("message") or detail}, status)
+        if isinstance(detail, str):
+            return cls(f"http_{status}", status, detail)
         text = body.decode("utf-8", "replace").strip()[:500]
         return cls(f"http_{status}", status, text or f"HTTP {status}")
 

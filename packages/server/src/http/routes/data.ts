@@ -56,7 +56,9 @@ export function dataRoutes(gateway: Gateway) {
       description:
         'The raw bytes (binary-safe). Confined to the interface folder. A file over 16 MiB needs a Range header (bytes=start-end), answered 206; a range is bounded the same way.',
       params: FileParams,
-      response: z.string().describe('The file content.'),
+      response: z.unknown().describe('The file content, as it is on disk.'),
+      // Every type TYPES can give, for the document: the bytes are the file's, whatever its type.
+      responseType: [...new Set([...Object.values(TYPES), 'application/octet-stream'])],
       errors: [401, 403, 404, 413, 416],
       handler: async (ctx, { params }) => {
         const file = await data.open(await bindRequest(ctx, gateway), params.uuid, params.path, ctx.get('range') || undefined);

@@ -44,7 +44,7 @@ export function projectRoutes(gateway: Gateway) {
       params: WidgetAssetParams,
       response: z.string().describe('The asset source.'),
       responseType: ['text/javascript', 'text/css'],
-      errors: [401, 403, 404],
+      errors: [400, 401, 403, 404],
       handler: async (ctx, { params }) => {
         const asset = await gateway.widgets.asset(await bindRequest(ctx, gateway), params.module, params.asset);
         ctx.set('ETag', asset.etag);

@@ -28,7 +28,7 @@ function preconditions(ctx: Koa.Context): Preconditions {
 }
 
 export function sourceRoutes(gateway: Gateway) {
-  const source = new SourceService(gateway.options, gateway.pool, gateway.widgets, gateway.options.log ?? ((line) => process.stderr.write(`${line}\n`)));
+  const source = new SourceService(gateway.options, gateway.pool, gateway.widgets, gateway.log);
   if (!gateway.options.enableSourceApi) return disabledRoutes(source);
 
   /** Writes check the source token first (a malformed body is refused by validation before). */
