@@ -15,12 +15,13 @@
 import { LIMITS } from '../config/constants.js';
 import { PorticoError } from '../errors.js';
 
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-const OPEN_ARRAY = 0x5b;
-const CLOSE_ARRAY = 0x5d;
-const OPEN_OBJECT = 0x7b;
-const CLOSE_OBJECT = 0x7d;
+/** The bytes (and UTF-16 code units) of JSON's structure, for the scanners here and in ws/decode.ts. */
+export const QUOTE = 0x22;
+export const BACKSLASH = 0x5c;
+export const OPEN_ARRAY = 0x5b;
+export const CLOSE_ARRAY = 0x5d;
+export const OPEN_OBJECT = 0x7b;
+export const CLOSE_OBJECT = 0x7d;
 
 /**
  * Where `text` first nests deeper than `max` levels below its envelope: the offset of the `[` or

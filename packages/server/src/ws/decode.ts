@@ -1,7 +1,7 @@
 /** Turns one incoming WebSocket message into a validated frame, or the error to answer with. */
 import type { z } from '../contract/zod.js';
 import { ClientFrames } from '../contract/frames.js';
-import { envelopeMember, jsonTooDeep, jsonTooDeepError } from '../contract/json-depth.js';
+import { BACKSLASH, CLOSE_OBJECT, envelopeMember, jsonTooDeep, jsonTooDeepError, OPEN_ARRAY, OPEN_OBJECT, QUOTE } from '../contract/json-depth.js';
 import { PorticoError } from '../errors.js';
 
 export type FrameId = string | number | undefined;
@@ -85,13 +85,9 @@ function numericId(data: Buffer, text: string, parsed: number): string | number 
   return found === parsed ? parsed : typeof found === 'string' ? found : String(parsed);
 }
 
-const QUOTE = 0x22;
 const COMMA = 0x2c;
 const MINUS = 0x2d;
 const COLON = 0x3a;
-const OPEN_ARRAY = 0x5b;
-const OPEN_OBJECT = 0x7b;
-const CLOSE_OBJECT = 0x7d;
 /** Digits of an integer every double holds (10^15 < 2^53). */
 const PLAIN_DIGITS = 15;
 
@@ -165,7 +161,7 @@ function integerAt(data: Buffer, i: number): number | undefined {
 /** The offset of the quote that closes the string opening at `start` (or past the end). */
 function stringEnd(data: Buffer, start: number): number {
   let i = start + 1;
-  while (i < data.length && data[i] !== QUOTE) i += data[i] === 0x5c /* \ */ ? 2 : 1;
+  while (i < data.length && data[i] !== QUOTE) i += data[i] === BACKSLASH ? 2 : 1;
   return i;
 }
 
