@@ -32,6 +32,7 @@ export const ERROR_CODES = {
   request_timeout: { status: 408, meaning: 'The request headers (60 s) or the whole request (5 minutes) did not arrive in time; the connection closes.' },
   headers_too_large: { status: 431, meaning: 'The request line and header fields exceed 16 KiB; the connection closes.' },
   job_refused: { status: 400, meaning: 'The cluster scheduler refused the run (an unknown partition or account, resources beyond a limit); its message says why.' },
+  execution_unreadable: { status: 409, meaning: "The run's folder is there but its execution.json is missing, truncated or not this run's (half-written by another gateway, or damaged); the run is left out of listings." },
   conflict: { status: 409, meaning: 'The request conflicts with the current state.' },
   no_api_token: { status: 409, meaning: 'The gateway has no api token, so it mints no session tokens.' },
   integrity_failed: { status: 409, meaning: 'A remote module does not match its sha256 pin; it is not used.' },

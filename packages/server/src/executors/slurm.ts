@@ -39,8 +39,8 @@ export class SlurmExecutor implements Executor {
   readonly queue: SlurmQueue;
   private readonly run: SlurmCommand;
   private readonly env: NodeJS.ProcessEnv;
-  /** Job ids by run directory (job.json is read once). */
-  private readonly jobs = new Map<string, string | null>();
+  /** Job ids by run directory (job.json is read until it is there, then once: another gateway may be submitting the run). */
+  private readonly jobs = new Map<string, string>();
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly cancelGraceMs: number;
 
@@ -84,8 +84,11 @@ export class SlurmExecutor implements Executor {
 
   private async jobId(runs: RunStore, uuid: string): Promise<string | null> {
     const dir = runs.dir(uuid);
-    if (!this.jobs.has(dir)) this.jobs.set(dir, (await runs.job(uuid))?.id ?? null);
-    return this.jobs.get(dir) ?? null;
+    const known = this.jobs.get(dir);
+    if (known !== undefined) return known;
+    const id = (await runs.job(uuid))?.id ?? null;
+    if (id !== null) this.jobs.set(dir, id);
+    return id;
   }
 
   async observe(runs: RunStore, uuid: string): Promise<EngineView | undefined> {

@@ -88,8 +88,10 @@ export class ExecutionService {
 
   async info(ctx: RequestContext, uuid: string): Promise<ExecutionInfo> {
     const runs = ctx.project.runs;
-    const spec = await runs.get(uuid);
+    // Known, or read from its folder at once: a run another gateway dispatched is found the same.
+    const spec = await runs.lookup(uuid);
     if (!spec) throw new PorticoError('not_found', `Execution '${uuid}' not found`);
+    if ('unreadable' in spec) throw new PorticoError('execution_unreadable', `Execution '${uuid}' cannot be read: ${spec.unreadable}`);
     if (await runs.hasEnded(uuid)) return runs.info(spec);
     // The engine first, then the files: a run that ends in between is read with its status.json.
     const engine = await this.executor.observe(runs, uuid);
@@ -112,7 +114,8 @@ export class ExecutionService {
   }
 
   /**
-   * Writes the cancel marker; the run's watcher interrupts it within a second. The executor adds
+   * Writes the cancel marker in the run folder, whichever gateway dispatched the run; the run's
+   * watcher interrupts it within a second. A run that has ended is left as it is. The executor adds
    * what its engine needs (Slurm: scancel of a queued job at once, of a running one after a grace).
    */
   async cancel(ctx: RequestContext, uuid: string): Promise<void> {

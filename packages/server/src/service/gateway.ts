@@ -103,7 +103,7 @@ export class Gateway {
     setBackgroundLog(this.log);
     this.metrics = new Metrics({ workers: () => this.pool.list().length, instances: () => this.pool.liveInstances(), executions: () => this.executionCounts(), schedulerCommands: () => this.executions.executor.commands });
     this.backend = indexBackend(options.store, this.log);
-    this.projects = new ProjectRegistry(project, roots, this.backend, this.metrics);
+    this.projects = new ProjectRegistry(project, roots, this.backend, this.metrics, this.log);
     this.python = normalizeInterpreter(options.python);
     this.pythonAllowlist = [...new Set(options.pythonAllowlist.map(normalizeInterpreter))];
     this.pool = new KernelPool({

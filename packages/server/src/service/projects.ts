@@ -31,8 +31,9 @@ export class Project {
   constructor(
     readonly dir: string,
     readonly store: Store,
+    log?: (line: string) => void,
   ) {
-    this.runs = new RunStore(dir);
+    this.runs = new RunStore(dir, log);
   }
 
   /** Attaches a client to an interface of `module`; returns the detach function (true: it was the last). */
@@ -85,6 +86,7 @@ export class ProjectRegistry {
     /** Where the projects' indexes live (embedded or PostgreSQL). */
     private readonly backend: IndexBackend,
     private readonly metrics?: Metrics,
+    private readonly log?: (line: string) => void,
   ) {
     this.roots = roots.map((root) => path.resolve(root));
   }
@@ -111,7 +113,7 @@ export class ProjectRegistry {
         // What uploads of a killed gateway left is undone before this one takes any; the embedded
         // store's lock makes this gateway the project's only writer.
         await recoverUploads(dir, { exclusive: store instanceof LowdbStore });
-        const opened = new Project(dir, this.metrics ? instrumentStore(store, this.metrics) : store);
+        const opened = new Project(dir, this.metrics ? instrumentStore(store, this.metrics) : store, this.log);
         this.ready.set(dir, opened);
         return opened;
       });

@@ -7,18 +7,29 @@
  * files and from what its executor sees (its process alive, its job's queue state), so it is the
  * truth after a gateway restart and travels with the directory.
  */
-import { mkdir, open, readdir, readFile, stat } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import type { ExecutionInfo, RunStatus } from '../contract/executions.js';
 import type { EngineView } from '../executors/executor.js';
-import { interfaceDir, isSafeName, STORE_DIR, writeAtomic } from './files.js';
+import { interfaceDir, isSafeName, STORE_DIR, syncPath, writeAtomic } from './files.js';
 
 export const EXECUTIONS_DIR = 'executions';
 /** The run process rewrites heartbeat_at this often (portico/run.py)… */
 export const HEARTBEAT_MS = 2_000;
 /** …so a run on another host whose heartbeat is older than this is taken as dead. */
 export const HEARTBEAT_STALE_MS = 3 * HEARTBEAT_MS;
+/**
+ * How old the listing of the executions folder may be before a listing reads it again (ms). Other
+ * gateways serving the project (on shared storage) add runs to it; only the folder's names are
+ * read again, and the execution.json of names not seen before.
+ */
+export const RUNS_RESCAN_MS = 500;
+
+/** A run folder whose execution.json cannot be read (missing, truncated, not this run's). */
+export interface UnreadableRun {
+  unreadable: string;
+}
 
 export interface RunInterface {
   uuid: string;
@@ -98,16 +109,23 @@ async function processAlive(proc: ProcessFile): Promise<boolean> {
 }
 
 export class RunStore {
-  /** uuid → spec, loaded once from disk, then kept up to date by `create`. */
-  private specs: Map<string, ExecutionSpec> | undefined;
-  private loading: Promise<Map<string, ExecutionSpec>> | undefined;
+  /** uuid → spec of every run folder seen (the executions folder is read again every RUNS_RESCAN_MS, see scan). */
+  private readonly specs = new Map<string, ExecutionSpec>();
+  /** uuid → why its folder cannot be read (tried again at each rescan; logged once per reason). */
+  private readonly unreadable = new Map<string, string>();
+  /** When the last listing of the executions folder was started (performance.now()). */
+  private scannedAt = -Infinity;
+  private scanning: Promise<void> | undefined;
   /**
    * The info of runs whose status.json exists: it never changes once written (only the cancel
    * marker may still appear), so listings and /v1/health do not re-read ended runs.
    */
   private readonly ended = new Map<string, ExecutionInfo>();
 
-  constructor(readonly project: string) {}
+  constructor(
+    readonly project: string,
+    private readonly log: (line: string) => void = () => undefined,
+  ) {}
 
   get root(): string {
     return path.join(this.project, STORE_DIR, EXECUTIONS_DIR);
@@ -120,23 +138,51 @@ export class RunStore {
 
   /** Every run of the project, newest first. */
   async all(): Promise<ExecutionSpec[]> {
-    return [...(await this.load()).values()].sort((a, b) => (a.created_at < b.created_at ? 1 : a.created_at > b.created_at ? -1 : a.uuid < b.uuid ? -1 : 1));
+    await this.scan();
+    return [...this.specs.values()].sort((a, b) => (a.created_at < b.created_at ? 1 : a.created_at > b.created_at ? -1 : a.uuid < b.uuid ? -1 : 1));
   }
 
   async get(uuid: string): Promise<ExecutionSpec | undefined> {
-    return isSafeName(uuid) ? (await this.load()).get(uuid) : undefined;
+    const found = await this.lookup(uuid);
+    return found && !('unreadable' in found) ? found : undefined;
   }
 
-  /** Writes a new run's directory and execution.json, compact (durably: the run process reads it), before it is known in memory. */
+  /**
+   * A run by uuid: known, or else read from its folder at once (a run another gateway dispatched
+   * since the last listing). undefined: no such run; `unreadable`: its folder is there but its
+   * execution.json cannot be read.
+   */
+  async lookup(uuid: string): Promise<ExecutionSpec | UnreadableRun | undefined> {
+    if (!isRunName(uuid)) return undefined;
+    const known = this.specs.get(uuid);
+    if (known) return known;
+    const read = await this.readSpec(uuid);
+    return typeof read === 'string' ? { unreadable: read } : read;
+  }
+
+  /**
+   * Writes a new run's directory with its execution.json, compact and durably (the run process
+   * reads it). The folder is written under a hidden name and renamed into place, so that another
+   * gateway listing the executions folder never sees a run folder without its execution.json.
+   */
   async create(spec: ExecutionSpec): Promise<void> {
-    const specs = await this.load();
-    await mkdir(this.dir(spec.uuid), { recursive: true });
-    await writeAtomic(path.join(this.dir(spec.uuid), 'execution.json'), `${JSON.stringify(spec)}\n`);
-    specs.set(spec.uuid, spec);
+    const dir = this.dir(spec.uuid);
+    const staging = path.join(this.root, `.new-${spec.uuid}`);
+    await mkdir(staging, { recursive: true });
+    try {
+      await writeAtomic(path.join(staging, 'execution.json'), `${JSON.stringify(spec)}\n`);
+      await rename(staging, dir);
+    } catch (err) {
+      await rm(staging, { recursive: true, force: true }).catch(() => undefined);
+      throw err;
+    }
+    await syncPath(this.root);
+    this.specs.set(spec.uuid, spec);
   }
 
-  /** Writes the cancel marker (best effort: a run not started or already ended just keeps it). */
+  /** Writes the cancel marker (best effort: a run not started just keeps it); a run that has ended is left as it is. */
   async cancel(uuid: string): Promise<void> {
+    if (await this.hasEnded(uuid)) return;
     await writeAtomic(path.join(this.dir(uuid), 'cancelled'), 'cancelled\n');
     const ended = this.ended.get(uuid);
     if (ended) ended.cancelled = true;
@@ -319,20 +365,87 @@ export class RunStore {
     return stat(path.join(interfaceDir(this.project, interfaceUuid), 'cached')).then(() => true, () => false);
   }
 
-  private load(): Promise<Map<string, ExecutionSpec>> {
-    if (this.specs) return Promise.resolve(this.specs);
-    this.loading ??= (async () => {
-      const specs = new Map<string, ExecutionSpec>();
-      const names = await readdir(this.root).catch(() => [] as string[]);
-      await Promise.all(
-        names.filter(isSafeName).map(async (name) => {
-          const spec = await readJson<ExecutionSpec>(path.join(this.root, name, 'execution.json'));
-          if (spec?.uuid === name) specs.set(name, spec);
-        }),
-      );
-      this.specs = specs;
-      return specs;
-    })();
-    return this.loading;
+  /**
+   * Reads the names in the executions folder again when the last listing is older than
+   * RUNS_RESCAN_MS: names not seen before get their execution.json read (and those still
+   * unreadable are tried again), folders gone are dropped. Known runs are not re-read.
+   */
+  private scan(): Promise<void> {
+    if (performance.now() - this.scannedAt < RUNS_RESCAN_MS) return Promise.resolve();
+    this.scanning ??= this.rescan().finally(() => {
+      this.scanning = undefined;
+    });
+    return this.scanning;
   }
+
+  private async rescan(): Promise<void> {
+    const startedAt = performance.now();
+    const before = new Set(this.specs.keys());
+    let names: string[];
+    try {
+      names = await readdir(this.root);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') {
+        // Keep what is known; the next listing tries again.
+        this.log(`executions: cannot list ${this.root}: ${(err as Error).message}`);
+        return;
+      }
+      names = [];
+    }
+    const present = new Set(names.filter(isRunName));
+    for (const uuid of before) {
+      if (present.has(uuid)) continue;
+      this.specs.delete(uuid);
+      this.ended.delete(uuid);
+    }
+    for (const uuid of this.unreadable.keys()) if (!present.has(uuid)) this.unreadable.delete(uuid);
+    await Promise.all([...present].filter((uuid) => !this.specs.has(uuid)).map((uuid) => this.readSpec(uuid)));
+    this.scannedAt = startedAt;
+  }
+
+  /**
+   * Reads one run's execution.json: the spec (now known), undefined when there is no such run
+   * folder, or why the folder cannot be read (logged once per reason; never thrown).
+   */
+  private async readSpec(uuid: string): Promise<ExecutionSpec | string | undefined> {
+    const dir = path.join(this.root, uuid);
+    let text: string;
+    try {
+      text = await readFile(path.join(dir, 'execution.json'), 'utf8');
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOTDIR') return undefined; // a file in the folder, not a run
+      if (code === 'ENOENT') {
+        const isDir = await stat(dir).then((st) => st.isDirectory(), () => false);
+        return isDir ? this.markUnreadable(uuid, 'its folder has no execution.json') : undefined;
+      }
+      return this.markUnreadable(uuid, `its execution.json cannot be read (${code ?? (err as Error).message})`);
+    }
+    let spec: ExecutionSpec;
+    try {
+      spec = JSON.parse(text) as ExecutionSpec;
+    } catch {
+      return this.markUnreadable(uuid, 'its execution.json is not valid JSON (truncated or half-written)');
+    }
+    if (!spec || typeof spec !== 'object' || spec.uuid !== uuid || typeof spec.created_at !== 'string' || !Array.isArray(spec.interfaces)) {
+      return this.markUnreadable(uuid, 'its execution.json does not describe this run');
+    }
+    this.unreadable.delete(uuid);
+    // A run this gateway created meanwhile is already known: keep that one.
+    const known = this.specs.get(uuid);
+    if (known) return known;
+    this.specs.set(uuid, spec);
+    return spec;
+  }
+
+  private markUnreadable(uuid: string, reason: string): string {
+    if (this.unreadable.get(uuid) !== reason) this.log(`execution ${uuid}: skipped, ${reason}`);
+    this.unreadable.set(uuid, reason);
+    return reason;
+  }
+}
+
+/** A name in the executions folder that may be a run (not a hidden staging folder or temp file). */
+function isRunName(name: string): boolean {
+  return isSafeName(name) && !name.startsWith('.');
 }
