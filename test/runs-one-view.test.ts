@@ -13,24 +13,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, cleanup, Client, gateway, tempProject } from './helpers.js';
 import { startPostgres, type TestPostgres } from './support/postgres.js';
-
-const WAITER = {
-  'waiter.py': [
-    'import os, time',
-    'from portico import Interface',
-    '',
-    'class Waiter(Interface):',
-    '    """Prints, then waits until the file named by its config appears in the project."""',
-    '    class Config:',
-    '        name: str = "go"',
-    '    def __call__(self):',
-    '        print(f"waiting for {self.config.name}", flush=True)',
-    '        while not os.path.exists(os.path.join(os.getcwd(), self.config.name)):',
-    '            time.sleep(0.05)',
-    '        print("done", flush=True)',
-    '',
-  ].join('\n'),
-};
+import { WAITER } from './support/waiter.js';
 
 type Info = { uuid: string; status: string; cancelled: boolean; error: { exception: string } | null };
 
