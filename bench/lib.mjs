@@ -199,14 +199,18 @@ export async function cpuMs(pids) {
 
 /**
  * A JSON POST client over one http.Agent (`keepAlive` and `sockets` as http.Agent takes them):
- * `post(pathname, body)` resolves with the parsed 200 body and rejects on any other status.
+ * `post(pathname, body)` and `get(pathname)` resolve with the parsed 200 body and reject on any other status.
  */
 export function jsonClient(url, { sockets = 16, keepAlive = true } = {}) {
   const agent = new http.Agent({ keepAlive, maxSockets: sockets });
-  const post = (pathname, body) =>
+  const post = (pathname, body) => send('POST', pathname, body);
+  /** GET, same answers. */
+  const get = (pathname) => send('GET', pathname);
+  const send = (method, pathname, body) =>
     new Promise((resolve, reject) => {
-      const text = JSON.stringify(body);
-      const req = http.request(`${url}${pathname}`, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) } }, (res) => {
+      const text = body === undefined ? '' : JSON.stringify(body);
+      const headers = body === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) };
+      const req = http.request(`${url}${pathname}`, { method, agent, headers }, (res) => {
         const chunks = [];
         res.on('data', (c) => chunks.push(c));
         res.on('end', () => (res.statusCode === 200 ? resolve(JSON.parse(Buffer.concat(chunks))) : reject(new Error(`${pathname} answered ${res.statusCode}: ${Buffer.concat(chunks)}`))));
@@ -214,5 +218,5 @@ export function jsonClient(url, { sockets = 16, keepAlive = true } = {}) {
       req.on('error', reject);
       req.end(text);
     });
-  return { post, close: () => agent.destroy() };
+  return { post, get, close: () => agent.destroy() };
 }

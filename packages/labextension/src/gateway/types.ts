@@ -49,7 +49,9 @@ export interface FindRequest {
 
 export interface SearchResponse {
   items: InterfaceInfo[];
+  /** Every match when total_exact; else more than this many match (the gateway's total rule). */
   total: number;
+  total_exact: boolean;
   next_cursor: string | null;
 }
 

@@ -39,6 +39,8 @@ export class SidebarModel implements IDisposable {
   query: SearchQuery = { ...EMPTY_QUERY, config: [] };
   results: InterfaceInfo[] = [];
   total = 0;
+  /** False when more than `total` match (the gateway stopped counting). */
+  totalExact = true;
   nextCursor: string | null = null;
   searching = false;
   searchError: string | null = null;
@@ -101,6 +103,7 @@ export class SidebarModel implements IDisposable {
       if (abort.signal.aborted) return;
       this.results = page.items;
       this.total = page.total;
+      this.totalExact = page.total_exact !== false;
       this.nextCursor = page.next_cursor;
     } catch (err) {
       if (abort.signal.aborted || isAbort(err)) return;
@@ -126,6 +129,7 @@ export class SidebarModel implements IDisposable {
       const seen = new Set(this.results.map((item) => item.uuid));
       this.results = [...this.results, ...page.items.filter((item) => !seen.has(item.uuid))];
       this.total = page.total;
+      this.totalExact = page.total_exact !== false;
       this.nextCursor = page.next_cursor;
     } catch (err) {
       if (abort.signal.aborted || isAbort(err)) return;

@@ -61,7 +61,7 @@ export class SearchView {
       this.status.textContent = model.searching
         ? `Searching ${gateway}…`
         : model.searched
-          ? `${model.total} interface${model.total === 1 ? '' : 's'} on ${gateway}`
+          ? `${model.total}${model.totalExact ? '' : '+'} interface${model.total === 1 && model.totalExact ? '' : 's'} on ${gateway}`
           : `Gateway: ${gateway}`;
     }
     this.list.replaceChildren(...model.results.map((info) => this.item(info)));

@@ -162,6 +162,12 @@ export const LIMITS = {
    * the path plus one entry per distinct value.
    */
   searchPathIndexes: 8,
+  /**
+   * A search's `total` is exact up to this many matches (or offset + limit, if more); beyond, a
+   * filter no maintained count answers reports this bound with `total_exact: false` unless the
+   * request asks `exact_total` (store/query.ts). Counting a million matches took 0.3–1.5 s.
+   */
+  searchExactTotal: 1000,
   /** Most files GET /v1/source lists (then `truncated`). */
   sourceListMax: 10_000,
   /** How long a source edit waits for each worker to drop the stale modules before answering anyway (ms). */

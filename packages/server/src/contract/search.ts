@@ -170,6 +170,10 @@ export const FindRequest = z
       .describe('Sort keys in order (default created_at desc); uuid asc always breaks ties.'),
     include_archived: z.boolean().optional().describe('Include archived records (default false).'),
     include_hidden: z.boolean().optional().describe('Alias of include_archived (reference compatibility).'),
+    exact_total: z
+      .boolean()
+      .optional()
+      .describe('Count every match for `total` even when that reads every record (default false: beyond 1,000 matches, see total_exact).'),
     include_status: z.boolean().optional().describe('Add status, run_count and execution_uuid to each item (reads each one\'s runs).'),
     limit: z.number().int().min(1).max(1000).default(100).describe('Page size (1..1000).'),
     offset: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).default(0).describe('Matches to skip; must be 0 with a cursor.'),
@@ -211,7 +215,15 @@ export const SearchItem = InterfaceInfo.extend({
 const page = <T extends z.ZodType>(item: T) =>
   z.object({
     items: z.array(item),
-    total: z.number().int().describe('All records matching the filters, regardless of limit, offset and cursor.'),
+    total: z
+      .number()
+      .int()
+      .describe('Every record matching the filters, regardless of limit, offset and cursor, when total_exact; else a lower bound.'),
+    total_exact: z
+      .boolean()
+      .describe(
+        'Whether total is exact. It is, up to 1,000 matches (or offset + limit), for no filter or one on module, kind, created_by or label, and with exact_total; otherwise more than total match.',
+      ),
     next_cursor: z.string().nullable().describe('Pass as `cursor` for the next page; null when no record follows.'),
   });
 

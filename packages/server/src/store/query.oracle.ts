@@ -98,8 +98,19 @@ function compareValues(a: unknown, b: unknown): number {
   return 0;
 }
 
-/** Every match in order (`all`), the requested page (`items`, by offset and limit) and `total`. */
-export function oracleSearch(records: InterfaceRecord[], request: FindRequest): { all: InterfaceRecord[]; items: InterfaceRecord[]; total: number } {
+/** The bound below which every total is exact (query.ts; LIMITS.searchExactTotal), restated. */
+export const ORACLE_EXACT_TOTAL = 1000;
+
+/**
+ * Every match in order (`all`), the requested page (`items`, by offset and limit), `total` (every
+ * match) and what the total rule reports: exact for no filter, or one string `eq` on module, kind,
+ * created_by or label (or label null), each optionally with one boolean `eq` on archived; for
+ * `exact_total`; and up to max(1000, offset + limit) matches; else that bound, inexact.
+ */
+export function oracleSearch(
+  records: InterfaceRecord[],
+  request: FindRequest,
+): { all: InterfaceRecord[]; items: InterfaceRecord[]; total: number; reported: { total: number; total_exact: boolean } } {
   const filters: Array<{ path: string[]; op: string; value: unknown }> = [];
   for (const field of ['module', 'kind', 'created_by', 'label'] as const) {
     if (request[field] !== undefined && request[field] !== null) filters.push({ path: [field], op: 'eq', value: request[field] });
@@ -131,5 +142,16 @@ export function oracleSearch(records: InterfaceRecord[], request: FindRequest): 
   });
 
   const offset = request.offset ?? 0;
-  return { all, items: all.slice(offset, offset + (request.limit ?? 100)), total: all.length };
+  const limit = request.limit ?? 100;
+  const fields = filters.filter((f) => f.path.length === 1 && ['module', 'kind', 'created_by', 'label'].includes(f.path[0]!));
+  const archivedEq = filters.filter((f) => f.path.length === 1 && f.path[0] === 'archived');
+  const counted =
+    filters.length === fields.length + archivedEq.length &&
+    fields.length <= 1 &&
+    archivedEq.length <= 1 &&
+    fields.every((f) => f.op === 'eq' && (typeof f.value === 'string' || (f.path[0] === 'label' && f.value === null))) &&
+    archivedEq.every((f) => f.op === 'eq' && typeof f.value === 'boolean');
+  const bound = Math.max(ORACLE_EXACT_TOTAL, offset + limit);
+  const exact = counted || request.exact_total === true || all.length <= bound;
+  return { all, items: all.slice(offset, offset + limit), total: all.length, reported: { total: exact ? all.length : bound, total_exact: exact } };
 }

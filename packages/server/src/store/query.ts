@@ -32,7 +32,14 @@
  *   < objects; arrays and objects compare by their canonical JSON text (sorted keys, compact).
  *   `desc` reverses the whole order. The default sort is `created_at` desc, and `uuid` asc always
  *   breaks the remaining ties, so the order is total.
- * - `total` counts every matching record. A page is `limit` records after skipping `offset`, or
+ * - `total` counts every match when `total_exact` is true, which it is when the matches are at
+ *   most `max(LIMITS.searchExactTotal, offset + limit)` (the *bound*), when the filters are ones
+ *   a maintained count answers (none, or one `eq` of a string on module, kind, created_by or
+ *   label, or label `eq` null, each optionally with `archived eq <boolean>`; see `countedFilters`),
+ *   or when the request asks `exact_total: true`. Otherwise `total` is the bound and `total_exact`
+ *   false: more than that many match, and counting them all would read more records than the page
+ *   needs. Every store applies this rule the same way, so one request gets one answer.
+ * - A page is `limit` records after skipping `offset`, or
  *   with a `cursor`, the first `limit` records strictly after the position the cursor names
  *   (its last item's sort values and uuid, whether or not that record still exists). Records
  *   added between page requests therefore never duplicate or displace the others. A cursor is
@@ -40,6 +47,7 @@
  */
 import { createHash } from 'node:crypto';
 import { FindRequest, parsePath, parseRecordPath, type FilterOp, type ParsedFindRequest } from '../contract/search.js';
+import { LIMITS } from '../config/constants.js';
 import { PorticoError } from '../errors.js';
 import type { InterfaceRecord } from './store.js';
 
@@ -47,8 +55,9 @@ import type { InterfaceRecord } from './store.js';
 export interface SearchResult {
   /** The matching records themselves (not copies), in sort order. */
   items: InterfaceRecord[];
-  /** Every match, regardless of limit, offset and cursor. */
+  /** Every match, regardless of limit, offset and cursor, when `total_exact`; else a lower bound (see the semantics). */
   total: number;
+  total_exact: boolean;
   /** Continues after the last item; null when no match follows the page. */
   next_cursor: string | null;
 }
@@ -60,7 +69,8 @@ export interface CompiledQuery {
   /**
    * Pages records that already arrive in this query's sort order, stopping as soon as the page
    * and one more match are found, so an index can answer without a full pass. The caller owns
-   * `total`, which must be the exact count `run` would report. Records at or before the cursor
+   * the count of matches, which must be exact, or more than `shape.total.bound` when it stopped
+   * counting there (the rule then reports the bound). Records at or before the cursor
    * are skipped, so the walk may start anywhere at or before the cursor's position.
    */
   runOrdered(ordered: Iterable<InterfaceRecord>, total: number): SearchResult;
@@ -79,6 +89,50 @@ export interface QueryShape {
   after: Readonly<Position> | null;
   offset: number;
   limit: number;
+  /** How `total` is reported (see `TotalRule`). */
+  total: TotalRule;
+}
+
+/**
+ * The `total` rule of one request: exact when `exact` (a maintained count answers it, or the
+ * request asked), else exact up to `bound` matches and the bound itself beyond: a store may stop
+ * counting once it has seen `bound + 1` matches.
+ */
+export interface TotalRule {
+  exact: boolean;
+  bound: number;
+}
+
+/** The total a rule reports for `count` matches (a store that stopped counting passes what it saw, at least bound + 1). */
+export function reportTotal(rule: TotalRule, count: number): { total: number; total_exact: boolean } {
+  return rule.exact || count <= rule.bound ? { total: count, total_exact: true } : { total: rule.bound, total_exact: false };
+}
+
+/** The fields a maintained count groups records by (both stores keep one per value). */
+const COUNTED_FIELDS = new Set(['module', 'kind', 'created_by', 'label']);
+
+/**
+ * Whether the filters are ones a maintained count answers: none, or one `eq` of a string on a
+ * counted field (or `label eq null`), each optionally with `eq` of a boolean on archived.
+ */
+export function countedFilters(filters: readonly NormalFilter[]): boolean {
+  let field = false;
+  let archived = false;
+  for (const { path, op, value } of filters) {
+    if (path.length !== 1 || op !== 'eq') return false;
+    const [name] = path as [string];
+    if (name === 'archived' && typeof value === 'boolean' && !archived) archived = true;
+    else if (COUNTED_FIELDS.has(name) && !field && (typeof value === 'string' || (name === 'label' && value === null))) field = true;
+    else return false;
+  }
+  return true;
+}
+
+function totalRule(request: ParsedFindRequest, filters: readonly NormalFilter[]): TotalRule {
+  return {
+    exact: request.exact_total === true || countedFilters(filters),
+    bound: Math.max(LIMITS.searchExactTotal, request.offset + request.limit),
+  };
 }
 
 /** Sort ranks of value types, ascending (see the semantics above). */
@@ -172,6 +226,7 @@ function compile(request: ParsedFindRequest): CompiledQuery {
   const hash = queryHash(filters, sorts, includeArchived);
   const after = request.cursor == null ? null : decodeCursor(request.cursor, hash, getters.length);
   const { limit, offset } = request;
+  const rule = totalRule(request, filters);
 
   return {
     run(records) {
@@ -192,11 +247,12 @@ function compile(request: ParsedFindRequest): CompiledQuery {
       const last = page.at(-1);
       return {
         items: page.map((entry) => entry.record!),
-        total,
+        ...reportTotal(rule, total),
         next_cursor: last && following > offset + limit ? encodeCursor(hash, last) : null,
       };
     },
-    runOrdered(ordered, total) {
+    runOrdered(ordered, count) {
+      const total = reportTotal(rule, count);
       const page: InterfaceRecord[] = [];
       const entry = blank();
       let skipped = 0;
@@ -213,13 +269,13 @@ function compile(request: ParsedFindRequest): CompiledQuery {
         if (page.length === limit) {
           // One more match follows the page: it continues after the page's last item.
           fill(entry, page.at(-1)!);
-          return { items: page, total, next_cursor: encodeCursor(hash, entry) };
+          return { items: page, ...total, next_cursor: encodeCursor(hash, entry) };
         }
         page.push(record);
       }
-      return { items: page, total, next_cursor: null };
+      return { items: page, ...total, next_cursor: null };
     },
-    shape: { filters, sort: sorts, includeArchived, after, offset, limit },
+    shape: { filters, sort: sorts, includeArchived, after, offset, limit, total: rule },
   };
 }
 
@@ -496,6 +552,8 @@ export interface QueryPlan {
   offset: number;
   /** Per sort key a type rank and an in-rank scalar (see sortKey), then the uuid; null without a cursor. */
   after: Position | null;
+  /** How `total` is reported. */
+  total: TotalRule;
   /** The cursor that continues strictly after `record`. */
   cursorAfter(record: InterfaceRecord): string;
 }
@@ -516,6 +574,7 @@ export function planQuery(request: FindRequest): QueryPlan {
     limit: parsed.limit,
     offset: parsed.offset,
     after: parsed.cursor == null ? null : decodeCursor(parsed.cursor, hash, sorts.length),
+    total: totalRule(parsed, filters),
     cursorAfter(record) {
       const key = new Array<number | string>(getters.length * 2);
       getters.forEach((get, i) => sortKey(get(record), key, i * 2));

@@ -150,8 +150,11 @@ class Gateway:
         include_archived: bool | None = None,
         offset: int | None = None,
         cursor: str | None = None,
+        exact_total: bool | None = None,
     ) -> dict[str, Any]:
-        """``POST /v1/interfaces/search``; returns ``{"items": [InterfaceInfo…], "total", "next_cursor"}``.
+        """``POST /v1/interfaces/search``; returns ``{"items": [InterfaceInfo…], "total", "total_exact", "next_cursor"}``
+        (``total`` counts every match when ``total_exact``; past 1,000 matches of a filter the
+        gateway keeps no count of, it is 1,000 and ``total_exact`` is False, unless ``exact_total=True``).
 
         - ``module``, ``label``, ``created_by``, ``kind``: exact matches.
         - ``where``: filters on paths inside the config, as ``{"step": 10}`` (eq),
@@ -173,7 +176,13 @@ class Gateway:
             body["filters"] = rest.filter_list(filters)
         if sort is not None:
             body["sort"] = rest.sort_list(sort)
-        for key, value in (("limit", limit), ("offset", offset), ("cursor", cursor), ("include_archived", include_archived)):
+        for key, value in (
+            ("limit", limit),
+            ("offset", offset),
+            ("cursor", cursor),
+            ("include_archived", include_archived),
+            ("exact_total", exact_total),
+        ):
             if value is not None:
                 body[key] = value
         return self.request("POST", "/v1/interfaces/search", body)

@@ -99,7 +99,7 @@ export const COMPACT = [
    GROUP BY project, dimension, value, archived HAVING sum(delta) <> 0`,
 ] as const;
 
-/** The group whose sum is a search's total, with the archived values it covers. */
+/** The group whose sum is a search's total, with the archived values it covers (none: no record can match). */
 export interface CountedGroup {
   dimension: string;
   /** Coded, as stored. */
@@ -112,7 +112,7 @@ const COUNTED_FIELDS = new Set(['module', 'kind', 'created_by', 'label']);
 /**
  * The group that holds a search's total, or null when the counts cannot answer it (any filter
  * other than one `eq` on module, kind, created_by or label, plus `eq` on archived): such totals
- * keep their exact COUNT.
+ * are counted (search-sql.ts). It answers at least what query.ts `countedFilters` promises exact.
  */
 export function countedGroup(plan: Pick<QueryPlan, 'filters' | 'includeArchived'>): CountedGroup | null {
   let group: CountedGroup = { dimension: 'all', value: '', archived: plan.includeArchived ? [false, true] : [false] };
@@ -131,5 +131,5 @@ export function countedGroup(plan: Pick<QueryPlan, 'filters' | 'includeArchived'
       return null;
     }
   }
-  return group.archived.length ? group : null;
+  return group;
 }

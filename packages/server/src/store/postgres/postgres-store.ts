@@ -12,7 +12,11 @@
  * - Every write is acknowledged only after PostgreSQL committed it (durable with its fsync).
  *   Creates and reads by uuid that arrive together share one statement (batch.ts).
  * - Totals come from counts that triggers keep (counts.ts); this index folds their deltas
- *   every LIMITS.storeCountCompactionMs, and at once after a search summed many of them.
+ *   every LIMITS.storeCountCompactionMs, and at once after a search summed many of them. Other
+ *   totals are counted only up to the total rule's bound (query.ts).
+ * - A config path that a search sorts by or ranges over gets an expression index on its sort keys
+ *   on first use (search-sql.ts, pathIndexStatement), as the embedded store builds its path
+ *   indexes: made in the background, at most LIMITS.searchPathIndexes of them in the database.
  * - When the database cannot be reached, calls fail with `store_unavailable` (503); the pool opens
  *   new connections on the next call, so the gateway recovers by itself once it is back.
  */
@@ -21,14 +25,14 @@ import { LIMITS } from '../../config/constants.js';
 import type { FindRequest, SearchResponse } from '../../contract/search.js';
 import { PorticoError } from '../../errors.js';
 import { removeInterfaceDir, writeRecordFile } from '../files.js';
-import { planQuery } from '../query.js';
+import { planQuery, reportTotal } from '../query.js';
 import { checkPatch, isStorable, newRecordJson, recordJson } from '../record-json.js';
 import type { InterfaceRecord, RecordPatch, Store } from '../store.js';
 import { codeText, INSERT_COLUMNS, RECORD_COLUMNS, recordValues, rowRecord, type RecordRow } from './coding.js';
 import { Batcher } from './batch.js';
 import { COMPACT } from './counts.js';
 import { migrate } from './schema.js';
-import { searchStatement } from './search-sql.js';
+import { indexablePaths, pathIndexName, pathIndexStatement, searchStatement } from './search-sql.js';
 
 /** True for a store option naming a PostgreSQL server rather than the embedded store. */
 export function isPostgresUrl(store: string | undefined): store is string {
@@ -100,6 +104,10 @@ const perRecord = (err: unknown) => !(err instanceof PorticoError && err.code ==
 export class PostgresIndex {
   private migrated: Promise<void> | undefined;
   private compacting: Promise<void> | undefined;
+  /** Path indexes this gateway has made, found or given up on (by index name), so each is asked for once. */
+  private readonly pathIndexes = new Map<string, Promise<void>>();
+  /** The last path index build asked for: builds run one at a time (two at once on one table deadlock). */
+  private pathIndexBuilds: Promise<void> = Promise.resolve();
   private readonly compactionTimer: NodeJS.Timeout;
   /** Creates in flight, inserted together: true for the one that inserted its row, false for one whose uuid was there. */
   private readonly inserts = new Batcher<Keyed<InterfaceRecord>, boolean>(
@@ -132,6 +140,10 @@ export class PostgresIndex {
       max: LIMITS.storePoolSize,
       connectionTimeoutMillis: LIMITS.storeConnectTimeoutMs,
       idleTimeoutMillis: 30_000,
+      // JIT compiles any statement the planner costs high, such as a count over a big table that a
+      // LIMIT ends after a few thousand rows: 10–15 ms of compiling for a few ms of work. A URL's
+      // own `options` parameter replaces this one.
+      options: '-c jit=off',
     });
     // An idle connection the server dropped emits here; without a listener it would crash the process.
     pool.on('error', (err) => log(`index database connection lost: ${err.message}`));
@@ -244,6 +256,43 @@ export class PostgresIndex {
     this.compact().catch((err: Error) => this.log(`compacting the index counts failed: ${err.message}`));
   }
 
+  /**
+   * Makes the expression index for a config path's sort keys unless it exists, in the background;
+   * searches are answered meanwhile, without it. A build that failed (or another gateway's,
+   * interrupted) leaves an invalid index, which is dropped and built again. Beyond
+   * LIMITS.searchPathIndexes path indexes in the database none is made: the searches still work,
+   * and a log line says how to add one by hand.
+   */
+  wantPathIndex(path: string[]): void {
+    const name = pathIndexName(path);
+    if (this.pathIndexes.has(name)) return;
+    const build = async () => {
+      const { rows } = await this.query<{ name: string; valid: boolean }>(
+        `SELECT c.relname AS name, i.indisvalid AS valid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE c.relname LIKE 'portico\\_path\\_%'`,
+      );
+      const found = rows.find((row) => row.name === name);
+      if (found?.valid) return;
+      if (found) await this.query(`DROP INDEX CONCURRENTLY IF EXISTS ${name}`);
+      else if (rows.filter((row) => row.valid).length >= LIMITS.searchPathIndexes) {
+        this.log(
+          `not indexing config path ${path.join('.')}: the database holds ${LIMITS.searchPathIndexes} path indexes, the most a gateway makes; searches sorted by it read every match. To add it by hand: ${pathIndexStatement(path)}`,
+        );
+        return;
+      }
+      await this.query(pathIndexStatement(path));
+    };
+    const made = this.pathIndexBuilds
+      .then(build)
+      .catch((err: Error) => this.log(`indexing config path ${path.join('.')} failed (searches sorted by it read every match): ${err.message}`));
+    this.pathIndexBuilds = made;
+    this.pathIndexes.set(name, made);
+  }
+
+  /** Settles when every path index asked for so far is made or given up on (tests, close). */
+  async pathIndexesSettled(): Promise<void> {
+    await Promise.all(this.pathIndexes.values());
+  }
+
   /** The store of one project. */
   async open(project: string): Promise<PostgresStore> {
     await this.ready();
@@ -252,6 +301,7 @@ export class PostgresIndex {
 
   async close(): Promise<void> {
     clearInterval(this.compactionTimer);
+    await this.pathIndexesSettled();
     await this.compacting?.catch(() => undefined);
     await this.pool.end();
   }
@@ -307,13 +357,14 @@ export class PostgresStore implements Store {
 
   async search(request: FindRequest): Promise<SearchResponse> {
     const plan = planQuery(request);
+    for (const path of indexablePaths(plan)) this.index.wantPathIndex(path);
     const { text, values } = searchStatement(this.project, plan);
     const { rows } = await this.index.query<RecordRow & { total: string; deltas: string }>(text, values);
     if (Number(rows[0]!.deltas) > LIMITS.storeCountDeltasBeforeCompaction) this.index.compactSoon();
     const items = rows.filter((row) => row.uuid !== null).map(rowRecord);
     const more = items.length > plan.limit;
     if (more) items.pop();
-    return { items, total: Number(rows[0]!.total), next_cursor: more ? plan.cursorAfter(items.at(-1)!) : null };
+    return { items, ...reportTotal(plan.total, Number(rows[0]!.total)), next_cursor: more ? plan.cursorAfter(items.at(-1)!) : null };
   }
 
   /**

@@ -7,7 +7,9 @@ import { describe, expect, it } from 'vitest';
 import type { FindRequest } from '../../contract/search.js';
 import { planQuery } from '../query.js';
 import { codeText } from './coding.js';
-import { searchStatement } from './search-sql.js';
+import { configSortKeys, indexablePaths, pathIndexStatement, searchStatement } from './search-sql.js';
+
+const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 const compile = (request: FindRequest) => searchStatement('/project', planQuery(request));
 
@@ -49,7 +51,30 @@ describe('search compiled to SQL', () => {
       expect(text).not.toMatch(/count\(\*\) AS total/);
     }
     const uncounted = [{ module: 'm', kind: 'K' }, { config: { filters: [{ path: 'lr', value: 1 }] } }, { filters: [{ path: 'module', op: 'in' as const, value: ['m'] }] }];
-    for (const request of uncounted) expect(compile(request).text).toMatch(/count\(\*\) AS total, 0 AS deltas FROM portico_interfaces/);
+    for (const request of uncounted) {
+      // Counted only up to one past the total rule's bound (query.ts): never a million rows for one page.
+      const { text, values } = compile(request);
+      expect(text).toMatch(/count\(\*\) AS total, 0 AS deltas FROM \(SELECT 1 FROM portico_interfaces WHERE .* LIMIT \$\d+::int\) AS matches/);
+      expect(values).toContain(1001);
+      // Asked for, the count is exact: no LIMIT on it.
+      const exact = compile({ ...request, exact_total: true }).text;
+      expect(exact).toMatch(/count\(\*\) AS total, 0 AS deltas FROM \(SELECT 1 FROM portico_interfaces WHERE /);
+      expect(exact).not.toMatch(/LIMIT \$\d+::int\) AS matches/);
+    }
+  });
+
+  it('sorts and ranges a config path by the expressions its path index holds', () => {
+    const path = ['config', 'opt', 'beta'];
+    const index = pathIndexStatement(path);
+    expect(index).toMatch(/^CREATE INDEX CONCURRENTLY IF NOT EXISTS portico_path_[0-9a-f]{16} ON portico_interfaces \(project, /);
+    // The index spells the path in its text; a parameter would keep any statement from using it.
+    const keys = configSortKeys(path);
+    expect(index).toContain(`(project, ${keys.rank}, ${keys.number}, ${keys.prefix})`);
+    const sorted = compile({ sort: [{ by: 'config.opt.beta', direction: 'desc' }], config: { filters: [{ path: 'lr', op: 'gte', value: 0.5 }] } }).text;
+    expect(sorted).toContain(`ORDER BY ${keys.rank} DESC, ${keys.number} DESC, ${keys.prefix} DESC, ${keys.text} DESC, uuid ASC`);
+    const lr = configSortKeys(['config', 'lr']);
+    expect(sorted).toMatch(new RegExp(`${escape(lr.rank)} = 4 AND ${escape(lr.number)} >= \\$\\d+::numeric`));
+    expect(indexablePaths(planQuery({ sort: [{ by: 'config.opt.beta' }], config: { filters: [{ path: 'lr', op: 'gte', value: 0.5 }, { path: 'depth', value: 3 }] } }))).toEqual([path, ['config', 'lr']]);
   });
 
   it('orders newest first by the plain columns its index holds, and filters fields by plain equality', () => {

@@ -12,6 +12,7 @@
  * it, else by counting every match) and returns the page (one row more than the limit, to tell
  * whether a next page exists) in one round trip.
  */
+import { createHash } from 'node:crypto';
 import type { NormalFilter, Position, QueryPlan, SortKey } from '../query.js';
 import { codedPrefix, codeText, codeValue, indexedPrefix, PREFIX_INDEXED, RECORD_COLUMNS } from './coding.js';
 import { countedGroup } from './counts.js';
@@ -41,20 +42,71 @@ class Builder {
   }
 }
 
+/** A SQL string literal (standard_conforming_strings, on by default since PostgreSQL 9.1). */
+const literal = (text: string): string => `'${text.replaceAll("'", "''")}'`;
+
+/**
+ * The jsonb value at a config path, or SQL NULL when it is missing. The path is written into the
+ * text (its segments are [A-Za-z0-9_-], coded), not passed as parameters: an expression index on
+ * the path (pathIndexStatement) serves a statement only when both spell the same expression.
+ */
+function configValueAt(rest: string[]): string {
+  // A numeric segment indexes an array or names an object key, whichever the value is. The
+  // CASE is needed: PostgreSQL answers `scalar -> 0` with the scalar itself.
+  return rest.reduce(
+    (at, segment) =>
+      INDEX.test(segment)
+        ? `(CASE WHEN jsonb_typeof(${at}) = 'array' THEN ${at} -> ${Number(segment)} ELSE ${at} -> ${literal(codeText(segment))} END)`
+        : `(${at} -> ${literal(codeText(segment))})`,
+    'config',
+  );
+}
+
+/**
+ * The expressions that order the values at a config path (query.ts, sortKey): the type rank, the
+ * number within rank 4, the text within ranks 5–7 (a string's coded text; an array's or object's
+ * coded canonical JSON from sort_text), and the text's indexed prefix, which an index can hold
+ * whatever the value's length (coding.ts, INDEXED_PREFIX).
+ */
+export function configSortKeys(path: string[]): { rank: string; number: string; text: string; prefix: string } {
+  const v = configValueAt(path.slice(1));
+  const key = literal(path.slice(1).join('.'));
+  const text = `((CASE jsonb_typeof(${v}) WHEN 'string' THEN ${v} #>> '{}' WHEN 'array' THEN sort_text ->> ${key} WHEN 'object' THEN sort_text ->> ${key} END) COLLATE "C")`;
+  return {
+    rank: `(CASE WHEN ${v} IS NULL THEN 0 ELSE CASE jsonb_typeof(${v}) WHEN 'null' THEN 1 WHEN 'boolean' THEN CASE WHEN ${v} = 'true'::jsonb THEN 3 ELSE 2 END WHEN 'number' THEN 4 WHEN 'string' THEN 5 WHEN 'array' THEN 6 ELSE 7 END END)`,
+    number: `(CASE WHEN jsonb_typeof(${v}) = 'number' THEN (${v})::numeric END)`,
+    text,
+    prefix: indexedPrefix(text),
+  };
+}
+
+/** The name of the expression index on a config path's sort keys (a digest of the path: any length fits). */
+export function pathIndexName(path: string[]): string {
+  return `portico_path_${createHash('sha256').update(path.join('.')).digest('hex').slice(0, 16)}`;
+}
+
+/**
+ * The index that walks a config path in sort order (either direction: the uuid tiebreak and whole
+ * text within a prefix are sorted incrementally) and serves range filters on it. Made on demand
+ * (postgres-store.ts): `CONCURRENTLY`, so writers never wait for it.
+ */
+export function pathIndexStatement(path: string[]): string {
+  const { rank, number, prefix } = configSortKeys(path);
+  return `CREATE INDEX CONCURRENTLY IF NOT EXISTS ${pathIndexName(path)} ON portico_interfaces (project, ${rank}, ${number}, ${prefix})`;
+}
+
+/** The config paths of a plan that a path index would serve: sort keys and range filters. */
+export function indexablePaths(plan: QueryPlan): string[][] {
+  const paths = [...plan.sorts.map((sort) => sort.path), ...plan.filters.filter((filter) => filter.op in ORDER_OPS).map((filter) => filter.path)];
+  return paths.filter((path) => path[0] === 'config' && path.length > 1);
+}
+
 /** The jsonb value at a record path, or SQL NULL when it is missing. */
-function valueAt(b: Builder, path: string[]): string {
+function valueAt(path: string[]): string {
   const [root, ...rest] = path;
   switch (root) {
     case 'config':
-      // A numeric segment indexes an array or names an object key, whichever the value is. The
-      // CASE is needed: PostgreSQL answers `scalar -> 0` with the scalar itself.
-      return rest.reduce(
-        (at, segment) =>
-          INDEX.test(segment)
-            ? `(CASE WHEN jsonb_typeof(${at}) = 'array' THEN ${at} -> ${b.param(Number(segment), '::int')} ELSE ${at} -> ${b.param(codeText(segment))} END)`
-            : `(${at} -> ${b.param(codeText(segment))})`,
-        'config',
-      );
+      return configValueAt(rest);
     case 'label':
       return `coalesce(to_jsonb(label), 'null'::jsonb)`;
     case 'archived':
@@ -124,7 +176,7 @@ function filterSql(b: Builder, filter: NormalFilter): string {
     // The plain column, so that the partial index on archived records answers it.
     return typeof value === 'boolean' ? `archived = ${b.param(value)}` : 'false';
   }
-  const v = valueAt(b, path);
+  const v = valueAt(path);
   switch (op) {
     case 'eq': {
       const equal = `${v} = ${b.json(value)}`;
@@ -137,11 +189,22 @@ function filterSql(b: Builder, filter: NormalFilter): string {
     case 'lt':
     case 'lte':
     case 'gt':
-    case 'gte':
-      // CASE, not AND: PostgreSQL may evaluate AND's operands in any order, and the cast fails on a non-number.
-      return typeof value === 'number'
-        ? `(CASE WHEN jsonb_typeof(${v}) = 'number' THEN (${v})::numeric ${ORDER_OPS[op]} ${b.param(JSON.stringify(value), '::numeric')} ELSE false END)`
-        : `(jsonb_typeof(${v}) = 'string' AND (${v} #>> '{}') COLLATE "C" ${ORDER_OPS[op]} ${b.param(codeText(value as string))})`;
+    case 'gte': {
+      if (root !== 'config') {
+        // CASE, not AND: PostgreSQL may evaluate AND's operands in any order, and the cast fails on a non-number.
+        return typeof value === 'number'
+          ? `(CASE WHEN jsonb_typeof(${v}) = 'number' THEN (${v})::numeric ${ORDER_OPS[op]} ${b.param(JSON.stringify(value), '::numeric')} ELSE false END)`
+          : `(jsonb_typeof(${v}) = 'string' AND (${v} #>> '{}') COLLATE "C" ${ORDER_OPS[op]} ${b.param(codeText(value as string))})`;
+      }
+      // In the sort keys' terms, so that the path's index (pathIndexStatement) answers it: the
+      // number (text) is NULL outside rank 4 (5), and NULL never passes a WHERE.
+      const keys = configSortKeys(path);
+      if (typeof value === 'number') return `(${keys.rank} = 4 AND ${keys.number} ${ORDER_OPS[op]} ${b.param(JSON.stringify(value), '::numeric')})`;
+      const coded = codeText(value as string);
+      // x < v implies prefix(x) <= prefix(v): the prefix bound is never strict.
+      const prefixOp = op === 'lt' || op === 'lte' ? '<=' : '>=';
+      return `(${keys.rank} = 5 AND ${keys.prefix} ${prefixOp} ${b.param(codedPrefix(coded))} AND ${keys.text} ${ORDER_OPS[op]} ${b.param(coded)})`;
+    }
     case 'in':
     case 'nin': {
       const elements = (value as unknown[]).map((element) => JSON.stringify(codeValue(element)));
@@ -202,12 +265,11 @@ function sortColumns(b: Builder, path: string[]): SortColumns {
       },
     };
   }
-  const v = valueAt(b, path);
-  const rank = `(CASE WHEN ${v} IS NULL THEN 0 ELSE CASE jsonb_typeof(${v}) WHEN 'null' THEN 1 WHEN 'boolean' THEN CASE WHEN ${v} = 'true'::jsonb THEN 3 ELSE 2 END WHEN 'number' THEN 4 WHEN 'string' THEN 5 WHEN 'array' THEN 6 ELSE 7 END END)`;
-  const number = `(CASE WHEN jsonb_typeof(${v}) = 'number' THEN (${v})::numeric END)`;
-  const text = `(CASE jsonb_typeof(${v}) WHEN 'string' THEN ${v} #>> '{}' WHEN 'array' THEN sort_text ->> ${b.param(path.slice(1).join('.'))} WHEN 'object' THEN sort_text ->> ${b.param(path.slice(1).join('.'))} END) COLLATE "C"`;
+  if (root !== 'config') throw new Error(`no sort columns for ${path.join('.')}`); // the schema admits no other path
+  const { rank, number, text, prefix } = configSortKeys(path);
   return {
-    order: [rank, number, text],
+    // The prefix adds no order of its own (it orders as the text does), but it is what the path's index holds.
+    order: [rank, number, prefix, text],
     compare: (cursorRank, scalar, desc) => {
       const at = b.param(cursorRank, '::int');
       const after = `${rank} ${beyond(desc)} ${at}`;
@@ -233,12 +295,19 @@ function afterSql(b: Builder, sorts: Array<{ columns: SortColumns; desc: boolean
 }
 
 /**
- * The total of a search (column `total`) and how many count rows it summed (`deltas`, 0 when it
- * counted): from portico_counts when one group holds it (counts.ts), else an exact COUNT.
+ * The count of a search's matches (column `total`) and how many count rows it summed (`deltas`, 0
+ * when it counted): from portico_counts when one group holds it (counts.ts); else by counting,
+ * every match when the request's total rule asks an exact total, or else only up to one more than
+ * the rule's bound (query.ts, TotalRule), so that a page never waits for a million rows counted.
  */
 function totalSql(b: Builder, project: string, plan: QueryPlan, where: string[]): string {
   const group = countedGroup(plan);
-  if (!group) return `SELECT count(*) AS total, 0 AS deltas FROM portico_interfaces WHERE ${where.join(' AND ')}`;
+  if (!group) {
+    const matches = `SELECT 1 FROM portico_interfaces WHERE ${where.join(' AND ')}`;
+    const counted = plan.total.exact ? matches : `${matches} LIMIT ${b.param(plan.total.bound + 1, '::int')}`;
+    return `SELECT count(*) AS total, 0 AS deltas FROM (${counted}) AS matches`;
+  }
+  if (!group.archived.length) return 'SELECT 0 AS total, 0 AS deltas'; // archived eq true without include_archived, or both values
   const archived = group.archived.length === 1 ? `archived = ${b.param(group.archived[0])}` : 'archived IN (false, true)';
   return `SELECT coalesce(sum(delta), 0) AS total, count(*) AS deltas FROM portico_counts
   WHERE project = ${b.param(project)} AND dimension = ${b.param(group.dimension)}
