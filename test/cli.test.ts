@@ -1,15 +1,20 @@
 /** The `portico` command as a user runs it (from the built package). */
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
-import { cleanup, ROOT, tempProject } from './helpers.js';
+import { api, cleanup, DEMO, ROOT, tempProject } from './helpers.js';
 
 afterAll(cleanup);
 
 const BIN = path.join(ROOT, 'packages/server/bin/portico.js');
 
-function run(args: string[], env: Record<string, string> = {}, untilOutput?: RegExp) {
-  const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+function run(args: string[], env: Record<string, string> = {}, untilOutput?: RegExp, cwd?: string) {
+  const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], cwd });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d) => (stdout += d));
@@ -111,5 +116,101 @@ describe('portico COMMAND --help', () => {
     const p = run(['get', 'counter', '--url', 'http://127.0.0.1:9']);
     expect(await p.exited).toBe(1);
     expect(p.err()).toMatch(/cannot reach a gateway at http:\/\/127\.0\.0\.1:9 .*is `portico serve` running there\?/);
+  });
+});
+
+/** `portico serve PROJECT --port 0` until it prints its banner: its URL and how to stop it. */
+async function serving(project: string, args: string[] = []) {
+  const p = run(['serve', project, '--port', '0', ...args], {}, /Stop/);
+  await p.ready;
+  return { url: /API\s+(http:\/\/127\.0\.0\.1:\d+)\/v1/.exec(p.out())![1]!, stop: () => (p.child.kill('SIGTERM'), p.exited) };
+}
+
+describe('the portico command on PATH', { timeout: 120_000 }, () => {
+  it('npm link -w packages/server puts portico on PATH; a record’s cli line, run as printed, gives back the record', async () => {
+    // As the README says, with npm's global prefix in a temporary folder instead of /usr.
+    const prefix = await mkdtemp(path.join(tmpdir(), 'portico-prefix-'));
+    try {
+      await promisify(execFile)('npm', ['link', '-w', 'packages/server'], { cwd: ROOT, env: { ...process.env, npm_config_prefix: prefix } });
+      const env = { ...process.env, PATH: `${path.join(prefix, 'bin')}${path.delimiter}${process.env.PATH}` };
+      const project = await tempProject();
+      const sh = (line: string) => promisify(execFile)('sh', ['-c', line], { cwd: project, env });
+      expect((await sh('portico --version')).stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
+      const created = JSON.parse((await sh("portico get counter '~big' start=4")).stdout);
+      expect(created.cli).toBe("portico get counter '~big' start=4");
+      expect(JSON.parse((await sh(created.cli)).stdout).uuid).toBe(created.uuid);
+    } finally {
+      await rm(prefix, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('portico get finds its gateway, or says what to do', { timeout: 120_000 }, () => {
+  it('goes through the gateway serving the project, found without --url', async () => {
+    const project = await tempProject();
+    const gateway = await serving(project);
+    try {
+      for (const [args, cwd] of [[['--project', project], ROOT], [[], project]] as const) {
+        const p = run(['get', 'counter', '~big', 'start=4', '--user', 'cli-user', ...args], {}, undefined, cwd);
+        expect(await p.exited, p.err()).toBe(0);
+        const printed = JSON.parse(p.out());
+        expect(printed).toMatchObject({ module: 'counter', config: { start: 4, step: 10 }, created_by: 'cli-user' });
+        expect((await api(gateway, 'GET', `/v1/interfaces/${printed.uuid}`)).body).toEqual(printed);
+      }
+    } finally {
+      await gateway.stop();
+    }
+  });
+
+  it('a gateway that needs a token: says so in a sentence, and takes PORTICO_API_TOKEN', async () => {
+    const project = await tempProject();
+    const gateway = await serving(project, ['--api-token', 'get-token']);
+    try {
+      const refused = run(['get', 'counter', '--project', project], { PORTICO_API_TOKEN: '' });
+      expect(await refused.exited).toBe(1);
+      expect(refused.err()).toMatch(/^portico get: unauthorized: .+\n {2}The gateway at http:\/\/127\.0\.0\.1:\d+ needs a token: pass --token T, or set PORTICO_API_TOKEN\.\n$/);
+      const taken = run(['get', 'counter', '--project', project], { PORTICO_API_TOKEN: 'get-token' });
+      expect(await taken.exited).toBe(0);
+      expect(JSON.parse(taken.out())).toMatchObject({ module: 'counter' });
+    } finally {
+      await gateway.stop();
+    }
+  });
+
+  it('in a folder that is no project: names the folder, --project and the demo, and leaves no file behind', async () => {
+    const folder = await mkdtemp(path.join(tmpdir(), 'portico-not-a-project-'));
+    try {
+      const p = run(['get', 'counter'], { PORTICO_PROJECT: '' }, undefined, folder);
+      expect(await p.exited).toBe(1);
+      expect(p.err()).toContain(`The current folder (${folder}) has no interface module 'counter'. Name the project with --project P (or PORTICO_PROJECT).`);
+      expect(p.err()).toContain(`The demo project ${DEMO} has it: portico get counter --project ${DEMO}`);
+      expect(p.err()).not.toMatch(/[{}]/);
+      expect(await readdir(folder)).toEqual([]);
+    } finally {
+      await rm(folder, { recursive: true, force: true });
+    }
+  });
+
+  it('from the repository root, as the README’s reader first tries it: the demo is examples/demo', async () => {
+    const hadIndex = existsSync(path.join(ROOT, '.portico'));
+    const p = run(['get', 'counter'], { PORTICO_PROJECT: '' }, undefined, ROOT);
+    expect(await p.exited).toBe(1);
+    expect(p.err()).toContain(`The current folder (${ROOT}) has no interface module 'counter'.`);
+    expect(p.err()).toContain('--project P');
+    expect(p.err()).toContain('The demo project examples/demo has it: portico get counter --project examples/demo');
+    if (!hadIndex) expect(existsSync(path.join(ROOT, '.portico'))).toBe(false);
+  });
+
+  it('--url of a server that is no Portico gateway: a sentence, not its body', async () => {
+    const other = createServer((_req, res) => res.writeHead(404, { 'content-type': 'text/html' }).end('<html><body>{"not": "json"}</body></html>'));
+    await new Promise<void>((resolve) => other.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(other.address() as { port: number }).port}`;
+      const p = run(['get', 'counter', '--url', url]);
+      expect(await p.exited).toBe(1);
+      expect(p.err()).toBe(`portico get: ${url} answered 404 Not Found, not as a Portico gateway does: is it the address \`portico serve\` printed (http://host:port)?\n`);
+    } finally {
+      other.close();
+    }
   });
 });

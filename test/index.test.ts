@@ -239,12 +239,14 @@ describe('durability', () => {
     expect((await api(second, 'GET', `/v1/interfaces/${b.uuid}`)).body).toMatchObject({ archived: true });
   });
 
-  it('a second process cannot open an index a live gateway holds; get --url goes through it', async () => {
+  it('a second process cannot open an index a live gateway holds; get goes through it (found by the lock, or --url)', async () => {
     const project = await tempProject();
     const g = await gateway({ project });
-    const res = await run(process.execPath, [BIN, 'get', 'counter', '--project', project]).catch((err) => err);
+    const res = await run(process.execPath, [BIN, 'reindex', project]).catch((err) => err);
     expect(res.code).toBe(1);
     expect(res.stderr).toContain(`in use by the gateway at ${g.url}`);
+    const found = JSON.parse((await run(process.execPath, [BIN, 'get', 'counter', '--project', project])).stdout);
+    expect((await api(g, 'GET', `/v1/interfaces/${found.uuid}`)).body).toEqual(found);
     const { stdout } = await run(process.execPath, [BIN, 'get', 'counter', '~big', 'start=4', '--url', g.url, '--user', 'cli-user']);
     const printed = JSON.parse(stdout);
     expect(printed).toMatchObject({ module: 'counter', config: { start: 4, step: 10 }, created_by: 'cli-user' });

@@ -50,7 +50,10 @@ export const ERROR_CODES = {
     status: 503,
     meaning: 'The gateway is stopping; retry against the next one. At its drain deadline a REST request still unanswered gets it (Retry-After: 1), and every frame still in flight an error frame with it for its id, before the socket closes with 1001.',
   },
-  store_unavailable: { status: 503, meaning: 'The index database cannot be reached (or its schema is newer than this gateway); the gateway reconnects by itself, retry shortly.' },
+  store_unavailable: {
+    status: 503,
+    meaning: 'The index database cannot be reached, refuses the connection (no such user or database, a wrong password: the message says what to do), or its schema is newer than this gateway; the gateway reconnects by itself, retry shortly.',
+  },
   oidc_unavailable: { status: 503, meaning: "The OpenID provider's discovery document or keys cannot be fetched; OIDC tokens cannot be checked now." },
   timeout: { status: 504, meaning: 'The call exceeded its time limit and was cancelled.' },
   source_token_required: { status: 403, meaning: 'A source write (PUT or DELETE /v1/source/{path}, POST /v1/source/move) needs the right X-Service-Source-Token besides Authorization.' },

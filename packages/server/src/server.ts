@@ -14,6 +14,7 @@ import { accessLog } from './http/access-log.js';
 import { createApp } from './http/app.js';
 import { answerRefusals } from './http/refusals.js';
 import { createLogger, lineLogger } from './ops/logger.js';
+import { checkPortFree, portInUse } from './ops/port.js';
 import { Gateway } from './service/gateway.js';
 import { attachWebSockets } from './ws/upgrade.js';
 import { Session } from './ws/session.js';
@@ -41,8 +42,9 @@ export async function startServer(overrides: Partial<GatewayOptions> = {}): Prom
   const options = defaultOptions(overrides);
   const logger = options.logger ?? createLogger(options.logLevel);
   const log = options.log ?? lineLogger(logger);
-  // Before the gateway: a bad auth configuration must fail before any index is opened.
+  // Before the gateway: a bad auth configuration or a taken port must fail before any index is opened.
   const auth = new Authenticator({ ...options, log });
+  await checkPortFree(options.host, options.port);
   const gateway = await Gateway.create({ ...options, log, logger });
   let stopping = false;
   const access = accessLog(gateway.logger, gateway.metrics);
@@ -60,13 +62,20 @@ export async function startServer(overrides: Partial<GatewayOptions> = {}): Prom
   answerRefusals(server, access);
   const sockets = attachWebSockets(server, gateway, auth, log);
 
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port, options.host, () => {
-      server.off('error', reject);
-      resolve();
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(options.port, options.host, () => {
+        server.off('error', reject);
+        resolve();
+      });
     });
-  });
+  } catch (err) {
+    // Taken since the check (a race), or any other listen failure: the gateway stops what it started.
+    sockets.stopHeartbeat();
+    await gateway.close();
+    throw (err as NodeJS.ErrnoException).code === 'EADDRINUSE' ? await portInUse(options.host, options.port) : err;
+  }
   const { port } = server.address() as AddressInfo;
   const host = options.host.includes(':') ? `[${options.host}]` : options.host;
   const url = `http://${host}:${port}`;

@@ -18,7 +18,7 @@ import type { InterfaceInfo } from './protocol.js';
 /**
  * Events a connection (or a widget handle) reports; `on` returns the function that unsubscribes.
  * `instance_restarted`: the live instance died with its Python worker (payload `{uuid, reason:
- * 'worker_crashed' | 'worker_wedged', message}`); the socket stays open, the next call makes the
+ * 'worker_crashed' | 'worker_wedged' | 'source_changed', message}`); the socket stays open, the next call makes the
  * instance again, and a widget's state is read again at once.
  */
 export type ConnectionEvents = Pick<SessionEvents, 'status' | 'event' | 'error' | 'instance_restarted'>;

@@ -60,12 +60,13 @@ interface Buffered {
 /**
  * What `instance_restarted` carries: the live instance died with its Python worker
  * (`worker_crashed`: it exited or was killed; `worker_wedged`: it stopped answering and was
- * killed). The gateway restarts the worker at once and makes the instance again on its next use,
- * with its saved widget state.
+ * killed; `source_changed`: `portico serve --reload` restarted it on changed source). The gateway
+ * restarts the worker at once and makes the instance again on its next use, with its saved widget
+ * state.
  */
 export interface InstanceRestart {
   uuid: string;
-  reason: 'worker_crashed' | 'worker_wedged' | (string & {});
+  reason: 'worker_crashed' | 'worker_wedged' | 'source_changed' | (string & {});
   message: string;
 }
 

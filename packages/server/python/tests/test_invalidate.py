@@ -152,6 +152,20 @@ class InvalidateTest(unittest.TestCase):
                 frame = self.invalidate(modules)
                 self.assertEqual((frame["op"], frame["code"]), ("error", "bad_request"))
 
+    def test_a_method_added_on_disk_is_not_found_on_a_live_instance_which_says_why(self) -> None:
+        self.assertEqual(self.call("single", "who", "s1"), "Single file")
+        plain = self.worker.terminal(self.worker.call("shout", module="single", uuid="s1"))
+        self.assertEqual((plain["code"], plain["message"]), ("method_not_found", "Method 'shout' not found on single.Single"))
+        write_files(self.project, {"single.py": NAMED.format(name="Single", tag="edited") + "\n        def shout(self):\n            return 'HI'\n"})
+        # The refusal cached before the edit, and one asked after a new import of the module, both say it.
+        for _ in range(2):
+            frame = self.worker.terminal(self.worker.call("shout", module="single", uuid="s1"))
+            self.assertEqual(frame["code"], "method_not_found")
+            self.assertIn("this live instance was made before single's source changed on disk", frame["message"])
+            self.assertIn("--reload", frame["message"])
+            self.assertEqual(self.call("single", "shout", "s2"), "HI")  # a new instance has it
+        self.assertEqual(self.call("single", "who", "s1"), "Single file")  # the live one runs its old class
+
 
 if __name__ == "__main__":
     unittest.main()

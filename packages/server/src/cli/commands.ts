@@ -1,18 +1,22 @@
 /**
  * `portico get`, `portico reindex`, `portico index copy` and `portico fetch`: the index and remotes from the command
- * line. `get` runs the same service layer as the gateway, in-process (it takes the project's
- * index lock), or talks to a running gateway with --url.
+ * line. `get` goes through the gateway serving the project (found through the index lock, which
+ * says where its holder listens) or the one --url names; with none, it runs the same service layer
+ * as the gateway in this process (taking the project's index lock meanwhile).
  */
-import { realpath } from 'node:fs/promises';
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { realpath, rm } from 'node:fs/promises';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { defaultOptions } from '../config/options.js';
 import { PorticoError, type Issue } from '../errors.js';
+import { shellQuote } from '../service/cli-line.js';
 import { Gateway } from '../service/gateway.js';
 import { RemoteModules } from '../service/remotes.js';
 import { copyIndex } from '../store/copy.js';
-import { readRecordFiles } from '../store/files.js';
-import { LowdbStore } from '../store/lowdb-store.js';
+import { lockHolder, readRecordFiles, STORE_DIR } from '../store/files.js';
+import { INDEX_DIR, LowdbStore } from '../store/lowdb-store.js';
 import { isPostgresUrl, PostgresIndex, PostgresStore } from '../store/postgres/postgres-store.js';
 import type { Store } from '../store/store.js';
 import { storeOption, UsageError } from './options.js';
@@ -32,11 +36,11 @@ export function parseVersionWord(word: string): unknown {
 /** `portico get` options (its --help). */
 export const GET_OPTIONS = [
   { flag: '--project P', help: 'The project directory.', default: '.', env: 'PORTICO_PROJECT' },
-  { flag: '--url URL', help: 'Go through the gateway at URL (needed while one serves the project).' },
-  { flag: '--token T', help: 'The api or session token for --url.', env: 'PORTICO_API_TOKEN' },
+  { flag: '--url URL', help: 'Go through the gateway at URL.', default: 'the gateway serving the project, if one does' },
+  { flag: '--token T', help: 'The api or session token of the gateway.', env: 'PORTICO_API_TOKEN' },
   { flag: '--user U', help: 'created_by of a new record.', default: 'the OS user' },
-  { flag: '--python PY', help: 'Interpreter that resolves the config (without --url).', default: 'python3', env: 'PORTICO_PYTHON' },
-  { flag: '--store S', help: "The project's index (without --url): embedded, or the postgres:// URL its gateways use.", default: 'embedded', env: 'PORTICO_STORE' },
+  { flag: '--python PY', help: 'Interpreter that resolves the config (when no gateway serves the project).', default: 'python3', env: 'PORTICO_PYTHON' },
+  { flag: '--store S', help: "The project's index: embedded, or the postgres:// URL its gateways use.", default: 'embedded', env: 'PORTICO_STORE' },
 ];
 
 /** `portico fetch` options (its --help). */
@@ -47,6 +51,100 @@ export const FETCH_OPTIONS = [
 
 function print(value: unknown): void {
   process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+}
+
+/** What `get` says about a failure: the error's code and message, the issues that add to it, then what to do. */
+function printError(error: { code: string; message: string; issues?: Issue[] | undefined }, hints: string[] = []): void {
+  const lines = [`portico get: ${error.code}: ${error.message}`];
+  for (const issue of error.issues ?? []) if (issue.message !== error.message) lines.push(`  ${issue.path ?? '(version)'}: ${issue.message}`);
+  for (const hint of hints) lines.push(`  ${hint}`);
+  process.stderr.write(`${lines.join('\n')}\n`);
+}
+
+/** The demo project of a repository checkout (examples/demo), when this CLI runs from one. */
+const DEMO = fileURLToPath(new URL('../../../../examples/demo', import.meta.url));
+
+/**
+ * What to do about a module the project lacks, when the folder looks like no project (no Python
+ * module, no portico.json at its top): which folder was looked in, --project, and the demo. In a
+ * project, the error's own list of its modules says enough.
+ */
+function unknownModuleHints(module: string, project: string, named: boolean): string[] {
+  const names = (() => {
+    try {
+      return readdirSync(project);
+    } catch {
+      return [];
+    }
+  })();
+  if (names.some((name) => name.endsWith('.py') || name === 'portico.json')) return [];
+  const where = named ? `The project folder ${project}` : `The current folder (${project})`;
+  const hints = [`${where} has no interface module '${module}'. Name the project with --project P (or PORTICO_PROJECT).`];
+  if (existsSync(DEMO) && project !== DEMO) {
+    const relative = path.relative(process.cwd(), DEMO);
+    const demo = relative.startsWith('..') ? DEMO : relative || '.';
+    const file = path.join(DEMO, ...module.split('.'));
+    const has = existsSync(`${file}.py`) || existsSync(path.join(file, '__init__.py'));
+    hints.push(has ? `The demo project ${demo} has it: ${['portico', 'get', module, '--project', demo].map(shellQuote).join(' ')}` : `The demo project is ${demo} (--project ${shellQuote(demo)}).`);
+  }
+  return hints;
+}
+
+interface GetRequest {
+  module: string;
+  version: unknown[];
+  project: string;
+  /** Whether --project (or PORTICO_PROJECT) named the project. */
+  named: boolean;
+  user?: string | undefined;
+  token?: string | undefined;
+}
+
+/**
+ * `get` through the gateway at `url`: POST /v1/interfaces, the InterfaceInfo printed, or the error
+ * in sentences. `sendProject`: bind `request.project` (X-Service-Project) rather than the gateway's own.
+ */
+async function getThrough(url: string, request: GetRequest, sendProject: boolean): Promise<number> {
+  const { module, version, project, user, token } = request;
+  const res = await fetch(new URL('/v1/interfaces', url), {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+      ...(sendProject ? { 'x-service-project': project } : {}),
+      ...(user ? { 'x-service-user': user } : {}),
+    },
+    body: JSON.stringify({ target: module, version }),
+  }).catch((err: Error) => err);
+  if (res instanceof Error) {
+    process.stderr.write(`portico get: cannot reach a gateway at ${url} (${(res.cause as Error | undefined)?.message ?? res.message}): is \`portico serve\` running there?\n`);
+    return 1;
+  }
+  const text = await res.text();
+  let body: { code?: string; message?: string; detail?: unknown; issues?: Issue[] } | undefined;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    // not JSON: not a Portico gateway (refused below)
+  }
+  if (res.ok && body) {
+    print(body);
+    return 0;
+  }
+  if (!body?.code || typeof body.message !== 'string') {
+    process.stderr.write(`portico get: ${url} answered ${res.status} ${res.statusText || ''}`.trimEnd() + ', not as a Portico gateway does: is it the address `portico serve` printed (http://host:port)?\n');
+    return 1;
+  }
+  // Every error body has code and message at its top level; issues beside them, or in a 400's structured detail.
+  const issues = body.issues ?? (body.detail as { issues?: Issue[] } | undefined)?.issues;
+  const hints =
+    body.code === 'unknown_module' && sendProject // (without it, the module was looked for in the gateway's own project)
+      ? unknownModuleHints(module, project, request.named)
+      : body.code === 'unauthorized'
+        ? [`The gateway at ${url} needs a token: pass --token T, or set PORTICO_API_TOKEN.`]
+        : [];
+  printError({ code: body.code, message: body.message, issues: Array.isArray(issues) ? issues : undefined }, hints);
+  return 1;
 }
 
 export async function get(argv: string[]): Promise<number> {
@@ -64,51 +162,48 @@ export async function get(argv: string[]): Promise<number> {
   });
   const [module, ...words] = positionals;
   if (!module) throw new UsageError('get needs a MODULE');
-  const version = words.map(parseVersionWord);
-  const project = path.resolve(values.project ?? process.env.PORTICO_PROJECT ?? process.cwd());
-
-  if (values.url) {
-    const token = values.token ?? process.env.PORTICO_API_TOKEN;
-    const res = await fetch(new URL('/v1/interfaces', values.url), {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        ...(token ? { authorization: `Bearer ${token}` } : {}),
-        ...(values.project ? { 'x-service-project': project } : {}),
-        ...(values.user ? { 'x-service-user': values.user } : {}),
-      },
-      body: JSON.stringify({ target: module, version }),
-    }).catch((err: Error) => err);
-    if (res instanceof Error) {
-      process.stderr.write(`portico get: cannot reach a gateway at ${values.url} (${(res.cause as Error | undefined)?.message ?? res.message}): is \`portico serve\` running there?\n`);
-      return 1;
-    }
-    const body = (await res.json()) as { detail?: unknown; code?: string; message?: string; issues?: Issue[] };
-    if (!res.ok) {
-      // Every error body has code and message at its top level; issues beside them, or in a 400's structured detail.
-      const issues = body.issues ?? (body.detail as { issues?: Issue[] } | undefined)?.issues ?? [];
-      process.stderr.write(`portico get: ${body.code ?? res.status}: ${body.message ?? JSON.stringify(body.detail)}\n`);
-      for (const issue of Array.isArray(issues) ? issues : []) process.stderr.write(`  ${issue.path ?? '(version)'}: ${issue.message}\n`);
-      return 1;
-    }
-    print(body);
-    return 0;
-  }
+  const named = values.project ?? (process.env.PORTICO_PROJECT || undefined);
+  const request: GetRequest = {
+    module,
+    version: words.map(parseVersionWord),
+    project: path.resolve(named ?? process.cwd()),
+    named: named !== undefined,
+    user: values.user,
+    token: values.token ?? (process.env.PORTICO_API_TOKEN || undefined),
+  };
+  if (values.url) return getThrough(values.url, request, values.project !== undefined);
+  if (!existsSync(request.project) || !statSync(request.project).isDirectory()) throw new UsageError(`Project directory '${request.project}' does not exist`);
+  request.project = await realpath(request.project);
 
   const store = storeOption(values.store ?? process.env.PORTICO_STORE ?? 'embedded');
-  const gateway = await withStoreErrors('get', () =>
-    Gateway.create(defaultOptions({ project, store, python: values.python ?? process.env.PORTICO_PYTHON ?? 'python3', log: () => {} })),
-  );
+  const portico = path.join(request.project, STORE_DIR);
+  if (store === undefined) {
+    // A gateway serving the project holds its index, and says where it listens: go through it.
+    const holder = await lockHolder(path.join(portico, INDEX_DIR));
+    if (holder?.url && !holder.stopping) return getThrough(holder.url, request, true);
+  }
+  // Opening the index makes .portico/: a get that creates nothing leaves no folder it made behind.
+  const fresh = !existsSync(portico);
+  let code = 1;
+  try {
+    code = await getHere(request, store, values.python ?? process.env.PORTICO_PYTHON ?? 'python3');
+  } finally {
+    if (fresh && code !== 0) await rm(portico, { recursive: true, force: true });
+  }
+  return code;
+}
+
+/** `get` in this process: the service layer on the project's index (its lock taken while it runs). */
+async function getHere(request: GetRequest, store: string | undefined, python: string): Promise<number> {
+  const gateway = await withStoreErrors('get', () => Gateway.create(defaultOptions({ project: request.project, store, python, log: () => {} })));
   if (!gateway) return 1;
   try {
-    const ctx = await gateway.bind({ user: values.user });
-    print(await gateway.interfaces.create(ctx, { target: module, version }));
+    const ctx = await gateway.bind({ user: request.user });
+    print(await gateway.interfaces.create(ctx, { target: request.module, version: request.version }));
     return 0;
   } catch (err) {
     if (!(err instanceof PorticoError)) throw err;
-    process.stderr.write(`portico get: ${err.code}: ${err.message}\n`);
-    // An issue that only repeats the message (unknown_module's) is not printed twice.
-    for (const issue of err.issues ?? []) if (issue.message !== err.message) process.stderr.write(`  ${issue.path ?? '(version)'}: ${issue.message}\n`);
+    printError(err, err.code === 'unknown_module' ? unknownModuleHints(request.module, request.project, request.named) : []);
     return 1;
   } finally {
     await gateway.close();

@@ -5,6 +5,7 @@ import type { GatewayOptions } from '../config/options.js';
 import { VERSION } from '../config/constants.js';
 import { startServer } from '../server.js';
 import { redact } from '../store/postgres/postgres-store.js';
+import { DB_OPTIONS, db } from './db.js';
 import { FETCH_OPTIONS, fetchRemotes, get, GET_OPTIONS, INDEX_COPY_OPTIONS, indexCommand, reindex, REINDEX_OPTIONS } from './commands.js';
 import { parseServeArgs, SERVE_OPTIONS, UsageError } from './options.js';
 
@@ -14,6 +15,8 @@ const USAGE = `Usage:
   portico reindex [PROJECT] [--store S]    rebuild the index from the interface directories
   portico index copy --from S --to S       copy an index between a project and PostgreSQL
   portico fetch [MODULE] [options]         fetch the remote modules declared in portico.json
+  portico db start|stop|status [--project P]
+                                           a PostgreSQL cluster of the project's own, for --store
   portico COMMAND --help                   the options of one command
 
 VERSION items: '~name', '~name(args)', 'a.b=value' or a JSON object.
@@ -41,8 +44,9 @@ ${optionLines(SERVE_OPTIONS)}
 `,
   get: `Usage: portico get MODULE [VERSION…] [options]
 
-Creates (or finds) the interface MODULE with the VERSION items and prints its InterfaceInfo. Without
---url it opens the project's index itself; while a gateway serves the project, use --url.
+Creates (or finds) the interface MODULE with the VERSION items and prints its InterfaceInfo. While
+a gateway serves the project, it goes through that gateway; with none, it opens the project's index
+itself (creating .portico/ there only when it creates a record). --url names a gateway to use.
 
 VERSION items: '~name', '~name(args)', 'a.b=value' or a JSON object.
 
@@ -79,6 +83,19 @@ Options:
 ${optionLines(FETCH_OPTIONS)}
   ${'--help'.padEnd(22)} this help
 `,
+  db: `Usage: portico db start|stop|status [--project P]
+
+start: makes (first time) and starts a PostgreSQL cluster of the project's own in
+P/.portico/postgres (a unix socket there, no TCP port) with a database 'portico', and prints the
+URL to pass to \`portico serve --store\` (on stdout, alone: STORE=$(portico db start) works). Run
+again, it says the cluster is already running and prints the URL. stop: stops it (the data stays).
+status: whether it runs (exit status 0) or not (3), with the URL. As root the server runs as the
+'postgres' user. Needs Debian's postgresql package (apt-get install -y postgresql).
+
+Options:
+${optionLines(DB_OPTIONS)}
+  ${'--help'.padEnd(22)} this help
+`,
 };
 
 async function serve(argv: string[]): Promise<number> {
@@ -89,10 +106,13 @@ async function serve(argv: string[]): Promise<number> {
   const running = await startServer(options);
   process.stdout.write(banner(running.url, running.gateway.projects.defaultDir, options));
   // The first signal drains and stops (exit 0); a second one stops at once.
-  const signal = await new Promise<NodeJS.Signals>((resolve) => {
+  let unwatch = () => {};
+  const signal = await new Promise<string>((resolve) => {
     process.once('SIGINT', () => resolve('SIGINT'));
     process.once('SIGTERM', () => resolve('SIGTERM'));
+    unwatch = whenOrphaned(() => resolve('npm, which started the gateway, is gone'));
   });
+  unwatch();
   // Through the gateway's log (JSON lines on a stderr that is not a terminal), like every other line it writes.
   const now = (again: NodeJS.Signals) => {
     running.gateway.log(`${again} again, stopping now`, 'warn');
@@ -100,9 +120,32 @@ async function serve(argv: string[]): Promise<number> {
   };
   process.once('SIGINT', () => now('SIGINT'));
   process.once('SIGTERM', () => now('SIGTERM'));
-  running.gateway.log(`${signal}, stopping (in-flight work gets up to ${options.drainMs / 1000} s; send it again to stop now)`, 'warn');
+  const again = signal.startsWith('SIG') ? 'send it again' : 'send SIGTERM';
+  running.gateway.log(`${signal}, stopping (in-flight work gets up to ${options.drainMs / 1000} s; ${again} to stop now)`, 'warn');
   await running.close();
   return 0;
+}
+
+/** How often a gateway started by npm checks that npm is still there (ms). */
+const PARENT_CHECK_MS = 500;
+
+/**
+ * Under npm (`npm start`, `npx portico serve`), a SIGTERM or SIGINT sent to npm alone reaches only
+ * the shell npm runs the command in, which dies of it without passing it on: the gateway would live
+ * on, orphaned, holding the port. Started by npm, the gateway notices that its parent changed and
+ * calls `stop`. Started otherwise (a shell, nohup, systemd), an orphaned gateway keeps serving.
+ * Returns the function that stops watching.
+ */
+function whenOrphaned(stop: () => void): () => void {
+  if (!process.env.npm_lifecycle_event) return () => {};
+  const parent = process.ppid;
+  const timer = setInterval(() => {
+    if (process.ppid === parent) return;
+    clearInterval(timer);
+    stop();
+  }, PARENT_CHECK_MS);
+  timer.unref();
+  return () => clearInterval(timer);
 }
 
 export async function main(argv: string[]): Promise<number> {
@@ -123,6 +166,8 @@ export async function main(argv: string[]): Promise<number> {
         return await indexCommand(rest);
       case 'fetch':
         return await fetchRemotes(rest);
+      case 'db':
+        return await db(rest);
       case '--version':
       case 'version':
         process.stdout.write(`${VERSION}\n`);

@@ -39,6 +39,12 @@ export const SERVE_OPTIONS = [
   { flag: '--enable-source-api', env: 'PORTICO_ENABLE_SOURCE_API', default: 'false', help: 'Serve /v1/source to read and edit the project’s source files.' },
   { flag: '--source-token', env: 'PORTICO_SOURCE_TOKEN', default: '', help: 'The X-Service-Source-Token that source writes need (required with --enable-source-api).' },
   {
+    flag: '--reload',
+    env: 'PORTICO_RELOAD',
+    default: 'false',
+    help: 'Watch the project’s .py files and start its worker again when one changes: live instances are made again on the new code, with their saved widget state, and attached clients get instance_restarted (source_changed).',
+  },
+  {
     flag: '--drain-timeout',
     env: 'PORTICO_DRAIN_TIMEOUT',
     default: `${LIMITS.shutdownDrainMs / 1000}`,
@@ -187,6 +193,7 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
       'oidc-user-claim': { type: 'string' },
       'enable-source-api': { type: 'boolean' },
       'source-token': { type: 'string' },
+      reload: { type: 'boolean' },
       insecure: { type: 'boolean' },
       'drain-timeout': { type: 'string' },
       'log-level': { type: 'string' },
@@ -223,6 +230,7 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     oidcUserClaim: values['oidc-user-claim'] ?? (env.PORTICO_OIDC_USER_CLAIM || 'sub'),
     enableSourceApi: values['enable-source-api'] ?? truthy(env.PORTICO_ENABLE_SOURCE_API),
     sourceToken: values['source-token'] ?? (env.PORTICO_SOURCE_TOKEN || undefined),
+    reload: values.reload ?? truthy(env.PORTICO_RELOAD),
     insecure: values.insecure ?? truthy(env.PORTICO_INSECURE),
     logLevel: logLevel(values['log-level'] ?? env.PORTICO_LOG_LEVEL ?? 'info'),
     executor: executor(values.executor ?? env.PORTICO_EXECUTOR ?? 'local'),

@@ -39,6 +39,8 @@ export interface GatewayOptions {
   enableSourceApi: boolean;
   /** The X-Service-Source-Token that source writes need beside Authorization. */
   sourceToken?: string | undefined;
+  /** Watch the launch project's Python files and start its workers again when they change (`--reload`). */
+  reload: boolean;
   /** Allows binding a non-loopback address without a token. */
   insecure: boolean;
   /** What runs executions: `local` processes (default) or `slurm` batch jobs. */
@@ -78,6 +80,7 @@ export function defaultOptions(overrides: Partial<GatewayOptions> = {}): Gateway
     widgetBufferMax: LIMITS.widgetBufferMaxDefault,
     oidcUserClaim: 'sub',
     enableSourceApi: false,
+    reload: false,
     insecure: false,
     drainMs: LIMITS.shutdownDrainMs,
     wsCompression: false,

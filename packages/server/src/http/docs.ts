@@ -4,7 +4,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { OpenApiGeneratorV31, type OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import type Router from '@koa/router';
-import { API_VERSION } from '../config/constants.js';
+import { API_VERSION, PROTOCOL_VERSION, VERSION } from '../config/constants.js';
 import { ErrorResponse } from '../contract/common.js';
 import { ORIGIN_PATH } from './routes/meta.js';
 import { isAnyOriginPath } from './static.js';
@@ -15,11 +15,14 @@ const SWAGGER_FILES: Record<string, string> = {
   'swagger-ui-bundle.js': 'text/javascript; charset=utf-8',
 };
 
+/** Which version is which: the badge by the title is the REST API's (info.version), not Portico's. */
+const VERSIONS = `Portico ${VERSION} (the gateway) · REST API ${API_VERSION} · WebSocket protocol ${PROTOCOL_VERSION}`;
+
 const DOCS_PAGE = `<!doctype html>
 <html lang="en">
 <head>
   <meta charset="utf-8">
-  <title>Portico API</title>
+  <title>Portico ${VERSION} · API ${API_VERSION}</title>
   <link rel="stylesheet" href="/docs/swagger-ui.css">
 </head>
 <body>
@@ -97,7 +100,9 @@ export function openApiDocument(registry: OpenAPIRegistry, { authRequired }: { a
     info: {
       title: 'Portico API',
       version: API_VERSION,
-      description: "Remote calls, storage and search over a project's Python interface classes.",
+      description:
+        "Remote calls, storage and search over a project's Python interface classes.\n\n" +
+        `**Versions:** ${VERSIONS}. The badge beside the title is the REST API's version; GET /v1 and GET /v1/health give Portico's.`,
       license: { name: 'MIT' },
     },
     ...(authRequired ? { security: [{ bearer: [] }] } : {}),

@@ -10,14 +10,18 @@
  *   are attached, and `onLost` names the instances that died with it. One that keeps dying
  *   within `STABLE_MS` of its start is started again after a growing delay, and requests get
  *   `worker_unavailable` meanwhile, instead of a restart loop.
+ * - Reload (`restartProject`, `portico serve --reload`): the workers of a project are stopped
+ *   and started again on the code now on disk; `onLost` names their instances (`source_changed`).
  */
 import { LIMITS } from '../config/constants.js';
 import { PorticoError } from '../errors.js';
 import type { LineLevel, LogLine } from '../ops/logger.js';
 import { Worker, type Push } from './worker.js';
 
-/** Why a worker was started again. */
+/** Why a worker was started again after it died. */
 export type RestartReason = 'crashed' | 'wedged';
+/** Why live instances were lost: their worker died, or was started again on changed source (`restartProject`). */
+export type LossReason = RestartReason | 'source_changed';
 
 export interface PoolOptions {
   onPush: (project: string, uuid: string, push: Push) => void;
@@ -26,7 +30,7 @@ export interface PoolOptions {
   /** Whether a worker must stay up although it holds no live instance (e.g. sockets are attached). */
   keepAlive?: (project: string, python: string) => boolean;
   /** Told when a worker died unasked, with the instances that died with it and why. */
-  onLost?: (project: string, python: string, uuids: string[], reason: RestartReason, message: string) => void;
+  onLost?: (project: string, python: string, uuids: string[], reason: LossReason, message: string) => void;
   log?: LogLine;
   /** Told when a worker is started again after it died, and why. */
   onRestart?: (reason: RestartReason) => void;
@@ -82,10 +86,15 @@ const STABLE_MS = 10_000;
 /** Delay before the second start after quick deaths in a row; it doubles up to the maximum (ms). */
 const BACKOFF_FIRST_MS = 500;
 const BACKOFF_MAX_MS = 30_000;
+/** A restart on changed source lets the calls in flight finish on the old code for at most this long (ms); the rest fail with worker_crashed. */
+export const RELOAD_DRAIN_MS = 5_000;
+const RELOAD_DRAIN_POLL_MS = 20;
 
 export class KernelPool {
   private readonly slots = new Map<string, Slot>();
   private readonly troubles = new Map<string, Trouble>();
+  /** Workers being started again on changed source (restartProject): requests wait for the new one. */
+  private readonly replacing = new Map<string, Promise<void>>();
   private readonly sweeper: NodeJS.Timeout;
   private readonly beater: NodeJS.Timeout | undefined;
   private closed = false;
@@ -112,6 +121,8 @@ export class KernelPool {
     const key = slotKey(project, python);
     const slot = this.slots.get(key);
     if (slot && (slot.starting || slot.worker.alive)) return slot.ready;
+    const replacing = this.replacing.get(key);
+    if (replacing) return replacing.then(() => this.get(project, python));
     const trouble = this.troubles.get(key);
     if (trouble && performance.now() < trouble.notBefore) {
       const wait = Math.ceil((trouble.notBefore - performance.now()) / 1000);
@@ -202,6 +213,43 @@ export class KernelPool {
     return [...this.troubles.values()].flatMap((t) => (t.problem ? [{ ...t.problem }] : []));
   }
 
+  /**
+   * Starts the workers of `project` again on the code now on disk (`portico serve --reload`):
+   * each lets its calls in flight finish (at most RELOAD_DRAIN_MS), stops (writing the widget
+   * state it has not saved yet), `onLost` names its live instances with reason `source_changed`,
+   * and a new worker starts at once when it held any or clients are attached. Requests arriving
+   * meanwhile wait for the new worker. `why` ends the message the instances' clients get.
+   */
+  async restartProject(project: string, why: string): Promise<void> {
+    const restarts = [...this.slots].flatMap(([key, slot]) => {
+      if (slot.worker.project !== project) return [];
+      this.slots.delete(key); // from now on, requests wait for the replacement
+      const done: Promise<void> = this.replace(key, slot, why).finally(() => {
+        if (this.replacing.get(key) === done) this.replacing.delete(key);
+      });
+      this.replacing.set(key, done);
+      return [done];
+    });
+    await Promise.all(restarts);
+  }
+
+  private async replace(key: string, slot: Slot, why: string): Promise<void> {
+    const { worker } = slot;
+    const { project, python } = worker;
+    await slot.ready.catch(() => undefined); // one still starting is stopped once it is up
+    const deadline = performance.now() + RELOAD_DRAIN_MS;
+    while (worker.alive && worker.busy > 0 && !this.closed && performance.now() < deadline) await new Promise((resolve) => setTimeout(resolve, RELOAD_DRAIN_POLL_MS));
+    const lost = [...worker.live.keys()];
+    await worker.stop();
+    worker.live.clear();
+    const message = `The Python worker was started again on the project's new source: ${why}`;
+    this.log(`${message}; ${lost.length} live instance(s) are made again on their next use`);
+    if (lost.length) this.options.onLost?.(project, python, lost, 'source_changed', message);
+    // A supervised restart may have started one meanwhile (the old worker died while draining).
+    if (this.closed || this.slots.has(key) || !(lost.length > 0 || (this.options.keepAlive?.(project, python) ?? false))) return;
+    await this.start(key, project, python).catch(() => undefined); // a failed start is a death of its own
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.sweeper);
@@ -212,7 +260,7 @@ export class KernelPool {
     }
     const workers = [...this.slots.values()].map((slot) => slot.worker);
     this.slots.clear();
-    await Promise.all(workers.map((worker) => worker.stop()));
+    await Promise.all([...workers.map((worker) => worker.stop()), ...this.replacing.values()]);
   }
 
   /** Releases instances idle too long, then stops workers that hold none and had no request for long. */

@@ -13,6 +13,7 @@ import { PorticoError } from '../errors.js';
 import { KernelPool, type WorkerInfo, type WorkerProblem } from '../kernel/pool.js';
 import { createLogger, lineLogger, setBackgroundLog, type Logger, type LogLine } from '../ops/logger.js';
 import { Metrics } from '../ops/metrics.js';
+import { SourceReloader } from '../source/reload.js';
 import { indexBackend, type IndexBackend } from '../store/backends.js';
 import type { RequestContext } from './context.js';
 import { DataService } from './data.js';
@@ -92,6 +93,8 @@ export class Gateway {
   private readonly python: string;
   private readonly pythonAllowlist: string[];
   private readonly backend: IndexBackend;
+  /** `--reload`: watches the launch project's Python files. */
+  private reloader: SourceReloader | undefined;
 
   private constructor(
     readonly options: GatewayOptions,
@@ -114,7 +117,8 @@ export class Gateway {
       // next use makes the instance again from its record, with its saved widget state.
       onLost: (dir, _python, uuids, reason, message) => {
         const project = this.projects.peek(dir);
-        for (const uuid of uuids) project?.push(uuid, { type: 'instance_restarted', payload: { uuid, reason: `worker_${reason}`, message } });
+        const said = reason === 'source_changed' ? reason : (`worker_${reason}` as const);
+        for (const uuid of uuids) project?.push(uuid, { type: 'instance_restarted', payload: { uuid, reason: said, message } });
       },
       log: this.log,
       onRestart: (reason) => this.metrics.workerRestarts.inc({ reason }),
@@ -139,6 +143,7 @@ export class Gateway {
     const gateway = new Gateway(options, project, roots);
     // Open the launch project's index now: its lock refuses a second writer at start, not mid-request.
     await gateway.projects.bind();
+    if (options.reload) gateway.reloader = await SourceReloader.start(project, gateway.pool, gateway.log);
     return gateway;
   }
 
@@ -195,6 +200,7 @@ export class Gateway {
   }
 
   async close(): Promise<void> {
+    this.reloader?.close();
     this.widgets.close();
     this.executions.executor.close();
     await this.pool.close();

@@ -106,8 +106,8 @@ export class SourceInvalidation {
   }
 }
 
-/** Removes the cached bytecode of a `.py` file (every interpreter's `<stem>.*.pyc`). */
-async function dropBytecode(file: string): Promise<void> {
+/** Removes the cached bytecode of a `.py` file (every interpreter's `<stem>.*.pyc`); also used by `--reload` (reload.ts). */
+export async function dropBytecode(file: string): Promise<void> {
   const cache = path.join(path.dirname(file), '__pycache__');
   const stem = path.basename(file, '.py');
   const names = await readdir(cache).catch(() => [] as string[]);

@@ -153,6 +153,12 @@ function askHolder(address: string): Promise<HolderAnswer | undefined> {
   });
 }
 
+/** Who holds the lock of `dir` now (its pid, and its URL when a gateway does), or undefined when no process does. */
+export async function lockHolder(dir: string): Promise<HolderAnswer | undefined> {
+  const real = await realpath(dir).catch(() => undefined);
+  return real === undefined ? undefined : askHolder(lockAddress(real));
+}
+
 function listen(server: Server, address: string): Promise<void> {
   return new Promise((resolve, reject) => {
     server.once('error', reject);

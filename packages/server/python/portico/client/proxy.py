@@ -287,8 +287,9 @@ class InterfaceProxy:
         """Calls ``callback(info)`` when the live instance died with its Python worker (connects now).
 
         ``info`` is the ``instance_restarted`` payload: ``{"uuid", "reason", "message"}``, where
-        ``reason`` is ``"worker_crashed"`` (it exited or was killed) or ``"worker_wedged"`` (it
-        stopped answering and was killed). The gateway has already started the worker again; the
+        ``reason`` is ``"worker_crashed"`` (it exited or was killed), ``"worker_wedged"`` (it
+        stopped answering and was killed) or ``"source_changed"`` (``portico serve --reload``
+        started it again because the project's Python files changed). The gateway has already started the worker again; the
         next call makes the instance again (its state in memory is gone, a persisted widget state
         comes back), so the proxy needs nothing. Calls in flight when it died raise GatewayError.
         Callbacks run as :meth:`on_event`'s do; returns ``callback``, so this works as a decorator.

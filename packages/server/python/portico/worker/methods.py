@@ -69,10 +69,13 @@ class _Method:
 class Methods:
     """The checked kind and signature of each (class, method name) called so far."""
 
-    def __init__(self) -> None:
+    def __init__(self, outdated: Callable[[type], bool] | None = None) -> None:
         #: (class, name) -> its _Method, or the refusal's (code, message). Calls reads it
         #: directly for its fast path; only ``get`` and ``forget`` change it.
         self.entries: dict[tuple[type, str], _Method | tuple[str, str]] = {}
+        #: Whether a class comes from an older import of its module (``Modules.outdated``): a
+        #: method missing on it may be one added on disk since, which the refusal then says.
+        self._outdated = outdated
 
     def get(self, instance: _Instance, name: str) -> _Method:
         """``name`` on ``instance``, or the refusal (cached too) for calling it remotely."""
@@ -85,7 +88,15 @@ class Methods:
                 entry = (refusal.code, refusal.message)
             self.entries[(cls, name)] = entry
         if isinstance(entry, tuple):
-            raise _Refusal(*entry)
+            code, message = entry
+            if code == "method_not_found" and self._outdated is not None and self._outdated(cls):
+                message += (
+                    f"; this live instance was made before {instance.label.rpartition('.')[0]}'s source changed on disk"
+                    " and keeps the class it was made with: release it (POST /v1/interfaces/{uuid}/release, or a"
+                    " release frame) and its next use makes it from the new code, with its saved widget state;"
+                    " `portico serve --reload` does that on every edit"
+                )
+            raise _Refusal(code, message)
         return entry
 
     def _inspect_method(self, instance: _Instance, name: str) -> _Method:

@@ -150,6 +150,13 @@ class Modules:
         stamp = self._stamps.get(module)
         return stamp is None or _stamp(stamp[0]) == stamp
 
+    def outdated(self, cls: type) -> bool:
+        """Whether ``cls`` comes from an older import of its module: the module was imported
+        again since (another class is cached for it), or its file changed since it was imported."""
+        module = cls.__module__
+        cached = self._classes.get(module)
+        return (cached is not None and cached[0] is not cls) or not self._unchanged(module)
+
     def interface_class(self, module: str) -> tuple[type[Interface], str]:
         """The interface class of ``module`` and its label ``module.Class`` (cached).
 

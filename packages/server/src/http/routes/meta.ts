@@ -1,5 +1,6 @@
-/** /v1/health, /v1/protocol, /v1/origin and /metrics. */
+/** /v1 (the API's index), /v1/health, /v1/protocol, /v1/origin and /metrics. */
 import { originAllowed, originRefusal } from '../../auth/origin.js';
+import { API_VERSION, PROTOCOL_VERSION, VERSION } from '../../config/constants.js';
 import { protocolDoc } from '../../contract/protocol.js';
 import { HealthResponse, OriginResponse } from '../../contract/rest.js';
 import { z } from '../../contract/zod.js';
@@ -22,11 +23,43 @@ const ProtocolDoc = z
   })
   .openapi('ProtocolDoc');
 
+const ApiIndex = z
+  .object({
+    name: z.literal('Portico'),
+    version: z.string().describe("Portico's own version: the gateway's (as in GET /v1/health)."),
+    api_version: z.string().describe('The version of this REST API (info.version of /openapi.json), not of Portico.'),
+    protocol_version: z.string().describe('The version of the WebSocket protocol (GET /v1/protocol).'),
+    links: z.record(z.string(), z.string()).describe('Where to go next, as paths on this gateway: docs, openapi, health, protocol, interfaces, executions, websocket, metrics.'),
+  })
+  .openapi('ApiIndex');
+
+/** The index's links: the pages and entry points of the API, as paths on the gateway. */
+const API_LINKS = {
+  docs: '/docs',
+  openapi: '/openapi.json',
+  health: '/v1/health',
+  protocol: '/v1/protocol',
+  interfaces: '/v1/interfaces',
+  executions: '/v1/executions',
+  websocket: '/v1/interfaces/ws',
+  metrics: '/metrics',
+};
+
 export const ORIGIN_PATH = '/v1/origin';
 
 export function metaRoutes(gateway: Gateway) {
   const doc = protocolDoc();
   return [
+    route({
+      method: 'get',
+      path: '/v1',
+      tag: 'meta',
+      summary: 'API index',
+      description: "What this API is and where to go: Portico's version beside the REST API's and the WebSocket protocol's, and links to the docs, the OpenAPI document and the main endpoints.",
+      response: ApiIndex,
+      errors: [401],
+      handler: async () => ({ name: 'Portico' as const, version: VERSION, api_version: API_VERSION, protocol_version: PROTOCOL_VERSION, links: API_LINKS }),
+    }),
     route({
       method: 'get',
       path: '/v1/health',

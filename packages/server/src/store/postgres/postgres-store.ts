@@ -32,6 +32,7 @@ import { codeText, INSERT_COLUMNS, RECORD_COLUMNS, recordValues, rowRecord, type
 import { Batcher } from './batch.js';
 import { COMPACT } from './counts.js';
 import { migrate } from './schema.js';
+import { connectionRefusal } from './refusals.js';
 import { indexablePaths, pathIndexName, pathIndexStatement, searchStatement } from './search-sql.js';
 
 /** True for a store option naming a PostgreSQL server rather than the embedded store. */
@@ -55,14 +56,19 @@ export function redact(url: string): string {
 const UNAVAILABLE_STATES = /^(08|57P0[123]|53300)/;
 const UNAVAILABLE_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOENT', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
 
-/** The PorticoError a driver error becomes: store_unavailable for a lost server, else the error itself. */
+/**
+ * The PorticoError a driver error becomes: store_unavailable for a lost server or a refused
+ * connection (no such user or database, …; refusals.ts says what to do), else the error itself.
+ */
 function unavailable(err: unknown, url: string): unknown {
   if (err instanceof PorticoError) return err;
   const { code, message } = err as { code?: string; message?: string };
   const lost =
     (code !== undefined && (UNAVAILABLE_STATES.test(code) || UNAVAILABLE_ERRNOS.has(code))) ||
     /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(message ?? '');
-  return lost ? new PorticoError('store_unavailable', `The index database (${redact(url)}) cannot be reached: ${message ?? code}`) : err;
+  const todo = connectionRefusal(err as { code?: string; message?: string }, url);
+  if (!lost && !todo) return err;
+  return new PorticoError('store_unavailable', `The index database (${redact(url)}) ${lost ? 'cannot be reached' : 'refused the connection'}: ${message ?? code}.${todo ? ` ${todo}` : ''}`);
 }
 
 const SELECT = RECORD_COLUMNS.join(', ');
