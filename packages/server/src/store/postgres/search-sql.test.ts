@@ -69,7 +69,7 @@ describe('search compiled to SQL', () => {
     expect(index).toMatch(/^CREATE INDEX CONCURRENTLY IF NOT EXISTS portico_path_[0-9a-f]{16} ON portico_interfaces \(project, /);
     // The index spells the path in its text; a parameter would keep any statement from using it.
     const keys = configSortKeys(path);
-    expect(index).toContain(`(project, ${keys.rank}, ${keys.number}, ${keys.prefix})`);
+    expect(index).toContain(`(project, ${keys.rank}, ${keys.number}, ${keys.prefix}) INCLUDE (archived)`);
     const sorted = compile({ sort: [{ by: 'config.opt.beta', direction: 'desc' }], config: { filters: [{ path: 'lr', op: 'gte', value: 0.5 }] } }).text;
     expect(sorted).toContain(`ORDER BY ${keys.rank} DESC, ${keys.number} DESC, ${keys.prefix} DESC, ${keys.text} DESC, uuid ASC`);
     const lr = configSortKeys(['config', 'lr']);

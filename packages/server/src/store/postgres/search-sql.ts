@@ -92,7 +92,8 @@ export function pathIndexName(path: string[]): string {
  */
 export function pathIndexStatement(path: string[]): string {
   const { rank, number, prefix } = configSortKeys(path);
-  return `CREATE INDEX CONCURRENTLY IF NOT EXISTS ${pathIndexName(path)} ON portico_interfaces (project, ${rank}, ${number}, ${prefix})`;
+  // archived beside the keys: a range's bounded count then reads the index alone.
+  return `CREATE INDEX CONCURRENTLY IF NOT EXISTS ${pathIndexName(path)} ON portico_interfaces (project, ${rank}, ${number}, ${prefix}) INCLUDE (archived)`;
 }
 
 /** The config paths of a plan that a path index would serve: sort keys and range filters. */
