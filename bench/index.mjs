@@ -1,6 +1,9 @@
-// Issues 3 and 18: search latency, durable creates per second and gateway memory at 10k and 100k
-// records; the embedded store's indexed search beside the same queries on a plain Map scan.
-import { open, rm } from 'node:fs/promises';
+// Issues 3, 18 and 30: the embedded store at 10k and 100k records. At 100k, each search of issue
+// 30's set through REST, beside GET /v1/health through the same gateway (sampled in turn with it,
+// so both see the same machine load) and beside the same query on a plain Map scan in this process;
+// the gateway's RSS after the whole set; then search with filter + sort + page, durable creates per
+// second and RSS at both sizes.
+import { open, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { createRate, jsonClient, ROOT, rssMb, startGateway, summarize, us } from './lib.mjs';
 
@@ -11,11 +14,13 @@ const { interfaceUuid } = await import(path.join(ROOT, 'packages/server/dist/sto
 const OPTIMIZERS = ['sgd', 'adam', 'rmsprop'];
 const USERS = ['ada', 'grace', 'alan', 'barbara'];
 
+/** The records bench/postgres-seed.mjs writes (ten modules, three kinds, four creators, every 50th archived). */
 function syntheticRecord(i) {
-  const config = { lr: (i % 1000) / 1000, depth: i % 12, optimizer: OPTIMIZERS[i % 3], opt: { beta: (i * 7919) % 101 / 100, warm: i % 5 === 0 }, tags: [`t${i % 7}`] };
+  const config = { lr: (i % 1000) / 1000, depth: i % 12, optimizer: OPTIMIZERS[i % 3], opt: { beta: ((i * 7919) % 101) / 100, warm: i % 5 === 0 }, tags: [`t${i % 7}`] };
+  const module = `model${i % 10}`;
   return {
-    uuid: interfaceUuid('model', config, {}),
-    module: 'model', kind: 'Model', config, predicate: {}, version: [config], label: i % 10 ? null : `run-${i}`,
+    uuid: interfaceUuid(module, config, {}),
+    module, kind: `Model${i % 3}`, config, predicate: {}, version: [config], label: i % 10 ? null : `run-${i}`,
     meta: {}, created_by: USERS[i % 4], created_at: new Date(Date.UTC(2026, 0, 1) + i * 1000).toISOString(), archived: i % 50 === 0,
   };
 }
@@ -46,7 +51,7 @@ async function fsyncFloor(dir, count = 300) {
   return summarize(samples);
 }
 
-/** Median ms of `run` after a warm-up (the first run of a config path builds its value map). */
+/** Median ms of `run` after a warm-up (the first run of a config path builds its structures). */
 async function medianMs(run, samples) {
   for (let i = 0; i < 3; i++) await run();
   const ms = [];
@@ -59,10 +64,32 @@ async function medianMs(run, samples) {
 }
 
 /**
- * Issue 18: the embedded store's search in process, each query beside the same query answered by
- * the engine's linear pass over a plain Map of the same record objects.
+ * Issue 30's set at `size` records, with the REST ratio each must stay within beside GET
+ * /v1/health: 10x where a structure answers, 50x for a range with a sort; none for contains and
+ * an offset page, which read what they test or skip. `cursor` continues half-way, newest first.
  */
-async function indexedSearchBench(project, label) {
+function searchSet(size, cursor) {
+  const range = { path: 'lr', op: 'gte', value: 0.9 };
+  return [
+    { name: 'newest first', request: { limit: 10 }, target: 10 },
+    { name: 'module', request: { module: 'model3', limit: 10 }, target: 10 },
+    { name: 'module + created_by', request: { module: 'model3', created_by: 'grace', limit: 10 }, target: 10 },
+    { name: 'config equality, 0.1% match', request: { config: { filters: [{ path: 'lr', value: 0.123 }] }, limit: 10 }, target: 10 },
+    { name: 'config equality, 33% match', request: { config: { filters: [{ path: 'optimizer', value: 'adam' }] }, limit: 10 }, target: 10 },
+    { name: 'range on config.lr sorted by config.opt.beta', request: { config: { filters: [range] }, sort: [{ by: 'config.opt.beta', direction: 'asc' }], limit: 10 }, target: 50 },
+    { name: 'range on config.lr sorted by itself', request: { config: { filters: [range] }, sort: [{ by: 'config.lr', direction: 'desc' }], limit: 10 }, target: 50 },
+    { name: 'contains (reads until the bound)', request: { config: { filters: [{ path: 'optimizer', op: 'contains', value: 'ms' }] }, limit: 10 } },
+    { name: 'archived only', request: { filters: [{ path: 'archived', value: true }], include_archived: true, limit: 10 }, target: 10 },
+    { name: 'offset page half-way', request: { limit: 10, offset: size / 2 } },
+    { name: 'cursor page half-way', request: { limit: 10, cursor }, target: 10 },
+  ];
+}
+
+/**
+ * The set's Map scans, in this process over the store's own records: each answer is checked
+ * against the store's indexed one first (the same answer, or the figures mean nothing).
+ */
+async function mapScans(project, size) {
   const store = await LowdbStore.open(project);
   try {
     const map = new Map();
@@ -71,48 +98,85 @@ async function indexedSearchBench(project, label) {
       for (const record of page.items) map.set(record.uuid, record);
       if (!(cursor = page.next_cursor)) break;
     }
-    const deep = await store.search({ limit: 1000, offset: Math.floor(map.size / 2) - 1000 });
-    const queries = [
-      { name: 'newest first, limit 10', request: { limit: 10 }, target: 2 },
-      { name: 'module filter, limit 10', request: { module: 'model', limit: 10 }, target: 2 },
-      { name: 'created_by filter, limit 10', request: { created_by: 'grace', limit: 10 }, target: 2 },
-      { name: 'config eq + sort by config, limit 10', request: { config: { filters: [{ path: 'optimizer', value: 'adam' }] }, sort: [{ by: 'config.lr', direction: 'desc' }], limit: 10 }, target: 10 },
-      { name: `cursor page at ${Math.floor(map.size / 2000)}k, newest first, limit 10`, request: { limit: 10, cursor: deep.next_cursor }, target: 2 },
-    ];
-    const rows = [];
-    for (const { name, request, target } of queries) {
+    const { next_cursor: cursor } = await store.search({ limit: 10, offset: size / 2 - 10 });
+    const set = searchSet(size, cursor);
+    for (const { name, request } of set) {
       const indexed = await store.search(request);
       const scanned = search(map.values(), request);
-      // Same answer or the figures mean nothing.
-      if (indexed.total !== scanned.total || indexed.next_cursor !== scanned.next_cursor || indexed.items.some((item, i) => item !== scanned.items[i])) {
+      if (indexed.total !== scanned.total || indexed.total_exact !== scanned.total_exact || indexed.next_cursor !== scanned.next_cursor || indexed.items.some((item, i) => item !== scanned.items[i])) {
         throw new Error(`indexed search and Map scan disagree on ${name}`);
       }
-      rows.push({
-        name: `embedded search p50, ${name}, ${label} (${indexed.total} match)`,
-        value: await medianMs(() => store.search(request), 200),
-        unit: ' ms',
-        target,
-        baseline: { name: 'Map scan', value: await medianMs(() => search(map.values(), request), 15) },
-      });
     }
-    return rows;
+    const scans = [];
+    for (const { request } of set) scans.push(await medianMs(() => search(map.values(), request), 5));
+    return { cursor, scans };
   } finally {
     await store.close();
   }
+}
+
+/** p50 of each, sampled in turn so that both see the same moments of a shared machine's load. */
+async function pairedP50(a, b, samples) {
+  for (let i = 0; i < 3; i++) {
+    await a();
+    await b();
+  }
+  const [ta, tb] = [[], []];
+  for (let i = 0; i < samples; i++) {
+    for (const [run, into] of [[a, ta], [b, tb]]) {
+      const t0 = process.hrtime.bigint();
+      await run();
+      into.push(us(process.hrtime.bigint() - t0) / 1000);
+    }
+  }
+  return [summarize(ta).p50, summarize(tb).p50];
+}
+
+const loadAverage = async () => Number((await readFile('/proc/loadavg', 'utf8')).split(' ')[0]);
+
+/** Issue 30's set through the gateway: one row per search, then the gateway's RSS after them all. */
+async function searchSetRows(gw, c, size, { cursor, scans }) {
+  const rows = [];
+  const label = `${size / 1000}k records`;
+  const health = () => c.get('/v1/health');
+  const load = [await loadAverage()];
+  for (const [i, { name, request, target }] of searchSet(size, cursor).entries()) {
+    const answer = await c.post('/v1/interfaces/search', request);
+    const [searchP50, healthP50] = await pairedP50(() => c.post('/v1/interfaces/search', request), health, 40);
+    rows.push({
+      name: `REST search p50, ${name}, ${label} (${answer.total}${answer.total_exact ? '' : '+'} match)`,
+      value: searchP50,
+      unit: ' ms',
+      // The floor: GET /v1/health p50, sampled in turn with this search.
+      floor: healthP50,
+      target,
+      baseline: { name: 'Map scan', value: scans[i] },
+    });
+  }
+  load.push(await loadAverage());
+  rows.push(
+    { name: `load average (1 min) before and after the set: ${load[0]} -> ${load[1]} on this machine`, value: Math.max(...load), unit: '' },
+    { name: `gateway RSS after every search of the set, ${label}`, value: await rssMb(gw.pid), unit: ' MB', target: 300 },
+  );
+  return rows;
 }
 
 export async function indexBench(project, sizes = [10_000, 100_000]) {
   const rows = [];
   const floor = await fsyncFloor(project);
   rows.push({ name: 'append + fdatasync p50 (disk floor)', value: floor.p50, unit: ' µs' });
-  let seeded = 0;
   for (const size of sizes) {
-    await seed(project, size); // idempotent for the first `seeded` records: adds the rest
-    seeded = size;
-    if (size === sizes.at(-1)) rows.push(...(await indexedSearchBench(project, `${size / 1000}k records`)));
+    await seed(project, size); // idempotent for the records already there: adds the rest
+    const last = size === sizes.at(-1);
+    const scanned = last ? await mapScans(project, size) : undefined;
     const gw = await startGateway(project, ['--log-level', 'warn']);
     const c = jsonClient(gw.url, { sockets: 64 });
     try {
+      const label = `${size / 1000}k records`;
+      if (last) {
+        rows.push({ name: `gateway RSS after start, ${label}`, value: await rssMb(gw.pid), unit: ' MB' });
+        rows.push(...(await searchSetRows(gw, c, size, scanned)));
+      }
       const query = {
         config: { filters: [{ path: 'lr', op: 'gt', value: 0.5 }, { path: 'optimizer', op: 'in', value: ['adam', 'sgd'] }] },
         sort: [{ by: 'config.opt.beta', direction: 'asc' }, { by: 'created_at', direction: 'desc' }],
@@ -127,16 +191,15 @@ export async function indexBench(project, sizes = [10_000, 100_000]) {
         samples.push(us(process.hrtime.bigint() - t0) / 1000);
       }
       const s = summarize(samples);
-      const label = `${size / 1000}k records`;
       rows.push(
-        { name: `search p50, filter+sort+page, ${label} (${first.total} match)`, value: s.p50, unit: ' ms', target: 25 },
+        { name: `search p50, filter+sort (two keys)+page, ${label} (${first.total}${first.total_exact ? '' : '+'} match)`, value: s.p50, unit: ' ms', target: 25 },
         { name: `search p99, ${label}`, value: s.p99, unit: ' ms' },
       );
       // Durable creates through REST: new configs, 64 at a time.
       const perSecond = await createRate(c.post, { creates: 4000, inFlight: 64, first: size * 10 });
       rows.push(
         { name: `durable creates/s via REST, ${label}`, value: perSecond, unit: '/s', target: 1000, higherIsBetter: true },
-        { name: `gateway RSS, ${label}`, value: await rssMb(gw.pid), unit: ' MB', target: 300, lowerIsBetter: true },
+        { name: `gateway RSS at the end, ${label}`, value: await rssMb(gw.pid), unit: ' MB', target: 300 },
       );
     } finally {
       c.close();
