@@ -91,10 +91,20 @@ def split_body(lengths: Any, body: bytes) -> list[bytes]:
 
 
 def checked_buffers(what: str, buffers: Iterable[Any] | None) -> list[bytes]:
-    """``buffers`` as a list of bytes; TypeError naming ``what`` for anything not bytes-like."""
+    """``buffers`` as a list of bytes; TypeError naming ``what`` for anything not bytes-like.
+
+    Bytes-like is what Jupyter's kernel takes as a message buffer: anything with the buffer
+    protocol (a numpy array, say, as its raw bytes in C order), not only bytes and memoryviews.
+    """
     raw: list[bytes] = []
     for buffer in buffers or ():
-        if not isinstance(buffer, BINARY):
-            raise TypeError(f"{what} buffers must be bytes-like, not {type(buffer).__name__}")
-        raw.append(bytes(buffer))
+        if isinstance(buffer, BINARY):
+            raw.append(bytes(buffer))
+            continue
+        try:
+            view = memoryview(buffer)
+        except TypeError:
+            raise TypeError(f"{what} buffers must be bytes-like, not {type(buffer).__name__}") from None
+        with view:
+            raw.append(view.tobytes())
     return raw

@@ -18,7 +18,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Literal, Union, get_args, get_origin
 
-from ._json import dumps
+from ._json import strict_dumps
 from ._versions import Issue, _issue, _version_patch, deep_merge, normalize_version, parse_arguments, unflatten  # noqa: F401  (re-exported)
 
 __all__ = [
@@ -96,7 +96,7 @@ def _type_hints(cls: type, extras: bool = False) -> dict[str, Any]:
 
 def _json_default(value: Any) -> tuple[Any, str | None]:
     try:
-        return json.loads(dumps(value)), None
+        return json.loads(strict_dumps(value)), None
     except (TypeError, ValueError) as exc:
         return _MISSING, f"default is not JSON-serializable: {exc}"
 
@@ -335,7 +335,7 @@ def _validate_pydantic(model: type, value: dict[str, Any], prefix: str, issues: 
 def _finish(schema: _Schema, merged: dict[str, Any], issues: list[Issue]) -> dict[str, Any]:
     config = _validate(schema, merged, "", issues)
     try:
-        return json.loads(dumps(config))
+        return json.loads(strict_dumps(config))
     except (TypeError, ValueError) as exc:
         _issue(issues, None, f"Resolved config is not JSON-serializable: {exc}")
         return config

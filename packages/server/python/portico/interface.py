@@ -84,8 +84,8 @@ class WidgetReply:
             return WidgetReply({"rows": table.num_rows}, [table_to_arrow(table)])
 
     The sender's ``msg:custom`` handlers receive ``content`` and the buffers as DataViews.
-    ``buffers`` are bytes-like (bytes, bytearray, memoryview). A plain return value is a reply
-    without buffers.
+    ``buffers`` are bytes-like (bytes, bytearray, memoryview, or anything with the buffer
+    protocol: a numpy array goes as its raw bytes). A plain return value is a reply without buffers.
     """
 
     content: Any
@@ -193,13 +193,14 @@ class Interface:
 
         Thread-safe; usable from sync, generator and async methods and from other threads.
         Events are ordered before the result of the call that emitted them.
-        Raises TypeError when ``payload`` is not JSON-serializable, and ``CallCancelled`` in a
+        ``payload`` is written as results are (numpy values, NaN as ``"NaN"``, dates: README
+        "Values"). Raises TypeError when it is not JSON-serializable, and ``CallCancelled`` in a
         sync method or generator whose call was cancelled.
         """
         binding = self._portico_binding()
         try:
             binding.emit(binding.uuid, payload)
-        except ValueError as exc:  # NaN, infinity, circular reference: same contract as TypeError
+        except ValueError as exc:  # a circular reference, say: same contract as TypeError
             raise TypeError(f"emit() payload is not JSON-serializable: {exc}") from None
 
     def widget_state(self) -> dict[str, Any]:
@@ -265,7 +266,7 @@ class Interface:
         binding = self._portico_binding()
         try:
             binding.push(binding.uuid, op, fields, buffers)
-        except ValueError as exc:  # NaN, infinity, circular reference: same contract as TypeError
+        except ValueError as exc:  # a circular reference, say: same contract as TypeError
             raise TypeError(f"{op} is not JSON-serializable: {exc}") from None
 
     def local_directory(self, *parts: str, create: bool = False) -> str:
@@ -282,7 +283,8 @@ class Interface:
     def save_file(self, name: str, data: Any) -> str:
         """Durably store ``data`` under ``local_directory(name)`` and return the path.
 
-        ``.json`` names store ``data`` as JSON; otherwise ``data`` must be ``str`` (stored as
+        ``.json`` names store ``data`` as JSON, written as results are (README "Values": NaN as
+        ``"NaN"``, numpy arrays as lists); otherwise ``data`` must be ``str`` (stored as
         UTF-8) or ``bytes``. The write is atomic: readers never see a partial file. ``name`` is
         confined as in ``local_directory`` (PermissionError when it leads outside the folder).
         """

@@ -23,7 +23,10 @@ How the widget maps onto an interface:
   ``_esm``...) are not. A front end's ``save_changes()`` sets them through ipywidgets'
   ``set_state`` (traitlets validation; a ``TraitError`` or ``ValueError`` is ``invalid_argument``,
   an unknown key too) and every attached front end receives the keys set, with the values the
-  widget kept, plus whatever the widget's observers changed meanwhile.
+  widget kept, plus whatever the widget's observers changed meanwhile. Trait values are written
+  as a kernel sends them (numpy values as numbers and lists, NaN as ``"NaN"``: ``_json``), and
+  ``"NaN"``, ``"Infinity"``, ``"-Infinity"`` set on a ``Float`` trait (or a ``List`` / ``Tuple``
+  of them) are those floats.
 - **Python changes.** A synced trait set in Python (a remote method, an observer, a thread) is
   pushed as ``widget_change`` to every attached front end.
 - **Messages.** A front end's ``model.send(content, callbacks, buffers)`` runs the widget's
@@ -47,6 +50,7 @@ import weakref
 from typing import Any, Callable
 
 from ._buffers import put_buffers
+from ._json import NONFINITE
 from ._view import ConfigView
 from .interface import Interface
 
@@ -155,6 +159,7 @@ class _ServedWidget(Interface):
             raise ValueError(f"{type(self).__name__} has no synced trait {', '.join(map(repr, unknown))}")
         import traitlets  # loaded already: the widget class imported it
 
+        changes = _floats_back(self._widget, changes, traitlets)
         captured: dict[str, Any] = {}
         self._applying.changes = captured
         try:
@@ -193,6 +198,25 @@ class _ServedWidget(Interface):
         elif method == "custom":
             self.push_widget_message(data.get("content"), [bytes(buffer) for buffer in buffers])
         # "echo_update" is not forwarded: Portico sends every accepted change to all front ends itself.
+
+
+def _floats_back(widget: Any, changes: dict[str, Any], traitlets: Any) -> dict[str, Any]:
+    """``changes`` with the strings NaN and the infinities travel as (``"NaN"``, ``"Infinity"``,
+    ``"-Infinity"``, see ``_json``) read back as floats where the trait is a ``Float`` (or a
+    ``List`` / ``Tuple`` of them): what the widget sent comes back as it was in Python."""
+    traits = widget.traits()
+
+    def back(trait: Any, value: Any) -> Any:
+        if type(value) is str:
+            return NONFINITE.get(value, value) if isinstance(trait, traitlets.Float) else value
+        if isinstance(value, list):
+            if isinstance(trait, traitlets.Tuple) and trait._traits:
+                return [back(item_trait, item) for item_trait, item in zip(trait._traits, value)] + value[len(trait._traits) :]
+            if isinstance(trait, traitlets.Container):
+                return [back(getattr(trait, "_trait", None), item) for item in value]
+        return value
+
+    return {key: back(traits.get(key), value) for key, value in changes.items()}
 
 
 class _Comm:

@@ -318,17 +318,18 @@ class DispatchFailureTest(unittest.TestCase):
         self.assertEqual(served.wait_for(lambda f: f.get("id") == 4)["op"], "modules")
         self.assertEqual([f["op"] for f in served.frames if f.get("id") == 1], ["result"])
 
-    def test_an_id_that_cannot_be_answered_is_logged(self) -> None:
+    def test_a_failed_request_is_logged_and_a_nan_id_answered_as_its_string(self) -> None:
         served = InProcessWorker(self)
 
         def broken(header: dict[str, Any]) -> None:
             raise RuntimeError("handler bug")
 
         served.worker._handlers["call"] = broken
-        served.send({"op": "call", "id": float("nan")})  # NaN cannot be encoded back
+        served.send({"op": "call", "id": float("nan")})  # written back as "NaN", as every value is (_json)
         served.send({"op": "heartbeat", "id": 5})
         self.assertEqual(served.wait_for(lambda f: f.get("id") == 5), {"op": "heartbeat", "id": 5})
-        self.assertTrue(any(line.startswith("could not answer request nan") for line in served.logged), served.logged)
+        self.assertEqual(served.wait_for(lambda f: f.get("id") == "NaN")["code"], "internal")
+        self.assertTrue(any(line.startswith("'call' request failed in the worker") for line in served.logged), served.logged)
 
 
 if __name__ == "__main__":

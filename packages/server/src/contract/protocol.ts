@@ -110,6 +110,24 @@ export const WIDGET_BUFFERS = {
   order: 'widget_set and widget_msg to one interface run one at a time in the order the gateway received them; other interfaces and calls run meanwhile.',
 };
 
+/** What Python values become in the JSON of results, stream items, events, widget state and messages (README "Values: what becomes what"). */
+export const VALUES = {
+  summary: 'Payloads are JSON; the worker writes Python values as a Jupyter kernel sends them (python → json).',
+  table: [
+    { python: 'None, bool, int, finite float, str, list, dict; tuple; set', json: 'themselves; an array; a sorted array' },
+    { python: 'NaN, inf, -inf (float, numpy float, Decimal)', json: '"NaN", "Infinity", "-Infinity"' },
+    { python: 'numpy bool_, integer, floating', json: 'true/false, a number (float() of it)' },
+    { python: 'numpy array (any shape)', json: 'nested arrays (tolist())' },
+    { python: 'numpy datetime64; datetime, date, time', json: 'ISO 8601 text (isoformat())' },
+    { python: 'Decimal; PurePath; UUID', json: 'a number (float()); its text; 32 hex digits' },
+    { python: 'dataclass, mapping, pydantic model', json: 'an object' },
+    { python: 'bytes in widget state and changes; widget message buffers (bytes-like, a numpy array)', json: 'binary buffers (widget_buffers)' },
+  ],
+  nonfinite:
+    'Read back as floats for a method parameter annotated float (or float | None, int | float) and for a Float trait (or a List or Tuple of them) of a served anywidget; Jupyter\'s "nan", "inf", "-inf" too. Elsewhere they arrive as the strings. The widget runtime and the Python client send NaN and ±Infinity this way (JSON.stringify alone sends null).',
+  refused: 'Anything else (complex, timedelta, numpy timedelta64, other objects) answers unserializable_result, naming the type.',
+};
+
 export function protocolDoc() {
   type Direction = keyof typeof FRAME_SUMMARIES;
   const frames = (table: Record<string, unknown>, direction: Direction) =>
@@ -134,6 +152,7 @@ export function protocolDoc() {
     execution_frames: Object.entries(ExecutionClientFrames).map(([type, schema]) => ({ type, direction: 'client_to_server', fields: fields(schema as never) })),
     chunk_flows: CHUNK_FLOWS,
     widget_buffers: WIDGET_BUFFERS,
+    values: VALUES,
     interface_hooks: INTERFACE_HOOKS,
     capabilities: CAPABILITIES,
     errors: Object.entries(ERROR_CODES).map(([code, { status, meaning }]) => ({ code, status, meaning })),

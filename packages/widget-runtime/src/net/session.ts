@@ -48,6 +48,17 @@ import { gatewayUrls } from './urls.js';
 
 export type ConnectionStatus = 'connecting' | 'open' | 'reconnecting' | 'closed';
 
+/**
+ * The JSON text of a frame the page sends. NaN and ±Infinity, which JSON.stringify writes as null,
+ * go as the strings Python's worker writes them as and reads back where a float is declared
+ * ("NaN", "Infinity", "-Infinity": README "Values"). Only a text with a null in it can have lost
+ * one, so only that is written again with the replacer.
+ */
+function frameText(frame: object): string {
+  const text = JSON.stringify(frame);
+  return text.includes('null') ? JSON.stringify(frame, (_key, value: unknown) => (typeof value === 'number' && !Number.isFinite(value) ? String(value) : value)) : text;
+}
+
 /** The part of the browser WebSocket the session uses. */
 export interface WebSocketLike {
   readonly readyState: number;
@@ -254,7 +265,7 @@ export class Session {
       const current = () => socket === this.#socket && socket.readyState === OPEN;
       return {
         id,
-        send: (next) => current() && (socket.send(JSON.stringify({ ...next, id })), true),
+        send: (next) => current() && (socket.send(frameText({ ...next, id })), true),
         sendBinary: (data) => {
           if (!current()) return false;
           socket.send(data);
@@ -345,10 +356,10 @@ export class Session {
     if (!socket || socket.readyState !== OPEN) return undefined;
     const id = this.#nextId++;
     if (!buffers?.length) {
-      socket.send(JSON.stringify({ ...frame, id }));
+      socket.send(frameText({ ...frame, id }));
       return id;
     }
-    socket.send(JSON.stringify({ ...frame, id, binary_buffers: buffers.length }));
+    socket.send(frameText({ ...frame, id, binary_buffers: buffers.length }));
     for (const buffer of buffers) socket.send(buffer);
     return id;
   }

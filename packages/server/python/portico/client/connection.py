@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from .. import _ws_client
 from .._buffers import put_buffers
+from .._json import dumps
 from .errors import GatewayError, _closed_error
 
 if TYPE_CHECKING:
@@ -78,7 +79,7 @@ class _Connection:
     # --------------------------------------------------------------- sending
 
     def send(self, frame: Mapping[str, Any]) -> None:
-        text = json.dumps(frame, separators=(",", ":"), allow_nan=False)
+        text = dumps(frame)  # numpy values, NaN, dates as the worker writes them (_json)
         self._send(lambda: self.ws.send_text(text))
 
     def send_binary(self, data: bytes | memoryview) -> None:

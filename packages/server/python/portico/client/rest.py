@@ -12,6 +12,7 @@ import urllib.parse
 import urllib.request
 from typing import Any, Mapping
 
+from .._json import dumps
 from .errors import GatewayError
 
 
@@ -41,7 +42,7 @@ def request(
         headers["Authorization"] = f"Bearer {token}"
     data = None
     if body is not None:
-        data = json.dumps(body).encode("utf-8")
+        data = dumps(body).encode("utf-8")  # numpy values, NaN, dates as the worker writes them (_json)
         headers["Content-Type"] = "application/json"
     elif method.upper() in ("POST", "PUT", "PATCH"):
         data = b""

@@ -167,6 +167,8 @@ class Calls:
                     except Exception as exc:
                         self.fail_raised(call, exc)
                         return None
+                    if entry.floats:
+                        args, kwargs = entry.floats_back(args, kwargs)
                     return functools.partial(self._run_sync, call, bound, args, kwargs, stream)
         call = self.register(request_id, method)
         return self.begin(call, uuid, module, config, lambda instance: self._start(call, instance, args, kwargs, stream))
@@ -219,6 +221,8 @@ class Calls:
                 method.check(args, kwargs)
             except TypeError as exc:
                 raise _Refusal("invalid_argument", f"Invalid arguments for {call.method}(): {exc}") from None
+            if method.floats:
+                args, kwargs = method.floats_back(args, kwargs)
         if method.kind in (_GEN, _AGEN) and not stream:
             raise _streaming_unsupported(call)
         bound = getattr(instance.obj, call.method)

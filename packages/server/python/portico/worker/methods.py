@@ -8,9 +8,12 @@ cache of both per (class, name), dropped by ``invalidate``.
 from __future__ import annotations
 
 import inspect
+import types
+import typing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
+from .._json import NONFINITE
 from ..interface import Interface
 from .protocol import _Refusal
 
@@ -33,6 +36,9 @@ class _Method:
     #: call in the worker's profile (about 12 µs of ~60).
     plain: tuple[str, ...] | None = None
     required: int = 0
+    #: Parameters annotated ``float`` (or a union of float with int or None): the strings that
+    #: NaN and infinities travel as (``_json.NONFINITE``) are read back as floats for them.
+    floats: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         if self.signature is None:
@@ -44,6 +50,19 @@ class _Method:
             # Defaults must come last for the count above to mean "the first `required` names".
             if any(p.default is inspect.Parameter.empty for p in params[self.required :]):
                 self.plain = None
+
+    def floats_back(self, args: list[Any], kwargs: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
+        """``args`` and ``kwargs`` (which bind) with ``"NaN"``, ``"Infinity"`` or ``"-Infinity"``
+        given for a parameter in ``floats`` turned into that float; as they are when none is."""
+        if not any(type(value) is str and value in NONFINITE for value in (*args, *kwargs.values())):
+            return args, kwargs
+        assert self.signature is not None  # floats come from it
+        bound = self.signature.bind(*args, **kwargs)
+        for name in self.floats:
+            value = bound.arguments.get(name)
+            if type(value) is str and value in NONFINITE:
+                bound.arguments[name] = NONFINITE[value]
+        return list(bound.args), bound.kwargs
 
     def check(self, args: list[Any], kwargs: dict[str, Any]) -> None:
         """Raise TypeError (as ``Signature.bind`` would) unless a call with these arguments binds."""
@@ -106,7 +125,8 @@ class Methods:
             signature: inspect.Signature | None = inspect.signature(bound)
         except (TypeError, ValueError):  # builtins without a signature: let the call decide
             signature = None
-        return _Method(_method_kind(bound), signature)
+        floats = _float_parameters(bound, signature) if signature is not None else frozenset()
+        return _Method(_method_kind(bound), signature, floats=floats)
 
     def forget(self, affected: Callable[[str], bool]) -> None:
         """Drop the entries of classes from the modules ``affected`` names (``invalidate``)."""
@@ -159,6 +179,31 @@ def _remote_method_names(cls: type) -> list[str]:
             continue
         names.add(name)
     return sorted(names)
+
+
+#: What a float parameter's annotation may name besides float, where a NaN string still means the float.
+_NUMERIC = frozenset({float, int, type(None)})
+
+
+def _float_parameters(fn: Any, signature: inspect.Signature) -> frozenset[str]:
+    """The parameters of ``fn`` annotated ``float``, ``float | None`` or ``int | float``; none
+    where its annotations do not resolve (a forward reference to a missing name, say)."""
+    try:
+        hints = typing.get_type_hints(fn)
+    except Exception:
+        return frozenset()
+    names = set()
+    for param in signature.parameters.values():
+        hint = hints.get(param.name)
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD) or hint is None:
+            continue
+        if typing.get_origin(hint) in (typing.Union, types.UnionType):
+            members = set(typing.get_args(hint))
+            if float in members and members <= _NUMERIC:
+                names.add(param.name)
+        elif hint is float:
+            names.add(param.name)
+    return frozenset(names)
 
 
 def _method_kind(fn: Any) -> str:

@@ -203,7 +203,7 @@ class Pipe:
         if is_request_id(found) or isinstance(found, str):
             try:
                 self.send({"op": "error", "id": found, "code": code, "message": message})
-            except Exception as exc:  # an id that does not encode (NaN, say)
+            except Exception as exc:  # an id whose answer does not encode (over the header bound, say)
                 log(f"could not answer request {found!r}: {described(exc)}")
 
     def _watch(self) -> None:
