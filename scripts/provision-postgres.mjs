@@ -11,7 +11,7 @@ import { chown, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir, userInfo } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { apt, log, ProvisionError } from './provision.mjs';
+import { apt, log, notice, ProvisionError } from './provision.mjs';
 
 const DEBIAN_ROOT = '/usr/lib/postgresql';
 
@@ -34,7 +34,7 @@ export function ensurePostgres() {
   }
   let bin = findPostgresBin();
   if (!bin) {
-    log("postgres: initdb missing; installing Debian's postgresql package");
+    notice("postgres: initdb missing; installing Debian's postgresql package (apt-get)");
     apt(['update'], 'postgres');
     apt(['install', '-y', 'postgresql'], 'postgres');
     bin = findPostgresBin();

@@ -6,8 +6,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-
-const log = (line) => console.log(`provision: ${line}`);
+import { commandStdio, log, notice } from './provision.mjs';
 
 /** The programs the tests run: clients for the gateway, daemons for the throwaway cluster. */
 export const SLURM_PROGRAMS = ['sbatch', 'squeue', 'scancel', 'scontrol', 'sinfo', 'slurmctld', 'slurmd', 'munged', 'mungekey'];
@@ -30,7 +29,7 @@ function aptGet(args) {
   // Another apt-get on the same machine (a parallel provision) holds the dpkg lock: wait for it.
   const full = [...pre, '-o', 'DPkg::Lock::Timeout=300', ...args];
   log(`$ ${[cmd, ...full].join(' ')}`);
-  const res = spawnSync(cmd, full, { stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+  const res = spawnSync(cmd, full, { stdio: commandStdio(), env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
   if (res.error) throw new SlurmProvisionError(`slurm: cannot run apt-get: ${res.error.message}`);
   if (res.status !== 0) throw new SlurmProvisionError(`slurm: \`apt-get ${args.join(' ')}\` exited with ${res.status ?? res.signal}`);
 }
@@ -46,7 +45,7 @@ export function ensureSlurm() {
     return;
   }
   if (!findProgram('apt-get')) throw new SlurmProvisionError(`slurm: ${missing.join(', ')} missing and apt-get is not available; install slurm-wlm and munge by hand`);
-  log(`slurm: ${missing.join(', ')} missing; installing Debian's ${PACKAGES.join(' ')}`);
+  notice(`slurm: ${missing.join(', ')} missing; installing Debian's ${PACKAGES.join(' ')} (apt-get)`);
   aptGet(['update']);
   aptGet(['install', '-y', '--no-install-recommends', ...PACKAGES]);
   const still = SLURM_PROGRAMS.filter((name) => !findProgram(name));

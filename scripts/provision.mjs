@@ -6,11 +6,17 @@
 //     `python3` kernelspec inside it. pip runs only when the stamp in it does not match the sha256 of
 //     the requirements file and the Python version. It is not the project's `.venv`: what a user
 //     installs there (JupyterLab, `npx portico-lab install`) never reaches the tests.
-// Exports (for vitest): PORTICO_TEST_PYTHON (the venv's python), PORTICO_CHROMIUM.
-// Idempotent; well under 2 s when everything is there.
+//   - a second venv at <repo>/.cache/lab-newest with the newest JupyterLab 4 from PyPI, as a user's
+//     `pip install 'jupyterlab>=4,<5'` gets it (scripts/lab-newest-requirements.txt, unpinned on
+//     purpose); pip looks for a newer release again once a day (test/e2e/lab-newest.test.ts).
+// Exports (for vitest): PORTICO_TEST_PYTHON (the venv's python), PORTICO_LAB_NEWEST_PYTHON,
+// PORTICO_CHROMIUM.
+// Idempotent; well under 2 s when everything is there. Alone (`npm run provision`) it prints what it
+// does; `npm test` sends all of it, pip's and apt-get's output included, to its log file and shows
+// only a line when a slow step starts (provision({ logFd })).
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureSlurm } from './provision-slurm.mjs';
@@ -28,14 +34,35 @@ const BASE_PYTHON = 'python3';
 // opens them unmodified when this kernel connects.
 const KERNEL_DISPLAY_NAME = 'Python 3 (ipykernel)';
 
-export const log = (line) => console.log(`provision: ${line}`);
+export const LAB_NEWEST = path.join(ROOT, '.cache', 'lab-newest');
+export const LAB_NEWEST_PYTHON = path.join(LAB_NEWEST, 'bin', 'python');
+const LAB_NEWEST_REQUIREMENTS = path.join(ROOT, 'scripts', 'lab-newest-requirements.txt');
+/** How long the newest JupyterLab found stays the newest before pip asks PyPI again. */
+const LAB_NEWEST_RECHECK_MS = 24 * 3600 * 1000;
+
+/** Where provisioning writes: null for the terminal, else the file descriptor of npm test's log. */
+let logFd = null;
+
+export const log = (line) => {
+  if (logFd === null) console.log(`provision: ${line}`);
+  else writeSync(logFd, `provision: ${line}\n`);
+};
+
+/** A line for the terminal even when the rest goes to the log: a slow step starting. */
+export const notice = (line) => {
+  log(line);
+  if (logFd !== null) console.log(`provision: ${line}`);
+};
+
+/** stdio for a command provisioning runs: its output where provisioning writes. */
+export const commandStdio = () => ['ignore', logFd ?? 'inherit', logFd ?? 'inherit'];
 
 export class ProvisionError extends Error {}
 
-/** Runs a command with its output shown; throws a ProvisionError naming it when it fails. */
+/** Runs a command with its output shown (or logged); throws a ProvisionError naming it when it fails. */
 function sh(cmd, args, { what, ...opts } = {}) {
   log(`$ ${[cmd, ...args].join(' ')}`);
-  const res = spawnSync(cmd, args, { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'], ...opts });
+  const res = spawnSync(cmd, args, { cwd: ROOT, stdio: commandStdio(), ...opts });
   if (res.error) throw new ProvisionError(`${what ?? cmd}: cannot run ${cmd}: ${res.error.message}`);
   if (res.status !== 0) throw new ProvisionError(`${what ?? cmd}: \`${[cmd, ...args].join(' ')}\` exited with ${res.status ?? res.signal}`);
 }
@@ -68,7 +95,7 @@ export function ensureChromium() {
     log(`chromium: ${CHROMIUM} present`);
     return;
   }
-  log(`chromium: ${CHROMIUM} missing; installing Debian's chromium package`);
+  notice(`chromium: ${CHROMIUM} missing; installing Debian's chromium package (apt-get)`);
   apt(['update'], 'chromium');
   apt(['install', '-y', 'chromium'], 'chromium');
   if (!existsSync(CHROMIUM)) throw new ProvisionError(`chromium: apt-get finished but ${CHROMIUM} is still missing`);
@@ -101,6 +128,7 @@ export function ensureVenv() {
   } else {
     log('venv: requirements changed; updating');
   }
+  notice(`venv: installing ${path.relative(ROOT, REQUIREMENTS)} into ${path.relative(ROOT, VENV)} (pip, a few minutes the first time)`);
   // The repo's package.json says "type": "module"; node tools run from inside the venv (jupyter_builder's
   // yarn.js) must stay CommonJS (toolchain.md §7).
   writeFileSync(path.join(VENV, 'package.json'), '{"type":"commonjs"}\n');
@@ -113,24 +141,78 @@ export function ensureVenv() {
 }
 
 /**
+ * The newest JupyterLab 4 from PyPI in its own venv, with ipykernel: what a user gets today from
+ * the README's `pip install 'jupyterlab>=4,<5'`. pip asks PyPI for newer releases when the venv is
+ * made, when the requirements file changes, and otherwise once a day; the stamp records what it found.
+ */
+export function ensureLabNewest() {
+  const env = { PORTICO_LAB_NEWEST_PYTHON: LAB_NEWEST_PYTHON };
+  const version = capture(BASE_PYTHON, ['-c', 'import sys; print(sys.version.replace("\\n", " "))'])?.trim();
+  if (!version) throw new ProvisionError(`lab-newest: ${BASE_PYTHON} not found or not runnable; install Python 3.11+`);
+  const sha = createHash('sha256').update(readFileSync(LAB_NEWEST_REQUIREMENTS)).digest('hex');
+  const stampFile = path.join(LAB_NEWEST, '.portico-provision.json');
+  let stamp = null;
+  try {
+    stamp = JSON.parse(readFileSync(stampFile, 'utf8'));
+  } catch {
+    // no stamp: install below
+  }
+  const usable = existsSync(LAB_NEWEST_PYTHON) && existsSync(path.join(LAB_NEWEST, 'pyvenv.cfg'));
+  const current = usable && stamp?.requirements_sha256 === sha && stamp?.python === version;
+  const age = Date.now() - Date.parse(stamp?.checked_at ?? '');
+  if (current && age >= 0 && age < LAB_NEWEST_RECHECK_MS) {
+    log(`lab-newest: ${path.relative(ROOT, LAB_NEWEST)} has JupyterLab ${stamp.jupyterlab} (PyPI checked ${stamp.checked_at})`);
+    return env;
+  }
+  if (!usable || (stamp && stamp.python !== version)) {
+    rmSync(LAB_NEWEST, { recursive: true, force: true });
+    sh(BASE_PYTHON, ['-m', 'venv', LAB_NEWEST], { what: 'lab-newest' });
+  }
+  writeFileSync(path.join(LAB_NEWEST, 'package.json'), '{"type":"commonjs"}\n');
+  notice(`lab-newest: looking for the newest JupyterLab 4 on PyPI for ${path.relative(ROOT, LAB_NEWEST)} (pip)`);
+  const pip = ['-m', 'pip', 'install', '--disable-pip-version-check', '--no-input', '--upgrade', '--upgrade-strategy', 'eager', '-r', LAB_NEWEST_REQUIREMENTS];
+  try {
+    sh(LAB_NEWEST_PYTHON, pip, { what: 'lab-newest' });
+  } catch (err) {
+    // Only the daily look for a newer release failed (PyPI unreachable): keep the JupyterLab found
+    // before, and look again next time.
+    if (!current) throw err;
+    notice(`lab-newest: ${err.message}; keeping JupyterLab ${stamp.jupyterlab} (found ${stamp.checked_at})`);
+    return env;
+  }
+  rmSync(stampFile, { force: true });
+  sh(LAB_NEWEST_PYTHON, ['-m', 'ipykernel', 'install', '--sys-prefix', '--name', 'python3', '--display-name', KERNEL_DISPLAY_NAME], { what: 'lab-newest' });
+  const jupyterlab = capture(LAB_NEWEST_PYTHON, ['-c', 'import jupyterlab; print(jupyterlab.__version__)'])?.trim();
+  if (!jupyterlab) throw new ProvisionError(`lab-newest: pip finished but ${path.relative(ROOT, LAB_NEWEST_PYTHON)} cannot import jupyterlab`);
+  writeFileSync(stampFile, JSON.stringify({ requirements_sha256: sha, python: version, jupyterlab, checked_at: new Date().toISOString() }, null, 2) + '\n');
+  log(`lab-newest: JupyterLab ${jupyterlab} (${path.relative(ROOT, LAB_NEWEST_PYTHON)})`);
+  return env;
+}
+
+/**
  * Provisions everything; never throws. Returns the environment for the tests and the reasons for
  * any part that could not be provisioned (empty when all is well).
  */
-export function provision() {
-  const started = Date.now();
-  const errors = [];
-  const env = { PORTICO_TEST_PYTHON: VENV_PYTHON, PORTICO_CHROMIUM: CHROMIUM };
-  for (const step of [ensureChromium, ensureVenv, ensurePostgres, ensureSlurm]) {
-    try {
-      Object.assign(env, step());
-    } catch (err) {
-      const reason = err instanceof ProvisionError ? err.message : `${step.name}: ${err?.stack ?? err}`;
-      log(`FAILED ${reason}`);
-      errors.push(reason);
+export function provision({ logFd: fd = null } = {}) {
+  logFd = fd;
+  try {
+    const started = Date.now();
+    const errors = [];
+    const env = { PORTICO_TEST_PYTHON: VENV_PYTHON, PORTICO_CHROMIUM: CHROMIUM };
+    for (const step of [ensureChromium, ensureVenv, ensureLabNewest, ensurePostgres, ensureSlurm]) {
+      try {
+        Object.assign(env, step());
+      } catch (err) {
+        const reason = err instanceof ProvisionError ? err.message : `${step.name}: ${err?.stack ?? err}`;
+        log(`FAILED ${reason}`);
+        errors.push(reason);
+      }
     }
+    log(`${errors.length ? `${errors.length} step(s) failed` : 'ready'} in ${((Date.now() - started) / 1000).toFixed(2)} s`);
+    return { env, errors };
+  } finally {
+    logFd = null;
   }
-  log(`${errors.length ? `${errors.length} step(s) failed` : 'ready'} in ${((Date.now() - started) / 1000).toFixed(2)} s`);
-  return { env, errors };
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {

@@ -3,18 +3,60 @@
 // went wrong can leave the count at zero.
 
 /**
- * Counts a vitest run from the tally reporter's JSON (scripts/vitest-tally.mjs) and vitest's exit status.
+ * Counts one test module (a suite file) of the tally reporter's JSON (scripts/vitest-tally.mjs):
  *
  * - a failed test: one failure;
  * - a skipped test: one failure, unless it was skipped with a note (`ctx.skip(note)`, the named
  *   condition, listed in `skips`) or, when `nameFilter` is set (`-t`), not selected by the filter;
  * - a test vitest never finished: one failure;
  * - a module or suite vitest marks failed, or one with errors (collection, beforeAll/afterAll,
- *   teardown): at least one failure, even when its tests were all skipped or none were collected;
+ *   teardown): at least one failure, even when its tests were all skipped or none were collected.
+ *
+ * npm test's line for the suite and its share of the closing count both come from here.
+ *
+ * @returns {{ passed: number, failed: number, problems: string[], skips: string[], skipped: number, failedModule: boolean }}
+ */
+export function countModule(m, { nameFilter = false } = {}) {
+  const problems = [];
+  const skips = [];
+  let count = 0;
+  for (const t of m.failed) {
+    count += 1;
+    problems.push(`failed: ${m.file} > ${t.name}\n    ${t.error.split('\n')[0]}`);
+  }
+  for (const t of m.skipped) {
+    if (t.note) skips.push(`${m.file} > ${t.name}: ${t.note}`);
+    else if (nameFilter && t.mode === 'skip') continue; // not selected by -t
+    else {
+      count += 1;
+      // mode 'run' skipped: vitest never ran it because its suite failed first (e.g. in beforeAll).
+      const why = t.mode === 'run' ? 'did not run (its suite failed before it)' : 'skipped without a named condition (counts as failed)';
+      problems.push(`${why}: ${m.file} > ${t.name}`);
+    }
+  }
+  for (const name of m.pending) {
+    count += 1;
+    problems.push(`never finished: ${m.file} > ${name}`);
+  }
+  for (const e of m.errors) problems.push(`error in ${e.where === 'module' ? m.file : `${m.file} > ${e.where}`}:\n    ${e.error.split('\n').slice(0, 3).join('\n    ')}`);
+  const failedModule = m.state === 'failed' || m.errors.length > 0;
+  if (failedModule && count === 0) {
+    count = 1;
+    if (m.errors.length === 0) problems.push(`suite failed: ${m.file}`);
+  }
+  return { passed: m.passed, failed: count, problems, skips, skipped: m.skipped.length, failedModule };
+}
+
+/**
+ * Counts a vitest run from the tally reporter's JSON (scripts/vitest-tally.mjs) and vitest's exit
+ * status: every module as countModule counts it, plus
+ *
  * - an unhandled error: one failure each;
  * - no test module at all, or a non-zero exit status with nothing else counted: one failure.
  *
- * @returns {{ passed: number, failed: number, problems: string[], skips: string[], summary: string }}
+ * `outside` is the part of the count that belongs to no suite (the last two rules).
+ *
+ * @returns {{ passed: number, failed: number, problems: string[], skips: string[], summary: string, outside: { passed: number, failed: number } }}
  */
 export function countVitest(tally, { exitStatus, nameFilter = false }) {
   let passed = 0;
@@ -24,40 +66,25 @@ export function countVitest(tally, { exitStatus, nameFilter = false }) {
   let skippedTotal = 0;
   let failedModules = 0;
   if (!tally) {
-    return { passed: 0, failed: 1, problems: [`vitest wrote no results (exit status ${exitStatus})`], skips, summary: 'vitest: no results' };
+    return {
+      passed: 0,
+      failed: 1,
+      problems: [`vitest wrote no results (exit status ${exitStatus})`],
+      skips,
+      summary: 'vitest: no results',
+      outside: { passed: 0, failed: 1 },
+    };
   }
   for (const m of tally.modules) {
-    passed += m.passed;
-    let count = 0;
-    for (const t of m.failed) {
-      count += 1;
-      problems.push(`failed: ${m.file} > ${t.name}\n    ${t.error.split('\n')[0]}`);
-    }
-    for (const t of m.skipped) {
-      skippedTotal += 1;
-      if (t.note) skips.push(`${m.file} > ${t.name}: ${t.note}`);
-      else if (nameFilter && t.mode === 'skip') continue; // not selected by -t
-      else {
-        count += 1;
-        // mode 'run' skipped: vitest never ran it because its suite failed first (e.g. in beforeAll).
-        const why = t.mode === 'run' ? 'did not run (its suite failed before it)' : 'skipped without a named condition (counts as failed)';
-        problems.push(`${why}: ${m.file} > ${t.name}`);
-      }
-    }
-    for (const name of m.pending) {
-      count += 1;
-      problems.push(`never finished: ${m.file} > ${name}`);
-    }
-    for (const e of m.errors) problems.push(`error in ${e.where === 'module' ? m.file : `${m.file} > ${e.where}`}:\n    ${e.error.split('\n').slice(0, 3).join('\n    ')}`);
-    if (m.state === 'failed' || m.errors.length > 0) {
-      failedModules += 1;
-      if (count === 0) {
-        count = 1;
-        if (m.errors.length === 0) problems.push(`suite failed: ${m.file}`);
-      }
-    }
-    failed += count;
+    const counted = countModule(m, { nameFilter });
+    passed += counted.passed;
+    failed += counted.failed;
+    problems.push(...counted.problems);
+    skips.push(...counted.skips);
+    skippedTotal += counted.skipped;
+    if (counted.failedModule) failedModules += 1;
   }
+  const inSuites = failed;
   for (const e of tally.unhandled) {
     failed += 1;
     problems.push(`unhandled error (counts as failed):\n    ${e.split('\n').slice(0, 3).join('\n    ')}`);
@@ -75,7 +102,17 @@ export function countVitest(tally, { exitStatus, nameFilter = false }) {
   const summary =
     `vitest's own result: ${tally.modules.length} test files (${failedModules} failed), ${tests} tests ` +
     `(${passed} passed, ${failedTests} failed, ${skippedTotal} skipped), ${tally.unhandled.length} unhandled errors, exit status ${exitStatus}`;
-  return { passed, failed, problems, skips, summary };
+  return { passed, failed, problems, skips, summary, outside: { passed: 0, failed: failed - inSuites } };
+}
+
+/**
+ * npm test's line for a step or a suite: `ok` or `FAIL`, the name, its counts (when it has tests)
+ * and how long it took, e.g. `ok    test/rest.test.ts                 34 passed, 0 failed    12.3 s`.
+ */
+export function suiteLine({ name, passed = null, failed = 0, ms = null, ok = failed === 0 }) {
+  const counts = passed === null ? (failed ? `${failed} failed` : '') : `${passed} passed, ${failed} failed`;
+  const time = ms === null ? '' : `${(ms / 1000).toFixed(1)} s`;
+  return `${(ok ? 'ok' : 'FAIL').padEnd(5)} ${name.padEnd(54)} ${counts.padEnd(24)} ${time.padStart(8)}`.trimEnd();
 }
 
 /**
@@ -94,5 +131,5 @@ export function countUnittest(stderr, exitStatus) {
     failed = Math.max(failed, 1);
     problems.push(`python unit tests: the runner ran ${ran} tests and exited with status ${exitStatus}`);
   }
-  return { passed: Math.max(0, ran - bad), failed, problems, summary: `unittest's own result: ran ${ran}, ${outcome?.[0] ?? 'no outcome line'}` };
+  return { passed: Math.max(0, ran - bad), failed, problems, summary: `unittest's own result: ran ${ran}, ${outcome?.[0].trim() ?? 'no outcome line'}` };
 }

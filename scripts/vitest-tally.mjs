@@ -3,8 +3,13 @@
 // guess. It records every failed test, every error vitest attached to a module or a suite (collection,
 // beforeAll/afterAll, teardown), every skipped test with the note it was skipped with (`ctx.skip(note)`),
 // every unhandled error, and why the run ended.
-import { mkdirSync, writeFileSync } from 'node:fs';
+//
+// With PORTICO_SUITE_FD (a file descriptor npm test reads), it also writes one JSON line per test
+// module as soon as the module ends: its file, its counts as scripts/tally.mjs counts them, and how
+// long it took from start to end; npm test shows each as the suite's line.
+import { mkdirSync, writeFileSync, writeSync } from 'node:fs';
 import path from 'node:path';
+import { countModule } from './tally.mjs';
 
 const message = (err) => String(err?.stack ?? err?.message ?? err).split('\n').slice(0, 6).join('\n');
 
@@ -25,6 +30,28 @@ function describeModule(module) {
 }
 
 export default class TallyReporter {
+  /** When each module started (ms), for its line's time. */
+  starts = new Map();
+
+  onTestModuleStart(module) {
+    this.starts.set(module.moduleId, performance.now());
+  }
+
+  onTestModuleEnd(module) {
+    const fd = Number(process.env.PORTICO_SUITE_FD);
+    if (!Number.isInteger(fd) || fd < 0) return;
+    const described = describeModule(module);
+    const counted = countModule(described, { nameFilter: process.env.PORTICO_NAME_FILTER === '1' });
+    const started = this.starts.get(module.moduleId);
+    const ms = started === undefined ? module.diagnostic().duration : performance.now() - started;
+    const line = { file: described.file, passed: counted.passed, failed: counted.failed, ms: Math.round(ms) };
+    try {
+      writeSync(fd, `${JSON.stringify(line)}\n`);
+    } catch {
+      // npm test stopped reading: the tally file still has everything.
+    }
+  }
+
   onTestRunEnd(testModules, unhandledErrors, reason) {
     const file = process.env.PORTICO_TALLY_FILE;
     if (!file) return;

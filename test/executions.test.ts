@@ -130,6 +130,29 @@ describe('executions', () => {
     expect((await api(g, 'GET', '/v1/executions/nope')).status).toBe(404);
   });
 
+  it('the status flags are the reference server’s: is_live is finished or active, is_incomplete its opposite once started', async () => {
+    // As machinable's status snapshot: is_live = is_finished or is_active; is_incomplete = is_started and not is_live.
+    const dispatch = async (version: Record<string, unknown>) => (await api(g, 'POST', '/v1/executions', { interfaces: [{ target: 'trainer', version: [version] }] })).body.uuid as string;
+    const flags = (info: Record<string, unknown>) => ({
+      status: info.status,
+      is_active: info.is_active,
+      is_started: info.is_started,
+      is_finished: info.is_finished,
+      is_live: info.is_live,
+      is_incomplete: info.is_incomplete,
+    });
+    const finished = await waitFor(g, await dispatch({ epochs: 1 }), ended);
+    expect(flags(finished)).toEqual({ status: 'finished', is_active: false, is_started: true, is_finished: true, is_live: true, is_incomplete: false });
+    const failed = await waitFor(g, await dispatch({ epochs: 2, fail_at: 1 }), ended);
+    expect(flags(failed)).toEqual({ status: 'failed', is_active: false, is_started: true, is_finished: false, is_live: false, is_incomplete: true });
+    const long = await dispatch({ epochs: 2, delay: 60 });
+    const running = await waitFor(g, long, (i) => i.status === 'running');
+    expect(flags(running)).toEqual({ status: 'running', is_active: true, is_started: true, is_finished: false, is_live: true, is_incomplete: false });
+    expect((await api(g, 'POST', `/v1/executions/${long}/cancel`)).status).toBe(204);
+    const interrupted = await waitFor(g, long, ended, 10_000);
+    expect(flags(interrupted)).toEqual({ status: 'interrupted', is_active: false, is_started: true, is_finished: false, is_live: false, is_incomplete: true });
+  });
+
   it('a run killed with SIGKILL ends failed, never active forever', async () => {
     const { body } = await api(g, 'POST', '/v1/executions', { interfaces: [{ target: 'trainer', version: [{ epochs: 1, delay: 60, fail_at: 7 }] }] });
     const running = await waitFor(g, body.uuid, (i) => i.status === 'running' && i.pid !== null);

@@ -4,7 +4,7 @@
  * suites written to a temporary folder, with only its vitest step (PORTICO_TEST_STEPS=vitest).
  */
 import { spawn } from 'node:child_process';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { countUnittest } from '../scripts/tally.mjs';
@@ -28,11 +28,13 @@ interface RunnerResult {
   last: string;
 }
 
-/** Writes one suite and its vitest config, and runs `node scripts/test.mjs --config <that config>` on it. */
-async function runOn(name: string, source: string): Promise<RunnerResult> {
+/** Writes one suite (or several, by name) and its vitest config, and runs `node scripts/test.mjs --config <that config>` on it. */
+async function runOn(name: string, source: string | Record<string, string>): Promise<RunnerResult> {
   const folder = path.join(dir, name);
   await mkdir(folder, { recursive: true });
-  await writeFile(path.join(folder, `${name}.test.ts`), source);
+  for (const [suite, text] of Object.entries(typeof source === 'string' ? { [name]: source } : source)) {
+    await writeFile(path.join(folder, `${suite}.test.ts`), text);
+  }
   const config = path.join(folder, 'vitest.config.mjs');
   await writeFile(config, `export default { test: { root: ${JSON.stringify(folder)}, include: ['*.test.ts'] } };\n`);
   return new Promise((resolve, reject) => {
@@ -71,6 +73,9 @@ it('would use it again', () => { expect(2).toBe(2); });
     expect(r.status).toBe(1);
     expect(r.last).toMatch(/^0 passed, [1-9]\d* failed$/);
     expect(r.output).toContain('the fixture cannot start its server');
+    // Its line says so too, with the same count as the closing line.
+    const failed = /^(\d+) passed, (\d+) failed$/.exec(r.last)![2];
+    expect(r.output).toMatch(new RegExp(`^FAIL +\\S*before-all\\.test\\.ts +0 passed, ${failed} failed +\\d+\\.\\d s$`, 'm'));
   });
 
   it('an unhandled rejection is red, though every test passed', async () => {
@@ -120,6 +125,30 @@ it('passes, but leaves a rejection nobody handles', async () => {
     expect(r.status).toBe(1);
     expect(r.last).toBe('1 passed, 1 failed');
     expect(r.output).toContain("vitest's own result: 1 test files (1 failed), 2 tests (1 passed, 1 failed, 0 skipped)");
+  });
+});
+
+describe('npm test prints a line per suite and keeps the rest in a log', { timeout: 60_000 }, () => {
+  it('one line per suite with its counts and time; the lines add up to the closing line; vitest\'s own output is in the log it names', async () => {
+    const r = await runOn('two-suites', {
+      green: `import { expect, it } from 'vitest';\nit('one', () => { expect(1).toBe(1); });\nit('two', () => { console.log('chatter from a test'); });\n`,
+      red: `import { expect, it } from 'vitest';\nit('ok', () => {});\nit('wrong', () => { expect(1).toBe(2); });\n`,
+    });
+    expect(r.status).toBe(1);
+    expect(r.last).toBe('3 passed, 1 failed');
+    const lines = r.output.split('\n');
+    expect(lines).toContainEqual(expect.stringMatching(/^ok +\S*green\.test\.ts +2 passed, 0 failed +\d+\.\d s$/));
+    expect(lines).toContainEqual(expect.stringMatching(/^FAIL +\S*red\.test\.ts +1 passed, 1 failed +\d+\.\d s$/));
+    // vitest's own reporter and the tests' output go to the log only.
+    expect(r.output).not.toContain('chatter from a test');
+    expect(r.output).not.toMatch(/Test Files/);
+    const named = /^npm test: full output in (\S+)$/m.exec(r.output)?.[1];
+    expect(named).toBeTruthy();
+    expect(r.output).toContain(`full output: ${named}`);
+    const log = await readFile(path.resolve(ROOT, named!), 'utf8');
+    expect(log).toContain('chatter from a test');
+    expect(log).toMatch(/Test Files +1 failed \| 1 passed \(2\)/);
+    expect(log).toContain('3 passed, 1 failed');
   });
 });
 

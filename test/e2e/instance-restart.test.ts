@@ -6,6 +6,8 @@
  * and shows what the gateway answers, then keeps working. A widget that keeps its state in memory
  * only comes back fresh, and the page shows that too.
  */
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { WebSocket as PageSocket } from 'playwright-core';
 import { embedSuite } from '../browser.js';
@@ -103,8 +105,10 @@ describe('a widget page through a worker crash', { timeout: E2E_TIMEOUT }, () =>
     await button.click();
     await expect.poll(() => button.textContent()).toBe('count is 5');
     expect((await api(suite.running, 'POST', '/v1/interfaces/call', { target: uuid, method: 'value' })).body.payload).toBe(5);
-    // Let a saved widget state (written ~30 ms after a change) reach the disk before the crash.
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    // The crash comes once the saved widget state (written shortly after a change) holds that
+    // count on disk, however long the write takes here.
+    const saved = path.join(suite.running.gateway.options.project, '.portico/interfaces', uuid, '.widget-state');
+    await expect.poll(() => readFile(saved).then((bytes) => /"count":\s*5\b/.test(bytes.toString('latin1')), () => false), { timeout: 30_000 }).toBe(true);
 
     const before = seen.length;
     const pid = await killWorker(suite.running);
@@ -155,6 +159,9 @@ describe('a widget page through a worker crash', { timeout: E2E_TIMEOUT }, () =>
     expect(await button.textContent()).toBe('count is 0');
     for (let i = 0; i < 3; i++) await button.click();
     await expect.poll(() => button.textContent()).toBe('count is 3');
+    // The crash comes once the clicks have reached Python: a click still on its way when the worker
+    // dies (a loaded machine) reaches the instance made again, which then reads 1–3, not 0.
+    await expect.poll(async () => (await api(running, 'POST', '/v1/interfaces/call', { target: uuid, method: 'widget_state' })).body.payload).toEqual({ count: 3, step: 1 });
     const before = seen.length;
     await killWorker(running);
     await expect.poll(() => tab.evaluate(() => (window as any).restarts.length), { timeout: 30_000 }).toBe(1);

@@ -44,9 +44,11 @@ export async function firstFreePort(ports: number[] = JUPYTER_PORTS): Promise<nu
 /**
  * Jupyter paths under `dir` with the Portico extension installed into them and pointed at
  * `gatewayUrl`; the environment that JupyterLab and its kernels run with. The installed extension
- * is the only copy JupyterLab sees.
+ * is the only copy JupyterLab sees, and `jupyter labextension list` calls it enabled and
+ * compatible (`OK`). `bin` is the bin folder of the Python environment whose JupyterLab runs
+ * (default: the test venv's); pass the same to startLab.
  */
-export async function installExtension(dir: string, gatewayUrl: string): Promise<Record<string, string>> {
+export async function installExtension(dir: string, gatewayUrl: string, { bin = VENV_BIN }: { bin?: string } = {}): Promise<Record<string, string>> {
   const jupyter = isolatedJupyter(dir);
   const settings = path.join(jupyter.JUPYTERLAB_SETTINGS_DIR, '@portico/labextension');
   await mkdir(settings, { recursive: true });
@@ -57,10 +59,11 @@ export async function installExtension(dir: string, gatewayUrl: string): Promise
     PORTICO_URL: gatewayUrl,
     // How a kernel finds portico without pip (the notebook's own sys.path line points at the repo).
     PYTHONPATH: path.join(ROOT, 'packages/server/python'),
+    PATH: `${bin}${path.delimiter}${process.env.PATH ?? ''}`,
   };
   const installed = await runInVenv(PORTICO_LAB, ['install', '--user'], { env });
   expect(installed.code, installed.stderr).toBe(0);
-  const listed = await runInVenv(path.join(VENV_BIN, 'jupyter'), ['labextension', 'list'], { env });
+  const listed = await runInVenv(path.join(bin, 'jupyter'), ['labextension', 'list'], { env });
   const plain = (listed.stdout + listed.stderr).replace(/\x1b\[[0-9;]*m/g, '');
   expect(plain).toContain(`${jupyter.JUPYTER_DATA_DIR}/labextensions`);
   expect(plain).toMatch(/@portico\/labextension v\S+ enabled\s+OK/);
@@ -82,11 +85,11 @@ export interface RunningLab {
  * never moves to another port: when `port` was taken meanwhile (another suite started a lab on
  * it), this one fails instead of passing the other lab off as its own.
  */
-export async function startLab(env: Record<string, string>, root: string, port: number): Promise<RunningLab> {
+export async function startLab(env: Record<string, string>, root: string, port: number, { bin = VENV_BIN }: { bin?: string } = {}): Promise<RunningLab> {
   const url = `http://127.0.0.1:${port}`;
   const log: string[] = [];
   const lab: ChildProcess = spawn(
-    path.join(VENV_BIN, 'jupyter'),
+    path.join(bin, 'jupyter'),
     [
       'lab',
       '--no-browser',
@@ -101,16 +104,20 @@ export async function startLab(env: Record<string, string>, root: string, port: 
       '--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate',
       '--ServerApp.port_retries=0',
     ],
-    { env: { ...process.env, ...env, PATH: `${VENV_BIN}${path.delimiter}${process.env.PATH}` }, stdio: ['ignore', 'pipe', 'pipe'] },
+    { env: { ...process.env, ...env, PATH: `${bin}${path.delimiter}${process.env.PATH}` }, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   for (const stream of [lab.stdout!, lab.stderr!]) stream.on('data', (d) => log.push(String(d)));
-  const stop = async () => {
-    lab.kill('SIGTERM');
-    await new Promise((r) => setTimeout(r, 500));
-    lab.kill('SIGKILL');
-  };
   let exited = false;
+  const gone = new Promise((resolve) => lab.once('exit', resolve));
   lab.once('exit', () => (exited = true));
+  // SIGTERM lets JupyterLab shut its kernels down; SIGKILL only if it has not exited 10 s later
+  // (a loaded machine takes longer than an idle one, and the kernels must not outlive the suite).
+  const stop = async () => {
+    if (exited) return;
+    lab.kill('SIGTERM');
+    await Promise.race([gone, new Promise((r) => setTimeout(r, 10_000))]);
+    if (!exited) lab.kill('SIGKILL');
+  };
   // Jupyter writes jpserver-<pid>.json into its runtime dir once that process serves: the lab that
   // answers on the port is then this one.
   const serving = path.join(env.JUPYTER_RUNTIME_DIR!, `jpserver-${lab.pid}.json`);
