@@ -101,6 +101,11 @@ export const LIMITS = {
   widgetBufferMaxDefault: 64 * 1024 * 1024,
   /** Most binary buffers one widget frame carries. */
   widgetBuffersMax: 64,
+  /**
+   * Most bytes of one result's display bundle (README "Rich results"): its binary data (image/png, …)
+   * raw, its text as UTF-8, together; more answers payload_too_large.
+   */
+  displayMaxBytes: 32 * 1024 * 1024,
   /** Bytes an upload may have received but not yet written before the socket stops reading (backpressure). */
   uploadHighWaterBytes: 16 * 1024 * 1024,
   /**

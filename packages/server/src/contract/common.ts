@@ -104,3 +104,14 @@ export const ValidationIssue = z
 export const HTTPValidationError = z
   .object({ detail: z.array(ValidationIssue), code: z.literal('validation_error'), message: z.string().describe('The problems in one readable line.') })
   .openapi('HTTPValidationError');
+
+/** A rich result's MIME bundle, as Jupyter's display_data carries it (README "Rich results"). */
+export const DisplayBundle = z
+  .record(z.string(), z.unknown())
+  .describe(
+    'Present when the result is something IPython could display (an object with _repr_png_, _repr_html_, … or _repr_mimebundle_; a matplotlib figure through IPython\'s formatter): MIME type → data, as Jupyter\'s display_data carries it. text/plain is always there; text types (text/html, image/svg+xml, text/markdown, text/latex) are strings, application/json and other +json types JSON values, binary types (image/png, image/jpeg, application/pdf) base64 text, or null with the bytes in a binary frame where buffer_paths says so.',
+  )
+  .openapi('DisplayBundle', { example: { 'image/png': 'iVBORw0KGgo…', 'text/plain': '<Figure size 640x480 with 1 Axes>' } });
+
+/** Metadata of a display bundle, by MIME type (image width and height, isolated HTML, …). */
+export const DisplayMetadata = z.record(z.string(), z.unknown()).describe('Metadata of the display bundle by MIME type, as Jupyter\'s display_data carries it; present only when there is some.');

@@ -3,7 +3,7 @@
  * these schemas and GET /v1/protocol describes every frame from them.
  */
 import { LIMITS } from '../config/constants.js';
-import { JsonObject, Label, Version } from './common.js';
+import { DisplayBundle, DisplayMetadata, JsonObject, Label, Version } from './common.js';
 import { z } from './zod.js';
 
 const Base64Buffers = z
@@ -103,7 +103,18 @@ export const ServerFrames = {
       'The InterfaceInfo of the connected interface: uuid, resolved config, module, label, …',
     ),
   }),
-  result: z.object({ type: z.literal('result'), id: Id, payload: Payload(z.unknown(), 'JSON-encoded return value.') }),
+  result: z.object({
+    type: z.literal('result'),
+    id: Id,
+    payload: Payload(z.unknown(), 'JSON-encoded return value; null for a displayable result JSON cannot carry (a figure, an image, a DataFrame).'),
+    display: DisplayBundle.optional(),
+    metadata: DisplayMetadata.optional(),
+    buffer_paths: z
+      .array(z.array(z.string()).length(1))
+      .optional()
+      .describe('Where each binary frame goes in display (its MIME type, e.g. [["image/png"]]), in order; only on a socket connected with buffers: binary.'),
+    binary_buffers: BinaryBuffers,
+  }),
   stream: z.object({
     type: z.literal('stream'),
     id: Id,
@@ -204,7 +215,7 @@ export const FRAME_SUMMARIES: Record<'client_to_server' | 'server_to_client', Re
     widget_msg_done: 'Answer to a client widget_msg whose widget_message returned None (no reply): the message was handled. Not a message for the widget (a runtime fires no msg:custom for it).',
     widget_reload: 'The widget module or stylesheet changed on disk: reload it (hot reload).',
     connected: 'Confirms the connection; payload is the InterfaceInfo (uuid, resolved config, …).',
-    result: 'Single return value of a call.',
+    result: 'Single return value of a call; with display (its MIME bundle) when IPython could display it (see display in /v1/protocol).',
     stream: 'One yielded value of a generator method; final=true closes the stream.',
     event: 'Push from emit(), to every client attached to the interface (also during a call, for progress).',
     error: 'Failure of the frame with the same id (or of the socket when id is absent). The socket stays usable, but for shutting_down: the gateway stops, every frame still in flight gets one, then the socket closes with 1001.',

@@ -37,6 +37,7 @@ function fields(schema: z.ZodObject<z.ZodRawShape>): FieldDoc[] {
 
 export const CAPABILITIES = [
   { name: 'remote_call', summary: 'Invoke any interface method over REST or WebSocket, including streaming', surfaces: ['POST /v1/interfaces/call', 'WebSocket frames call/result/stream'] },
+  { name: 'rich_results', summary: 'Results IPython could display (figures, images, DataFrames) answer with their MIME bundle', surfaces: ['POST /v1/interfaces/call (display)', 'WebSocket result frame (display, binary frames)'] },
   { name: 'binary_upload', summary: 'Stream opaque bytes into an interface directory', surfaces: ['WebSocket chunk_start (write or append), binary frames, chunk_end'] },
   { name: 'binary_read', summary: 'Stream interface bytes back through the interface read hook', surfaces: ['WebSocket chunk_start (mode read)'] },
   { name: 'config_search', summary: 'Query instances by config (operators), sort, paginate', surfaces: ['POST /v1/interfaces/search'] },
@@ -128,6 +129,23 @@ export const VALUES = {
   refused: 'Anything else (complex, timedelta, numpy timedelta64, other objects) answers unserializable_result, naming the type.',
 };
 
+/** Rich results (README "Rich results"): what a displayable method result answers. */
+export const DISPLAY = {
+  summary:
+    "A method result that IPython could display answers with its MIME bundle, as Jupyter's display_data carries it: display (MIME type → data) beside payload, and metadata (by MIME type) when there is some. Over REST and in the WebSocket result frame alike.",
+  displayable: [
+    'An object whose class defines _repr_mimebundle_ (asked first) or _repr_png_, _repr_jpeg_, _repr_svg_, _repr_html_, _repr_markdown_, _repr_latex_, _repr_json_ (also _repr_pdf_, _repr_javascript_), and one of them answers: its bundle, text/plain being repr(). A class itself is not displayed.',
+    "Other values JSON cannot carry, through IPython's display formatter when IPython is importable in the project's environment (the active shell's, else one that renders matplotlib figures as PNG, as the inline backend does). IPython is imported only then.",
+    'None, bool, int, float, str, list, dict, tuple and what the values table converts (numpy arrays, dates, dataclasses…) stay JSON: payload only, no display, unless their class defines a repr method that answers.',
+  ],
+  payload: 'The JSON value of the result where it has one (a dataclass with _repr_html_: its fields), else null.',
+  binary: 'image/png, image/jpeg and application/pdf (and any bytes a _repr_mimebundle_ gives) are base64 text in display, as in Jupyter. A socket connected with buffers: "binary" gets them as binary frames right after the result frame instead: binary_buffers counts them, display holds null for each and buffer_paths ([["image/png"]]) names its MIME type, in order.',
+  faults:
+    "A repr method that raises or answers the wrong type is left out (logged in the gateway log) and the others answer, as IPython does; when every one fails, a value JSON carries answers as JSON, any other answers display with text/plain alone. A value with no repr method that JSON refuses keeps unserializable_result.",
+  limit: `One bundle holds at most ${LIMITS.displayMaxBytes} bytes (limits.displayMaxBytes: binary data raw, text as UTF-8); more answers payload_too_large.`,
+  not_yet: 'Stream items and emit() events carry JSON only; a displayable item or event is refused as before.',
+};
+
 export function protocolDoc() {
   type Direction = keyof typeof FRAME_SUMMARIES;
   const frames = (table: Record<string, unknown>, direction: Direction) =>
@@ -153,6 +171,7 @@ export function protocolDoc() {
     chunk_flows: CHUNK_FLOWS,
     widget_buffers: WIDGET_BUFFERS,
     values: VALUES,
+    display: DISPLAY,
     interface_hooks: INTERFACE_HOOKS,
     capabilities: CAPABILITIES,
     errors: Object.entries(ERROR_CODES).map(([code, { status, meaning }]) => ({ code, status, meaning })),

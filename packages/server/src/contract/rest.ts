@@ -1,5 +1,5 @@
 /** Request and response bodies of the REST API (field names follow the reference server). */
-import { ClientUuid, InterfaceInfo, JsonObject, Label, queryBoolean, queryInteger, Version } from './common.js';
+import { ClientUuid, DisplayBundle, DisplayMetadata, InterfaceInfo, JsonObject, Label, queryBoolean, queryInteger, Version } from './common.js';
 import { z } from './zod.js';
 
 export const CreateInterfaceRequest = z
@@ -23,7 +23,13 @@ export const InterfaceCallRequest = z
   })
   .openapi('InterfaceCallRequest');
 
-export const InterfaceCallResponse = z.object({ payload: z.unknown() }).openapi('InterfaceCallResponse');
+export const InterfaceCallResponse = z
+  .object({
+    payload: z.unknown().describe('The JSON value of the result; null for a displayable result JSON cannot carry (a figure, an image, a DataFrame).'),
+    display: DisplayBundle.optional(),
+    metadata: DisplayMetadata.optional(),
+  })
+  .openapi('InterfaceCallResponse');
 
 export const InterfaceList = z.array(InterfaceInfo);
 

@@ -11,6 +11,7 @@ import { LIMITS } from '../config/constants.js';
 import type { LineLevel, LogLine } from '../ops/logger.js';
 import { PorticoError, type ErrorCode, type Issue } from '../errors.js';
 import { FrameDecoder, FrameQueue, splitBody, type BridgeFrame } from './frames.js';
+import { displayOf, type Display } from './display.js';
 import { openReplyChannel } from './reply-channel.js';
 import { forwardOutput } from './worker-output.js';
 
@@ -85,8 +86,10 @@ export type WidgetAsset = { inline: string } | { path: string };
  */
 export type ItemSink = (payload: unknown) => void | Promise<void>;
 
-/** How a call ended: its result, the end of its stream, or an error. */
-export type CallOutcome = { ok: true; streamed: boolean; payload?: unknown; buffers?: Buffer[] } | { ok: false; error: PorticoError };
+/** How a call ended: its result (with its display bundle when it has one, README "Rich results"), the end of its stream, or an error. */
+export type CallOutcome = { ok: true; streamed: boolean; payload?: unknown; buffers?: Buffer[]; display?: Display } | { ok: false; error: PorticoError };
+
+export type { Display };
 
 export interface CallHandlers {
   /** Aborting it cancels the call in the worker (one listener per signal, however many calls). */
@@ -590,10 +593,19 @@ export class Worker {
       case 'end':
         return this.settle(id, entry, { ok: true, streamed: true, payload: header.bytes });
       case 'result': {
-        // Nearly every result: no buffers, nothing to cut.
-        if (body.length === 0 && header.buffer_lengths === undefined) return this.settle(id, entry, { ok: true, streamed: false, payload: header.payload });
+        // Nearly every result: no buffers, no display bundle, nothing to cut.
+        if (body.length === 0 && header.buffer_lengths === undefined && header.display === undefined) return this.settle(id, entry, { ok: true, streamed: false, payload: header.payload });
         const buffers = this.buffersOf(header, body);
         if (!buffers) return this.settle(id, entry, { ok: false, error: new PorticoError('internal', 'The worker sent buffers that do not match their lengths') });
+        if (header.display !== undefined) {
+          let display: Display;
+          try {
+            display = displayOf(header, buffers);
+          } catch (err) {
+            return this.settle(id, entry, { ok: false, error: err as PorticoError });
+          }
+          return this.settle(id, entry, { ok: true, streamed: false, payload: header.payload, display });
+        }
         return this.settle(id, entry, { ok: true, streamed: false, payload: header.payload, ...(buffers.length ? { buffers } : {}) });
       }
       case 'resolved':

@@ -7,7 +7,7 @@ import { LIMITS } from '../config/constants.js';
 import { PorticoError, toPorticoError } from '../errors.js';
 import type { Metrics } from '../ops/metrics.js';
 import type { KernelPool } from '../kernel/pool.js';
-import { Worker, type CallOutcome, type ItemSink } from '../kernel/worker.js';
+import { Worker, type CallOutcome, type Display, type ItemSink } from '../kernel/worker.js';
 
 export type { CallOutcome };
 import { withCanonicalSort, type FindRequest, type SearchItemsResponse } from '../contract/search.js';
@@ -293,10 +293,10 @@ export class InterfaceService {
     }
   }
 
-  /** A plain (non-streaming) call: its result, or its error thrown. */
-  async callForResult(ctx: RequestContext, record: InterfaceInfo, input: CallInput, signal?: AbortSignal): Promise<unknown> {
+  /** A plain (non-streaming) call: its result and display bundle (README "Rich results"), or its error thrown. */
+  async callForResult(ctx: RequestContext, record: InterfaceInfo, input: CallInput, signal?: AbortSignal): Promise<{ payload: unknown; display?: Display }> {
     const outcome = await this.call(ctx, record, input, { signal });
     if (!outcome.ok) throw outcome.error;
-    return outcome.payload;
+    return outcome.display ? { payload: outcome.payload, display: outcome.display } : { payload: outcome.payload };
   }
 }

@@ -10,6 +10,7 @@ import { ClientFrames, type ClientFrame } from '../contract/frames.js';
 import { PorticoError } from '../errors.js';
 import type { RequestContext } from '../service/context.js';
 import type { BindInput, Gateway } from '../service/gateway.js';
+import { displayFields, type Display } from '../service/display.js';
 import type { CallOutcome, InterfaceInfo } from '../service/interfaces.js';
 import type { Listener } from '../service/projects.js';
 import { Upload, uploadRoot } from '../service/uploads.js';
@@ -314,6 +315,7 @@ export class Session extends SocketSession<ClientFrame> {
           try {
             if (!outcome.ok) this.sendError(id, outcome.error);
             else if (outcome.streamed) this.send({ type: 'stream', id, payload: null, final: true });
+            else if (outcome.display) this.sendDisplay(id, outcome.payload, outcome.display);
             else this.send({ type: 'result', id, payload: outcome.payload });
           } catch (err) {
             this.log(`call ${JSON.stringify(id)}: its answer could not be sent: ${(err as Error)?.message ?? err}`);
@@ -323,6 +325,19 @@ export class Session extends SocketSession<ClientFrame> {
         },
       },
     );
+  }
+
+  /**
+   * A result with its display bundle (README "Rich results"): binary data as binary frames right
+   * after it (`binary_buffers`, placed in `display` by `buffer_paths`) on a socket connected with
+   * buffers: binary, as widget buffers travel; else base64 text in `display`, as Jupyter sends it.
+   */
+  private sendDisplay(id: FrameId | undefined, payload: unknown, display: Display): void {
+    const { fields, buffers } = displayFields(display, this.binaryBuffers);
+    if (buffers.length === 0) return this.send({ type: 'result', id, payload, ...fields });
+    if (this.socket.readyState !== this.socket.OPEN) return;
+    this.socket.send(JSON.stringify({ type: 'result', id, payload, ...fields, binary_buffers: buffers.length }));
+    for (const buffer of buffers) this.socket.send(buffer, BINARY_FRAME);
   }
 
   /** Sends a stream item as JSON text, and resolves once the socket's queue is below its high-water mark again. */

@@ -12,6 +12,7 @@ Put ``packages/server/python`` on ``sys.path`` and::
     counter.on_event(print)                                     # emit() payloads, on a callback thread
     counter.on_restart(print)                                   # it died with its worker; the next call makes it again
     counter.release()                                           # → True: the live instance is dropped (close() detaches)
+    g.interface("plots").figure()                               # → a Display: the figure shows in the notebook cell
 
     g.search(module="counter", where={"step": ("gte", 10)}, sort="-created_at")
     run = g.dispatch("trainer", [{"epochs": 3}])
@@ -29,14 +30,15 @@ cannot carry). It never appears in a proxy's repr or MIME bundle: notebooks are 
 
 The public surface is what this module exports. Beside it: ``gateway.py`` (the gateway and its
 REST operations), ``rest.py`` (one JSON request, request bodies), ``execution.py`` (a run),
-``proxy.py`` (an interface over its WebSocket), ``connection.py`` (that socket's reader and frame
+``proxy.py`` (an interface over its WebSocket), ``display.py`` (rich results), ``connection.py`` (that socket's reader and frame
 routing), ``transfers.py`` (uploads and reads), ``errors.py`` (``GatewayError``); the WebSocket
 protocol itself is ``portico._ws_client``.
 """
 
+from .display import Display
 from .errors import GatewayError
 from .execution import Execution
 from .gateway import Gateway
 from .proxy import WIDGET_MIME_TYPE, InterfaceProxy
 
-__all__ = ["Execution", "Gateway", "GatewayError", "InterfaceProxy", "WIDGET_MIME_TYPE"]
+__all__ = ["Display", "Execution", "Gateway", "GatewayError", "InterfaceProxy", "WIDGET_MIME_TYPE"]

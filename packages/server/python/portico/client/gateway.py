@@ -13,6 +13,7 @@ from typing import Any, Iterable, Mapping
 
 from .. import _ws_client
 from . import rest
+from .display import Display
 from .errors import GatewayError
 from .execution import Execution
 from .proxy import InterfaceProxy
@@ -188,7 +189,8 @@ class Gateway:
         return self.request("POST", "/v1/interfaces/search", body)
 
     def call(self, target: str, method: str, /, *args: Any, version: Any = None, **kwargs: Any) -> Any:
-        """Calls ``method`` on ``target`` (module or uuid) over REST and returns its result.
+        """Calls ``method`` on ``target`` (module or uuid) over REST and returns its result (a
+        :class:`Display` when it is a rich one: a figure shows in the notebook cell).
 
         One request, no socket: fine for a single call. Generator methods answer
         ``streaming_unsupported``; use :meth:`interface` for them. (``version`` is this call's
@@ -197,7 +199,7 @@ class Gateway:
         body: dict[str, Any] = {"target": target, "method": method, "args": list(args), "kwargs": kwargs}
         if version is not None:
             body["version"] = rest.version_list(version)
-        return self.request("POST", "/v1/interfaces/call", body)["payload"]
+        return Display.of(self.request("POST", "/v1/interfaces/call", body))
 
     def dispatch(self, target: str, version: Any = None, context: Iterable[Any] | None = None) -> Execution:
         """Runs ``target``'s ``__call__`` in a run process of its own; returns the :class:`Execution`.

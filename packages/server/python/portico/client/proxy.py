@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Iterator, Mapping
 from . import transfers
 from .._buffers import split_buffers
 from .connection import _Connection, with_binary_values
+from .display import Display
 from .errors import GatewayError
 
 if TYPE_CHECKING:
@@ -205,7 +206,8 @@ class InterfaceProxy:
     def call(self, method: str, /, *args: Any, **kwargs: Any) -> Any:
         """Calls ``method`` remotely: returns its result, or an iterator over the items it yields.
 
-        The first frame answering the call decides: ``result`` → its value; ``stream`` → an
+        The first frame answering the call decides: ``result`` → its value (a :class:`Display`
+        when the gateway sent its MIME bundle, README "Rich results"); ``stream`` → an
         iterator that yields each item as it arrives (leaving it early stops the call when
         nothing else uses the socket, otherwise drops the rest). Errors raise GatewayError.
         """
@@ -229,7 +231,7 @@ class InterfaceProxy:
         if first.get("type") == "stream":
             return self._stream(conn, call_id, waiter, first)
         conn.forget(call_id)
-        return first.get("payload")
+        return Display.of(first)
 
     @staticmethod
     def _stream(conn: _Connection, call_id: int, waiter: Any, first: dict[str, Any]) -> Iterator[Any]:

@@ -21,6 +21,7 @@ import inspect
 import traceback
 from typing import Any, Callable
 
+from .. import _display
 from .._buffers import join_body
 from .._frames import encode_frame, result_frame
 from .._storage import OutsideFolder
@@ -104,6 +105,64 @@ class Calls:
         except Exception as exc:  # any failure of user types while encoding
             self.fail(call, _Refusal("unserializable_result", f"Result of {call.method}() is not JSON: {exc}"))
             return
+        self._finish_frame(call, frame)
+
+    def finish_value(self, call: _Call, value: Any) -> None:
+        """Answers a method's result that is not of a plain JSON type (README "Rich results"):
+        with a display bundle when its repr methods, or IPython's formatter when JSON cannot
+        carry it, show more than text; ``payload`` is its JSON value, or null when it has none.
+        A value whose class declares repr methods that all failed answers its text/plain; any
+        other value JSON refuses keeps ``unserializable_result``."""
+        shown = _display.own(value) if _display.declares(value) else None
+        if shown is not None and shown.rich:
+            self._finish_display(call, value, shown)
+            return
+        try:
+            frame = result_frame(call.id, value)
+        except Exception as exc:
+            formatted = _display.formatted(value)
+            if formatted is not None and formatted.rich:
+                self._finish_display(call, None, formatted)
+            elif shown is not None:
+                self._finish_display(call, None, shown)
+            else:
+                self.fail(call, _Refusal("unserializable_result", f"Result of {call.method}() is not JSON: {exc}"))
+            return
+        self._finish_frame(call, frame)
+
+    def _finish_display(self, call: _Call, payload: Any, shown: _display.Shown) -> None:
+        """The result frame of a bundle: its bytes values in the body (``buffer_paths`` name
+        their MIME types), null in ``display``; ``payload`` null when it is not JSON."""
+        data: dict[str, Any] = {}
+        paths: list[list[str]] = []
+        buffers: list[bytes] = []
+        for mime, item in shown.data.items():
+            if isinstance(item, bytes):
+                data[mime] = None
+                paths.append([mime])
+                buffers.append(item)
+            else:
+                data[mime] = item
+        header: dict[str, Any] = {"op": "result", "id": call.id, "payload": payload, "display": data}
+        if shown.metadata:
+            header["metadata"] = shown.metadata
+        body = b""
+        if buffers:
+            lengths, body = join_body(buffers)
+            header["buffer_paths"] = paths
+            header["buffer_lengths"] = lengths
+        try:
+            frame = encode_frame(header, body)
+        except Exception as exc:
+            if payload is None:  # the bundle itself was checked: only the header's size is left
+                self.fail(call, _Refusal("unserializable_result", f"Result of {call.method}() cannot be sent: {exc}"))
+                return
+            header["payload"] = None
+            try:
+                frame = encode_frame(header, body)
+            except Exception as exc2:
+                self.fail(call, _Refusal("unserializable_result", f"Result of {call.method}() cannot be sent: {exc2}"))
+                return
         self._finish_frame(call, frame)
 
     def _send_item(self, call: _Call, payload: Any) -> bool:
@@ -266,8 +325,10 @@ class Calls:
                 self.pool.submit(self.drive_sync, call, result)
             else:
                 self.drive_sync(call, result)
+        elif on_loop:  # repr methods and figures render: never on the loop every coroutine shares
+            self.pool.submit(self.finish_value, call, result)
         else:
-            self.finish_result(call, result)
+            self.finish_value(call, result)
 
     # A pool thread running user code for a call registers itself, so that cancel can raise
     # CallCancelled in it (PyThreadState_SetAsyncExc). That is best-effort: the exception fires at

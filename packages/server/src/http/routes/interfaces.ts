@@ -15,6 +15,7 @@ import {
   SetLabelRequest,
   UuidParams,
 } from '../../contract/rest.js';
+import { displayFields } from '../../service/display.js';
 import type { Gateway } from '../../service/gateway.js';
 import { bindRequest } from '../bind.js';
 import { route } from '../route.js';
@@ -70,7 +71,7 @@ export function interfaceRoutes(gateway: Gateway) {
       tag: 'interfaces',
       summary: 'Call a method',
       description:
-        'Invokes a public method and answers {payload}. Failures carry a structured detail (code, message, exception). Streaming methods need the WebSocket.',
+        'Invokes a public method and answers {payload}; a result IPython could display (a figure, an image, a DataFrame) also carries display, its MIME bundle (binary data as base64), and metadata when it has any. Failures carry a structured detail (code, message, exception). Streaming methods need the WebSocket.',
       body: InterfaceCallRequest,
       response: InterfaceCallResponse,
       errors: [400, 401, 403, 404, 502, 503, 504],
@@ -80,7 +81,9 @@ export function interfaceRoutes(gateway: Gateway) {
         // A client that goes away cancels its call.
         const signal = closeSignal(ctx.req.socket);
         const hook = await gateway.widgets.callHook(bound, record, body.method, body.args, body.kwargs, signal);
-        return hook ?? { payload: await interfaces.callForResult(bound, record, body, signal) };
+        if (hook) return hook;
+        const { payload, display } = await interfaces.callForResult(bound, record, body, signal);
+        return display ? { payload, ...displayFields(display).fields } : { payload };
       },
     }),
     route({

@@ -1,0 +1,238 @@
+"""Rich results: what IPython would display of a value, as the MIME bundle Jupyter's
+``display_data`` carries (README "Rich results").
+
+A value is shown by the methods its class defines, as IPython calls them: ``_repr_mimebundle_``
+first (``include``/``exclude`` None; a dict, or a ``(data, metadata)`` pair), then each
+``_repr_<kind>_`` of ``REPR_METHODS`` for the MIME types the bundle lacks (a value, or a
+``(value, metadata)`` pair; None means "not this one"). A method that raises or answers the
+wrong type is left out and logged, and the next one is tried (IPython does the same);
+``text/plain`` is ``repr()``. A class is not shown by its methods (IPython does not either).
+
+Values whose class defines none of them (a matplotlib figure has only a ``_repr_html_`` that
+answers None outside ipympl) are shown by IPython's display formatter when IPython is importable
+in the project's environment: the active shell's, else a ``DisplayFormatter`` that renders
+matplotlib figures as PNG (``select_figure_formats``, as the inline backend does). IPython is
+imported only for such a value, and only when JSON cannot carry it.
+
+Binary data (``bytes``, and the base64 text IPython gives for ``image/png``, ``image/jpeg``
+and ``application/pdf``) is kept as ``bytes``: it leaves the worker as raw buffers.
+Stdlib only: IPython, matplotlib, Pillow or pandas are never imported here unless a value needs it.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import importlib.util
+import sys
+import threading
+import types
+import weakref
+from typing import Any, NamedTuple
+
+from ._json import dumps
+
+__all__ = ["BINARY_TYPES", "REPR_METHODS", "Shown", "declares", "formatted", "own"]
+
+#: The MIME type of each repr method, as IPython's formatters have them.
+REPR_METHODS: dict[str, str] = {
+    "text/html": "_repr_html_",
+    "text/markdown": "_repr_markdown_",
+    "image/svg+xml": "_repr_svg_",
+    "image/png": "_repr_png_",
+    "application/pdf": "_repr_pdf_",
+    "image/jpeg": "_repr_jpeg_",
+    "text/latex": "_repr_latex_",
+    "application/json": "_repr_json_",
+    "application/javascript": "_repr_javascript_",
+}
+#: Types whose data is bytes; IPython accepts their base64 text too.
+BINARY_TYPES = frozenset({"image/png", "image/jpeg", "application/pdf"})
+_JSON_TYPES = frozenset({"application/json"})
+_ALL_METHODS = ("_repr_mimebundle_", *REPR_METHODS.values())
+
+
+class Shown(NamedTuple):
+    """A bundle: MIME type → str, JSON value or bytes; metadata by MIME type."""
+
+    data: dict[str, Any]
+    metadata: dict[str, Any]
+
+    @property
+    def rich(self) -> bool:
+        """True when it shows more than text (any MIME type but text/plain)."""
+        return any(mime != "text/plain" for mime in self.data)
+
+
+def _log(message: str) -> None:
+    try:
+        sys.stderr.write(f"portico.worker: {message}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+def _described(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+_declared: weakref.WeakKeyDictionary[type, bool] = weakref.WeakKeyDictionary()
+
+
+def declares(value: Any) -> bool:
+    """Whether the class of ``value`` defines a repr method (looked up once per class). A class
+    itself declares none: its methods would need an instance."""
+    cls = type(value)
+    found = _declared.get(cls)
+    if found is None:
+        found = not issubclass(cls, type) and any(_method(cls, name) is not None for name in _ALL_METHODS)
+        _declared[cls] = found
+    return found
+
+
+def _method(cls: type, name: str) -> Any:
+    """The method ``name`` of ``cls``, or None (also when looking it up raises)."""
+    try:
+        method = getattr(cls, name, None)
+    except Exception:
+        return None
+    return method if callable(method) else None
+
+
+def _plain_text(value: Any) -> str:
+    try:
+        return repr(value)
+    except Exception as exc:
+        _log(f"display: repr() of a {type(value).__name__} raised {_described(exc)}")
+        return object.__repr__(value)
+
+
+def _checked(mime: str, data: Any) -> Any:
+    """``data`` as it travels for ``mime``; raises TypeError/ValueError when it cannot."""
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        if mime.startswith("text/") or mime == "image/svg+xml":
+            raise TypeError(f"{type(data).__name__}, not text")
+        return bytes(data)
+    if mime in BINARY_TYPES:
+        if isinstance(data, str):
+            return base64.b64decode("".join(data.split()), validate=True)
+        raise TypeError(f"{type(data).__name__}, not bytes or base64 text")
+    if isinstance(data, str):
+        return data
+    if mime in _JSON_TYPES or mime.endswith("+json"):
+        dumps(data)  # raises when it is not JSON
+        return data
+    raise TypeError(f"{type(data).__name__}, not text")
+
+
+def _bundle(value: Any, data: dict[str, Any], metadata: dict[str, Any], source: str) -> Shown:
+    """A checked bundle: entries that cannot travel are left out (and logged), text/plain added."""
+    shown: dict[str, Any] = {}
+    for mime, item in data.items():
+        if item is None or not isinstance(mime, str):
+            continue
+        try:
+            shown[mime] = _checked(mime, item)
+        except (TypeError, ValueError, UnicodeError, binascii.Error) as exc:
+            _log(f"display: {source} gave {mime} of a {type(value).__name__} that cannot be sent ({exc}); left out")
+    if "text/plain" not in shown:
+        shown["text/plain"] = _plain_text(value)
+    kept = {mime: md for mime, md in metadata.items() if mime in shown and md is not None}
+    if kept:
+        try:
+            dumps(kept)
+        except (TypeError, ValueError) as exc:
+            _log(f"display: metadata of a {type(value).__name__} is not JSON ({exc}); left out")
+            kept = {}
+    return Shown(shown, kept)
+
+
+def own(value: Any) -> Shown:
+    """The bundle of ``value`` by its own repr methods (always with text/plain). Never raises."""
+    cls = type(value)
+    data: dict[str, Any] = {}
+    metadata: dict[str, Any] = {}
+    method = _method(cls, "_repr_mimebundle_")
+    if method is not None:
+        try:
+            answer = method(value, include=None, exclude=None)
+            if isinstance(answer, tuple) and len(answer) == 2:
+                answer, md = answer
+                if isinstance(md, dict):
+                    metadata.update(md)
+            if isinstance(answer, dict):
+                data.update(answer)
+            elif answer is not None:
+                _log(f"display: {cls.__name__}._repr_mimebundle_() returned {type(answer).__name__}, not a dict; left out")
+        except Exception as exc:
+            _log(f"display: {cls.__name__}._repr_mimebundle_() raised {_described(exc)}; left out")
+    for mime, name in REPR_METHODS.items():
+        if mime in data:
+            continue
+        method = _method(cls, name)
+        if method is None:
+            continue
+        try:
+            answer = method(value)
+        except Exception as exc:
+            _log(f"display: {cls.__name__}.{name}() raised {_described(exc)}; left out")
+            continue
+        if isinstance(answer, tuple) and len(answer) == 2:
+            answer, md = answer
+            if md is not None:
+                metadata[mime] = md
+        if answer is not None:
+            data[mime] = answer
+    return _bundle(value, data, metadata, "its repr methods")
+
+
+_formatter_lock = threading.Lock()
+_formatter: Any = None
+_figures = False
+
+
+def _display_formatter() -> Any:
+    """IPython's display formatter (imported now if it can be), or None without IPython."""
+    global _formatter, _figures
+    ipython = sys.modules.get("IPython")
+    if ipython is None:
+        try:
+            if importlib.util.find_spec("IPython") is None:
+                return None
+        except (ImportError, ValueError):
+            return None
+    with _formatter_lock:
+        try:
+            import IPython
+            from IPython.core.formatters import DisplayFormatter
+        except Exception as exc:  # installed but broken
+            _log(f"display: IPython could not be imported ({_described(exc)})")
+            return None
+        shell = IPython.get_ipython()
+        if shell is not None and getattr(shell, "display_formatter", None) is not None:
+            return shell.display_formatter
+        if _formatter is None:
+            _formatter = DisplayFormatter()
+        if not _figures and "matplotlib.figure" in sys.modules:
+            try:
+                from IPython.core.pylabtools import select_figure_formats
+
+                select_figure_formats(types.SimpleNamespace(display_formatter=_formatter), {"png"})
+            except Exception as exc:
+                _log(f"display: matplotlib figures cannot be shown ({_described(exc)})")
+            _figures = True
+        return _formatter
+
+
+def formatted(value: Any) -> Shown | None:
+    """The bundle of ``value`` by IPython's display formatter; None without IPython. Never raises."""
+    formatter = _display_formatter()
+    if formatter is None:
+        return None
+    try:
+        data, metadata = formatter.format(value)
+    except Exception as exc:
+        _log(f"display: IPython's formatter raised {_described(exc)} on a {type(value).__name__}")
+        return None
+    return _bundle(value, dict(data or {}), dict(metadata or {}), "IPython's formatter")

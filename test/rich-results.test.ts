@@ -1,0 +1,182 @@
+/**
+ * Rich results, the Jupyter way (issue 32, README "Rich results"), through a real gateway whose
+ * worker runs the test venv's Python (matplotlib, Pillow, pandas, IPython): a figure, an image
+ * and a DataFrame returned by a method answer with their MIME bundle in `display` beside
+ * `payload`, over REST and over the WebSocket (base64 text, or binary frames on a socket that
+ * asked for them); a repr that raises leaves the others; a bundle over limits.displayMaxBytes
+ * answers payload_too_large; the Python client returns an object IPython displays.
+ */
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { api, Client, cleanup, gateway, ROOT, tempProject } from './helpers.js';
+import { TEST_PYTHON } from './notebook.js';
+
+const FILES = {
+  'plots.py': `
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import pandas as pd
+from PIL import Image
+
+from portico import Interface
+
+
+class Broken:
+    def __repr__(self):
+        return "<Broken>"
+
+    def _repr_png_(self):
+        raise ValueError("no renderer")
+
+    def _repr_html_(self):
+        return "<p>still here</p>"
+
+
+class Huge:
+    def _repr_png_(self):
+        return b"\\x89PNG\\r\\n\\x1a\\n" + bytes(33 * 1024 * 1024)
+
+
+class Plots(Interface):
+    def figure(self, n: int = 3):
+        fig, ax = plt.subplots(figsize=(2, 2))
+        ax.plot(list(range(n)))
+        return fig
+
+    def image(self):
+        return Image.new("RGB", (3, 2), (255, 0, 0))
+
+    def table(self):
+        return pd.DataFrame({"n": [1, 2], "name": ["a", "b"]})
+
+    def broken(self):
+        return Broken()
+
+    def huge(self):
+        return Huge()
+
+    def plain(self):
+        return {"n": 1}
+`,
+};
+
+const PNG_SIGNATURE = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];
+const isPng = (bytes: Buffer) => [...bytes.subarray(0, 8)].every((b, i) => b === PNG_SIGNATURE[i]);
+
+let url: string;
+
+beforeAll(async () => {
+  const project = await tempProject(FILES, { demo: false });
+  ({ url } = await gateway({ project, python: TEST_PYTHON }));
+}, 60_000);
+afterAll(cleanup);
+
+const call = (method: string) => api({ url }, 'POST', '/v1/interfaces/call', { target: 'plots', method });
+
+describe('rich results', { timeout: 60_000 }, () => {
+  it('a matplotlib figure answers its PNG over REST, payload null', async () => {
+    const res = await call('figure');
+    expect(res.status).toBe(200);
+    expect(res.body.payload).toBeNull();
+    expect(res.body.display['text/plain']).toBe('<Figure size 200x200 with 1 Axes>');
+    expect(isPng(Buffer.from(res.body.display['image/png'], 'base64'))).toBe(true);
+  });
+
+  it('a PIL image answers PNG and JPEG, a DataFrame its HTML table', async () => {
+    const image = await call('image');
+    expect(Object.keys(image.body.display).sort()).toEqual(['image/jpeg', 'image/png', 'text/plain']);
+    expect(isPng(Buffer.from(image.body.display['image/png'], 'base64'))).toBe(true);
+    const table = await call('table');
+    expect(table.body.payload).toBeNull();
+    expect(table.body.display['text/html']).toContain('<table border="1" class="dataframe">');
+    expect(table.body.display['text/html']).toContain('<td>b</td>');
+  });
+
+  it('over the WebSocket: the same bundle in the result frame, base64 by default', async () => {
+    const client = await Client.open(url);
+    await client.connect('plots');
+    const figure = await client.request({ type: 'call', method: 'figure' });
+    expect(figure).toMatchObject({ type: 'result', payload: null, display: { 'text/plain': '<Figure size 200x200 with 1 Axes>' } });
+    expect(isPng(Buffer.from(figure.display['image/png'], 'base64'))).toBe(true);
+    const table = await client.request({ type: 'call', method: 'table' });
+    expect(table.display['text/html']).toContain('<table');
+    client.close();
+  });
+
+  it('over a socket connected with buffers: binary, image data comes as binary frames placed by buffer_paths', async () => {
+    const client = await Client.open(url);
+    await client.connect('plots', { buffers: 'binary' });
+    const id = client.send({ type: 'call', method: 'image' });
+    const result = await client.waitFor((f) => f.id === id && (f.attached?.length ?? 0) === f.binary_buffers);
+    expect(result.binary_buffers).toBe(2);
+    expect(result.display['image/png']).toBeNull();
+    expect(result.display['text/plain']).toContain('PIL.Image.Image image mode=RGB size=3x2');
+    const placed = Object.fromEntries((result.buffer_paths as string[][]).map(([mime], i) => [mime, result.attached![i]!]));
+    expect(isPng(placed['image/png']!)).toBe(true);
+    expect([...placed['image/jpeg']!.subarray(0, 3)]).toEqual([0xff, 0xd8, 0xff]);
+    client.close();
+  });
+
+  it('a repr method that raises is left out; the others answer', async () => {
+    const res = await call('broken');
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ payload: null, display: { 'text/html': '<p>still here</p>', 'text/plain': '<Broken>' } });
+  });
+
+  it('a bundle over limits.displayMaxBytes answers payload_too_large, over REST and the WebSocket', async () => {
+    const protocol = await api({ url }, 'GET', '/v1/protocol');
+    const max = protocol.body.limits.displayMaxBytes;
+    expect(max).toBe(32 * 1024 * 1024);
+    const res = await call('huge');
+    expect(res.status).toBe(413);
+    expect(res.body).toMatchObject({ code: 'payload_too_large', message: expect.stringContaining(`at most ${max} are allowed`) });
+    const client = await Client.open(url);
+    await client.connect('plots');
+    const error = await client.request({ type: 'call', method: 'huge' });
+    expect(error).toMatchObject({ type: 'error', payload: { code: 'payload_too_large' } });
+    client.close();
+  });
+
+  it('plain JSON results carry no display', async () => {
+    const res = await call('plain');
+    expect(res.body).toEqual({ payload: { n: 1 } });
+  });
+
+  it('/v1/protocol and /openapi.json document the shape', async () => {
+    const protocol = await api({ url }, 'GET', '/v1/protocol');
+    expect(protocol.body.display.binary).toContain('buffer_paths');
+    const result = protocol.body.ws_frames.find((f: { type: string; direction: string }) => f.type === 'result' && f.direction === 'server_to_client');
+    expect(result.fields.map((f: { name: string }) => f.name)).toEqual(['id', 'payload', 'display', 'metadata', 'buffer_paths', 'binary_buffers']);
+    const openapi = await api({ url }, 'GET', '/openapi.json');
+    expect(Object.keys(openapi.body.components.schemas.InterfaceCallResponse.properties)).toEqual(['payload', 'display', 'metadata']);
+  });
+
+  it('the Python client returns an object IPython displays, over REST and over the WebSocket', async () => {
+    const script = `
+import sys
+from IPython.core.formatters import DisplayFormatter
+from portico.client import Display, Gateway
+
+g = Gateway(sys.argv[1])
+for how, figure in (("rest", g.call("plots", "figure")), ("ws", g.interface("plots").figure())):
+    data, metadata = DisplayFormatter().format(figure)
+    print(how, type(figure).__name__, sorted(data), figure.bytes("image/png")[:4], repr(figure), figure.payload)
+print("plain", g.call("plots", "plain"), g.interface("plots").plain())
+`;
+    // Asynchronously: the gateway answering it runs in this process.
+    const run = await promisify(execFile)(TEST_PYTHON, ['-c', script, url], {
+      env: { ...process.env, PYTHONPATH: path.join(ROOT, 'packages/server/python') },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    expect(run.stderr).toBe('');
+    expect(run.stdout.trim().split('\n')).toEqual([
+      "rest Display ['image/png', 'text/plain'] b'\\x89PNG' <Figure size 200x200 with 1 Axes> None",
+      "ws Display ['image/png', 'text/plain'] b'\\x89PNG' <Figure size 200x200 with 1 Axes> None",
+      "plain {'n': 1} {'n': 1}",
+    ]);
+  });
+});
