@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `npm run bench`: every figure beside its floor measured in this same run. Never part of `npm test`.
 // `npm run bench -- calls binary` runs only the named sections (floors, calls, binary, compression, sockets, widgets,
-// anywidgets, executions, index, postgres, slurm, lifetime), so a before/after comparison of one part need not wait for all of them.
+// anywidgets, executions, index, postgres, creates, slurm, lifetime), so a before/after comparison of one part need not wait for all of them.
 import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { cpus } from 'node:os';
@@ -25,7 +25,7 @@ if (!existsSync(path.join(ROOT, 'packages/server/dist/cli/main.js'))) {
   process.exit(1);
 }
 
-const SECTIONS = ['floors', 'calls', 'binary', 'compression', 'sockets', 'widgets', 'anywidgets', 'executions', 'index', 'postgres', 'slurm', 'lifetime'];
+const SECTIONS = ['floors', 'calls', 'binary', 'compression', 'sockets', 'widgets', 'anywidgets', 'executions', 'index', 'postgres', 'creates', 'slurm', 'lifetime'];
 const args = process.argv.slice(2);
 // --json [file]: also write every figure as JSON (to the file, or to stdout when none is named).
 const jsonAt = args.indexOf('--json');
@@ -205,6 +205,11 @@ if (want('index')) {
 if (want('postgres')) {
   section('postgres', 'Config index on PostgreSQL (issue 18): 1M records seeded in bulk, beside a Map scan');
   report(await onDemoCopy(postgresBench));
+}
+
+if (want('creates')) {
+  section('creates', 'Creates (issue 30): durable creates, 16 in flight, beside the raw insert floor; CPU per create of each process beside a REST call on the same gateway');
+  report(await (await import('./creates.mjs')).createsBench(RUNS));
 }
 
 if (want('lifetime')) {

@@ -68,6 +68,13 @@ export const LIMITS = {
   indexLockWaitMs: 30 * 1000,
   /** How often it asks again meanwhile (ms). */
   indexLockRetryMs: 25,
+  /**
+   * How long the thread that writes the record files of new interfaces (store/record-file-thread.ts)
+   * may be busy with one batch before creates stop waiting for it and write their own on Node's
+   * thread pool, in parallel (ms): on storage where each file takes long (a network file system),
+   * one thread falls behind parallel writes.
+   */
+  recordFileLagMs: 2,
   /** Connections one gateway keeps at most to a PostgreSQL index (--store postgres://…). */
   storePoolSize: 20,
   /** How long a store call waits for a connection to the PostgreSQL index before answering 503 store_unavailable (ms). */

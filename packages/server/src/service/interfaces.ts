@@ -36,9 +36,6 @@ export type InterfaceInfo = Omit<InterfaceRecord, 'predicate'> & { predicate: Re
  */
 const infos = new WeakMap<InterfaceRecord, InterfaceInfo>();
 
-/** Whether a record create() just made has its content hash as uuid, so describing it hashes nothing. */
-const uuidIsContent = new WeakMap<InterfaceRecord, boolean>();
-
 /**
  * The content uuid of a resolution with nothing folded in, per resolution object: the worker
  * hands back the same object for a cached resolution until a source edit invalidates it, so
@@ -59,9 +56,10 @@ function publicInfo(record: InterfaceRecord): InterfaceInfo {
   return info;
 }
 
-function describe(record: InterfaceRecord): InterfaceInfo {
+/** `byContent`: whether the uuid is the record's content hash, when the caller knows it (else it is hashed). */
+function describe(record: InterfaceRecord, byContent?: boolean): InterfaceInfo {
   const folded = Object.keys(record.predicate).length > 0;
-  const byContent = uuidIsContent.get(record) ?? (!folded && record.uuid === interfaceUuid(record.module, record.config, record.predicate));
+  byContent ??= !folded && record.uuid === interfaceUuid(record.module, record.config, record.predicate);
   return { ...record, predicate: folded ? record.predicate : null, cli: byContent ? cliLine(record.module, record.version) : cliLine(record.uuid, []) };
 }
 
@@ -156,9 +154,13 @@ export class InterfaceService {
       created_at: new Date().toISOString(),
       archived: false,
     };
-    // Its uuid is its content hash unless the client chose one: publicInfo need not hash it again.
-    if (input.uuid == null) uuidIsContent.set(record, Object.keys(predicate).length === 0);
-    return publicInfo((await store.insert(record)).record);
+    const { record: stored, created } = await store.insert(record);
+    if (!created) return publicInfo(stored);
+    // Described here, where whether its uuid is its content hash is known (unless the client chose
+    // it), and not kept: a description kept for each record created through this gateway would
+    // hold one more object per record for as long as the record lives. An attach to it later
+    // describes it once.
+    return describe(stored, input.uuid == null ? Object.keys(predicate).length === 0 : undefined);
   }
 
   async get(ctx: RequestContext, uuid: string): Promise<InterfaceInfo> {

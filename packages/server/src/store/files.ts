@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { LIMITS } from '../config/constants.js';
 import { PorticoError } from '../errors.js';
+import { makeOnThread } from './record-file-thread.js';
 import type { InterfaceRecord } from './store.js';
 
 /** The store's folder inside a project. */
@@ -80,6 +81,24 @@ export async function writeRecordFile(project: string, uuid: string, text: strin
   await mkdir(dir, { recursive: true });
   // Not fsync'd: the journal is the durable copy; this one is for reindex and for travel.
   await writeAtomic(path.join(dir, RECORD_FILE), `${text}\n`, { durable: false });
+}
+
+/**
+ * writeRecordFile for the record a create just made, the fast way: on the record-file thread
+ * (record-file-thread.ts), many creates' files per hand-off, its folder made there (not
+ * `recursive`) and, when that made it, the file written straight into it, without the temporary
+ * name and the rename: nobody else writes into a folder this call just made, so the atomic replace
+ * guards nothing there. Every other case (the interfaces folder not made yet, a folder already
+ * there, as one with data a deleted record left or one copied in, the thread not up yet,
+ * lagging or lost) goes the reference way, writeRecordFile. Both leave the same folder and file, or
+ * fail with the same code.
+ */
+export async function writeNewRecordFile(project: string, uuid: string, text: string): Promise<void> {
+  const dir = interfaceDir(project, uuid);
+  const outcome = await makeOnThread(dir, path.join(dir, RECORD_FILE), `${text}\n`);
+  if (outcome === true) return;
+  if (outcome !== false) throw Object.assign(new Error(outcome.message), { code: outcome.code });
+  await writeRecordFile(project, uuid, text);
 }
 
 export async function removeInterfaceDir(project: string, uuid: string): Promise<void> {

@@ -3,7 +3,7 @@
  * canonical JSON of {module, config, predicate}. Key order, whitespace and number spelling do
  * not change it; the gateway computes it, never Python.
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import canonicalize from 'canonicalize';
 
 export const UUID_LENGTH = 24;
@@ -11,5 +11,5 @@ export const UUID_LENGTH = 24;
 export function interfaceUuid(module: string, config: unknown, predicate: unknown): string {
   const canonical = canonicalize({ module, config, predicate });
   if (canonical === undefined) throw new TypeError('identity input is not JSON');
-  return createHash('sha256').update(canonical, 'utf8').digest('hex').slice(0, UUID_LENGTH);
+  return hash('sha256', canonical, 'hex').slice(0, UUID_LENGTH);
 }

@@ -35,7 +35,7 @@ import type { FindRequest, SearchResponse } from '../contract/search.js';
 import { logInBackground } from '../ops/logger.js';
 import { RecordIndex } from './lowdb-index.js';
 import { compileQuery } from './query.js';
-import { acquireLock, type LockHolder, readRecordFiles, removeInterfaceDir, STORE_DIR, syncPath, writeRecordFile } from './files.js';
+import { acquireLock, type LockHolder, readRecordFiles, removeInterfaceDir, STORE_DIR, syncPath, writeNewRecordFile, writeRecordFile } from './files.js';
 import { delText, Journal, putText, readJournal, type JournalEntry } from './journal.js';
 import { checkPatch, isStorable, newRecordJson, recordJson } from './record-json.js';
 import type { InterfaceRecord, RecordPatch, Store } from './store.js';
@@ -210,7 +210,7 @@ export class LowdbStore implements Store {
       await this.pending.get(record.uuid)?.settled;
       if (this.records.get(record.uuid) === existing) return { record: existing, created: false };
     }
-    await this.mutate(record.uuid, record, text);
+    await this.mutate(record.uuid, record, text, true);
     return { record, created: true };
   }
 
@@ -255,9 +255,10 @@ export class LowdbStore implements Store {
    * the delete is durable, so a failed one keeps the data; one after the other for one uuid, so
    * the last write's file stays). When the journal entry fails, memory returns to what the journal
    * holds, unless a later mutation of the uuid was applied meanwhile: that one carries the whole
-   * record and takes back the same way if it fails too.
+   * record and takes back the same way if it fails too. `created`: the put makes the record (its
+   * record file is then a new one, files.ts writeNewRecordFile).
    */
-  private async mutate(uuid: string, record: InterfaceRecord | undefined, text?: string): Promise<void> {
+  private async mutate(uuid: string, record: InterfaceRecord | undefined, text?: string, created = false): Promise<void> {
     const s = ++this.seq;
     const own = this.pending.get(uuid) ?? { durable: this.records.get(uuid), latest: s, count: 0, settled: Promise.resolve() };
     this.pending.set(uuid, own);
@@ -277,7 +278,7 @@ export class LowdbStore implements Store {
     const previous = own.settled;
     const done = journaled.then(async () => {
       await previous;
-      await (record ? writeRecordFile(this.project, uuid, text!) : removeInterfaceDir(this.project, uuid));
+      await (record ? (created ? writeNewRecordFile : writeRecordFile)(this.project, uuid, text!) : removeInterfaceDir(this.project, uuid));
     });
     own.settled = done.then(
       () => this.settle(uuid, own),
