@@ -95,6 +95,21 @@ describe('lifetime', { timeout: 120_000 }, () => {
     expect((await call(g, uuid, 'tick')).body.payload).toBe(1);
   });
 
+  it('a worker slower to start than --worker-idle is waited for, not stopped as idle', async () => {
+    // An interpreter that takes 2.5 s to start, as a cold one on a loaded machine does.
+    const project = await tempProject({ 'probe.py': PROBE });
+    const python = path.join(project, 'slow-python');
+    await writeFile(python, `#!/bin/sh\nsleep 2.5\nexec ${process.env.PORTICO_PYTHON || 'python3'} "$@"\n`);
+    await chmod(python, 0o755);
+    const g = await gateway({ project, python, workerIdleMs: 500, instanceIdleMs: 60_000 });
+    const uuid = await created(g, 'probe');
+    expect((await call(g, uuid, 'tick')).body.payload).toBe(1);
+    const client = await Client.open(g.url);
+    await client.connect(uuid);
+    expect((await client.request({ type: 'call', method: 'tick' })).payload).toBe(2);
+    client.close();
+  });
+
   it('an attached client keeps its instance however quiet; going away detaches, never releases', async () => {
     const g = await gateway({ project: await tempProject({ 'probe.py': PROBE }), workerIdleMs: 1000, instanceIdleMs: 2000 });
     const first = await Client.open(g.url);

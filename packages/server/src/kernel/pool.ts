@@ -276,7 +276,9 @@ export class KernelPool {
           this.log(`released instance ${uuid} of ${worker.project}: no use and no client for ${Math.round(this.instanceIdleMs / 1000)} s`);
         }
       }
-      if (worker.busy > 0) worker.lastActivity = now;
+      // A worker still starting is in use: its first request waits for it outside `busy`. (Under
+      // load a start outlasted a short --worker-idle, and the sweep stopped the worker it awaited.)
+      if (worker.busy > 0 || worker.readyAt === undefined) worker.lastActivity = now;
       if (worker.live.size > 0 || now - worker.lastActivity < this.workerIdleMs) continue;
       if (this.options.keepAlive?.(worker.project, worker.python)) continue;
       this.slots.delete(key);
