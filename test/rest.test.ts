@@ -230,7 +230,7 @@ describe('REST interfaces', () => {
     expect(connect.fields.find((f: { name: string }) => f.name === 'target')).toMatchObject({ required: true, type: 'string' });
     expect(connect.fields.find((f: { name: string }) => f.name === 'uuid').required).toBe(false);
     expect(body.capabilities.map((c: { name: string }) => c.name)).toEqual([
-      'remote_call', 'binary_upload', 'binary_read', 'config_search', 'create_by_id',
+      'remote_call', 'rich_results', 'binary_upload', 'binary_read', 'config_search', 'create_by_id',
       'mutable_label', 'creator_attribution', 'multi_project', 'source_edit', 'widgets',
     ]);
     expect(body.errors.find((e: { code: string }) => e.code === 'worker_crashed').status).toBe(502);
