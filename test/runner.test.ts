@@ -131,7 +131,7 @@ it('passes, but leaves a rejection nobody handles', async () => {
 describe('npm test prints a line per suite and keeps the rest in a log', { timeout: 60_000 }, () => {
   it('one line per suite with its counts and time; the lines add up to the closing line; vitest\'s own output is in the log it names', async () => {
     const r = await runOn('two-suites', {
-      green: `import { expect, it } from 'vitest';\nit('one', () => { expect(1).toBe(1); });\nit('two', () => { console.log('chatter from a test'); });\n`,
+      green: `import { expect, it } from 'vitest';\nit('one', () => { expect([1, 2].length).toBe(2); });\nit('two', () => { console.log('chatter from a test'); });\n`,
       red: `import { expect, it } from 'vitest';\nit('ok', () => {});\nit('wrong', () => { expect(1).toBe(2); });\n`,
     });
     expect(r.status).toBe(1);
