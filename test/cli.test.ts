@@ -1,5 +1,5 @@
 /** The `portico` command as a user runs it (from the built package). */
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { createServer } from 'node:http';
@@ -8,26 +8,13 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { api, cleanup, DEMO, ROOT, tempProject } from './helpers.js';
+import { runPortico } from './support/processes.js';
 
 afterAll(cleanup);
 
-const BIN = path.join(ROOT, 'packages/server/bin/portico.js');
 
-function run(args: string[], env: Record<string, string> = {}, untilOutput?: RegExp, cwd?: string) {
-  const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], cwd });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d) => (stdout += d));
-  child.stderr.on('data', (d) => (stderr += d));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  const ready = untilOutput
-    ? new Promise<void>((resolve, reject) => {
-        child.stdout.on('data', () => untilOutput.test(stdout) && resolve());
-        void exited.then(() => reject(new Error(`exited early: ${stdout}${stderr}`)));
-      })
-    : Promise.resolve();
-  return { child, exited, ready, out: () => stdout, err: () => stderr };
-}
+/** The command with `env` over the test's own environment. */
+const run = (args: string[], env: Record<string, string> = {}, untilOutput?: RegExp, cwd?: string) => runPortico(args, { ...process.env, ...env }, untilOutput, cwd);
 
 describe('portico serve', () => {
   it('serves a project on the port asked for, prints its URLs, and stops on SIGTERM', async () => {

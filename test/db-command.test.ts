@@ -3,16 +3,15 @@
  * project's own in .portico/postgres, whose printed URL a gateway serves from; and what a gateway
  * says when its database refuses it.
  */
-import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { cleanup, ROOT, tempProject } from './helpers.js';
+import { cleanup, tempProject } from './helpers.js';
+import { runPortico } from './support/processes.js';
 
-const BIN = path.join(ROOT, 'packages/server/bin/portico.js');
 /** Clusters a test started, stopped at the end whatever happened. */
 const started: string[] = [];
 
@@ -21,21 +20,7 @@ afterAll(async () => {
   await cleanup();
 });
 
-function run(args: string[], env: NodeJS.ProcessEnv = process.env, untilOutput?: RegExp) {
-  const child = spawn(process.execPath, [BIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d) => (stdout += d));
-  child.stderr.on('data', (d) => (stderr += d));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  const ready = untilOutput
-    ? new Promise<void>((resolve, reject) => {
-        child.stdout.on('data', () => untilOutput.test(stdout) && resolve());
-        void exited.then(() => reject(new Error(`exited early: ${stdout}${stderr}`)));
-      })
-    : Promise.resolve();
-  return { child, exited, ready, out: () => stdout, err: () => stderr };
-}
+const run = runPortico;
 
 /** A project folder the postgres user may enter (as root the server runs as postgres; mkdtemp makes 0700). */
 async function project(): Promise<string> {

@@ -106,3 +106,25 @@ export function killGroup(group: number): void {
     // already gone
   }
 }
+
+const PORTICO = new URL('../../packages/server/bin/portico.js', import.meta.url).pathname;
+
+/**
+ * The built `portico` command with `args` and exactly `env`, stdout and stderr kept; `ready`
+ * resolves once stdout matches `untilOutput` (at once without one) and rejects if it exits first.
+ */
+export function runPortico(args: string[], env: NodeJS.ProcessEnv = process.env, untilOutput?: RegExp, cwd?: string) {
+  const child = spawn(process.execPath, [PORTICO, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'], cwd });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (d) => (stdout += d));
+  child.stderr!.on('data', (d) => (stderr += d));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const ready = untilOutput
+    ? new Promise<void>((resolve, reject) => {
+        child.stdout!.on('data', () => untilOutput.test(stdout) && resolve());
+        void exited.then(() => reject(new Error(`exited early: ${stdout}${stderr}`)));
+      })
+    : Promise.resolve();
+  return { child, exited, ready, out: () => stdout, err: () => stderr };
+}
