@@ -172,6 +172,16 @@ describe('WebSocket remote calls', () => {
   });
 });
 
+/** The project's worker once a call is in flight on it (as GET /v1/projects lists it). */
+async function busyWorker(g: Awaited<ReturnType<typeof gateway>>) {
+  for (let i = 0; i < 100; i++) {
+    const worker = g.gateway.listProjects().workers.find((w) => w.directory === g.gateway.projects.defaultDir);
+    if (worker && worker.calls > 0) return worker;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error('no call reached the worker');
+}
+
 describe('worker faults', () => {
   it('a worker killed mid-call fails that call with worker_crashed; the next call runs on a fresh worker', async () => {
     const g = await gateway({ project: await tempProject(EXTRA) });
@@ -180,9 +190,9 @@ describe('worker faults', () => {
     const firstPid = (await c.request({ type: 'call', method: 'pid' })).payload;
     const hung = c.send({ type: 'call', method: 'hang', args: ['never.txt'] });
     await new Promise((r) => setTimeout(r, 200));
-    const worker = g.gateway.pool.peek(g.gateway.projects.defaultDir, 'python3');
+    const worker = g.gateway.listProjects().workers.find((w) => w.directory === g.gateway.projects.defaultDir);
     expect(worker?.pid).toBe(firstPid);
-    worker!.kill('SIGKILL');
+    process.kill(worker!.pid!, 'SIGKILL');
     const failed = await c.waitFor((f) => f.id === hung);
     expect(failed).toMatchObject({ type: 'error', payload: { code: 'worker_crashed' } });
     const next = await c.request({ type: 'call', method: 'pid' });
@@ -195,12 +205,9 @@ describe('worker faults', () => {
   it('a REST call in flight when the worker dies answers 502 worker_crashed', async () => {
     const g = await gateway({ project: await tempProject(EXTRA) });
     const pending = api(g, 'POST', '/v1/interfaces/call', { target: 'marker', method: 'hang', args: ['x.txt'] });
-    let worker;
-    for (let i = 0; i < 100 && !(worker = g.gateway.pool.peek(g.gateway.projects.defaultDir, 'python3'))?.busy; i++) {
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    const worker = await busyWorker(g);
     await new Promise((r) => setTimeout(r, 200));
-    worker!.kill('SIGKILL');
+    process.kill(worker.pid!, 'SIGKILL');
     const res = await pending;
     expect(res.status).toBe(502);
     expect(res.body.code).toBe('worker_crashed');
@@ -225,10 +232,7 @@ describe('worker faults', () => {
     const hung = post('hang', ['rest-cancelled.txt']);
     hung.on('socket', (socket) => sockets.add(socket));
     hung.on('error', () => undefined);
-    let worker;
-    for (let i = 0; i < 100 && !(worker = g.gateway.pool.peek(g.gateway.projects.defaultDir, 'python3'))?.busy; i++) {
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    await busyWorker(g);
     expect(sockets.size).toBe(1); // all three calls on one keep-alive connection
     hung.destroy();
     const file = path.join(project, 'rest-cancelled.txt');

@@ -6,6 +6,8 @@ export const WorkerInfo = z
     directory: z.string().describe('The project directory the worker serves.'),
     python: z.string().describe('Its interpreter.'),
     pid: z.number().int().nullable(),
+    instances: z.number().int().describe('Live interface instances it holds.'),
+    calls: z.number().int().describe('Requests it has not answered yet (calls, widget operations, resolves): 0 when idle.'),
   })
   .openapi('WorkerInfo');
 

@@ -214,6 +214,8 @@ export const LifecycleResponse = z
     cached: z.boolean().describe('Its data is available (status cached).'),
   })
   .openapi('LifecycleResponse');
+export type LifecycleRequest = z.infer<typeof LifecycleRequest>;
+export type LifecycleResponse = z.infer<typeof LifecycleResponse>;
 
 export const DataStatusResponse = z
   .object({

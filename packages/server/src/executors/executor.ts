@@ -6,7 +6,7 @@
  * default) and `slurm.ts` (a batch job submitted with sbatch).
  */
 import type { Resources } from '../contract/executions.js';
-import type { RunStore } from '../store/runs.js';
+import type { EngineView, JobPhase, RunStore } from '../store/runs.js';
 
 export const EXECUTORS = ['local', 'slurm'] as const;
 export type ExecutorName = (typeof EXECUTORS)[number];
@@ -23,17 +23,7 @@ export interface RunToStart {
   resources?: Resources | undefined;
 }
 
-/**
- * What an engine knows of a run beside its files, for the runs that have not recorded their end:
- * - `process`: the child this gateway started (a run that has not written process.json yet);
- * - `job`: a batch job, with its phase as the scheduler reports it (`unknown` once no source knows
- *   the job any more) and the scheduler's own state and reason words.
- */
-export type EngineView =
-  | { kind: 'process'; alive: boolean; pid: number | undefined }
-  | { kind: 'job'; id: string; phase: JobPhase; state: string | null; reason: string | null };
-
-export type JobPhase = 'queued' | 'running' | 'ended' | 'unknown';
+export type { EngineView, JobPhase };
 
 export interface Executor {
   readonly name: ExecutorName;

@@ -46,6 +46,8 @@ export interface WorkerInfo {
   pid: number | null;
   /** Live instances it holds. */
   instances: number;
+  /** Requests it has not answered yet. */
+  calls: number;
 }
 
 /** Something wrong with a (project, interpreter) now: /v1/health reports `degraded` while any is. */
@@ -196,7 +198,7 @@ export class KernelPool {
   list(): WorkerInfo[] {
     return [...this.slots.values()]
       .filter((slot) => slot.worker.alive)
-      .map(({ worker }) => ({ directory: worker.project, python: worker.python, pid: worker.pid ?? null, instances: worker.live.size }));
+      .map(({ worker }) => ({ directory: worker.project, python: worker.python, pid: worker.pid ?? null, instances: worker.live.size, calls: worker.busy }));
   }
 
   /** Live instances per project directory, across its interpreters. */

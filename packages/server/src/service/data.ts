@@ -11,7 +11,7 @@ import { PorticoError } from '../errors.js';
 import { interfaceDir } from '../store/files.js';
 import type { RequestContext } from './context.js';
 import type { InterfaceService } from './interfaces.js';
-import { isWithin } from './relative-path.js';
+import { isWithin } from '../source/relative-path.js';
 
 export interface DataStatus {
   uuid: string;

@@ -6,6 +6,8 @@
 import { randomBytes } from 'node:crypto';
 import { LIMITS } from '../config/constants.js';
 import type { DispatchRequest, ExecutionInfo, OutputQuery } from '../contract/executions.js';
+import type { LifecycleRequest, LifecycleResponse } from '../contract/rest.js';
+import type { FindRequest } from '../contract/search.js';
 import { PorticoError } from '../errors.js';
 import type { Executor } from '../executors/executor.js';
 import type { RunInterface } from '../store/runs.js';
@@ -122,6 +124,24 @@ export class ExecutionService {
     await this.info(ctx, uuid);
     await ctx.project.runs.cancel(uuid);
     if (!(await ctx.project.runs.hasEnded(uuid))) await this.executor.cancel(ctx.project.runs, uuid);
+  }
+
+  /**
+   * POST /v1/interfaces/lifecycle: the lifecycle of a config, its contexts folded in as a dispatch
+   * folds them, without creating anything (an unknown config is a draft).
+   */
+  async ofConfig(ctx: RequestContext, request: LifecycleRequest): Promise<LifecycleResponse> {
+    const contexts: string[] = [];
+    for (const ref of request.context) contexts.push((await this.interfaces.resolve(ctx, ref.target, ref.version)).uuid);
+    const resolved = await this.interfaces.resolve(ctx, request.target, request.version, contexts.length ? { context: contexts } : {});
+    const lifecycle = await this.lifecycle(ctx, await ctx.project.store.get(resolved.uuid));
+    return { target: request.target, module: resolved.module, uuid: resolved.uuid, ...lifecycle, cached: lifecycle.status === 'cached' };
+  }
+
+  /** POST /v1/interfaces/search: a page of records, each with its runs summed up when `include_status` asks. */
+  async search(ctx: RequestContext, request: FindRequest) {
+    const page = await this.interfaces.search(ctx, request);
+    return request.include_status ? { ...page, items: await this.withRunStatus(ctx, page.items) } : page;
   }
 
   /** draft (no usable run), running, cached (a run finished) or failed (the latest run did not). */

@@ -13,7 +13,8 @@ import { PorticoError } from '../errors.js';
 import { KernelPool, type WorkerInfo, type WorkerProblem } from '../kernel/pool.js';
 import { createLogger, lineLogger, setBackgroundLog, type Logger, type LogLine } from '../ops/logger.js';
 import { Metrics } from '../ops/metrics.js';
-import { SourceReloader } from '../source/reload.js';
+import { SourceService } from './source.js';
+import { SourceReloader } from './source-reload.js';
 import { indexBackend, type IndexBackend } from '../store/backends.js';
 import type { RequestContext } from './context.js';
 import { DataService } from './data.js';
@@ -82,7 +83,10 @@ export class Gateway {
   readonly project: ProjectService;
   readonly remotes = new RemoteModules();
   readonly projects: ProjectRegistry;
-  readonly pool: KernelPool;
+  /** Source editing (opt-in with --enable-source-api). */
+  readonly source: SourceService;
+  /** Kept private: services reach workers, transports reach services. */
+  private readonly pool: KernelPool;
   /** Structured logs (access lines come from the transports). */
   readonly logger: Logger;
   /** Plain log lines (worker output, failures) onto the logger at their level, unless options.log takes them. */
@@ -133,6 +137,7 @@ export class Gateway {
     this.data = new DataService(this.interfaces);
     this.widgets = new WidgetService(this.pool, this.remotes, options.widgetBufferMax);
     this.lineage = new LineageService(this.interfaces, this.executions);
+    this.source = new SourceService(options, this.pool, this.widgets, this.log);
   }
 
   static async create(options: GatewayOptions): Promise<Gateway> {

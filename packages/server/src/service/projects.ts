@@ -14,8 +14,8 @@ import type { Metrics } from '../ops/metrics.js';
 import { RunStore } from '../store/runs.js';
 import type { Store } from '../store/store.js';
 import type { Push } from '../kernel/worker.js';
-import { isWithin } from './relative-path.js';
-import { recoverUploads } from './uploads.js';
+import { isWithin } from '../source/relative-path.js';
+import { recoverUploads } from '../store/upload-staging.js';
 
 /** Receives what an interface pushes to the clients attached to it. */
 export type Listener = (push: Push) => void;

@@ -6,7 +6,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { LIMITS } from '../config/constants.js';
-import { recoverUploads, Upload } from './uploads.js';
+import { recoverUploads } from '../store/upload-staging.js';
+import { Upload } from './uploads.js';
 
 const dirs: string[] = [];
 afterAll(async () => Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true }))));

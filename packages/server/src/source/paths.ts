@@ -11,7 +11,7 @@ import type { Stats } from 'node:fs';
 import { access, lstat, mkdir, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { PorticoError } from '../errors.js';
-import { plainSegments } from '../service/relative-path.js';
+import { plainSegments } from './relative-path.js';
 
 /**
  * The files the source API edits: interface modules, widget front ends (ES modules and

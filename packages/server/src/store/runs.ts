@@ -11,8 +11,22 @@ import { mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promis
 import { hostname } from 'node:os';
 import path from 'node:path';
 import type { ExecutionInfo, RunStatus } from '../contract/executions.js';
-import type { EngineView } from '../executors/executor.js';
 import { interfaceDir, isSafeName, STORE_DIR, syncPath, writeAtomic } from './files.js';
+
+/*
+ * Defined here, where run states are read from them; each executor (executors/) reports one.
+ */
+/**
+ * What an engine (an executor) knows of a run beside its files, for the runs that have not recorded their end:
+ * - `process`: the child this gateway started (a run that has not written process.json yet);
+ * - `job`: a batch job, with its phase as the scheduler reports it (`unknown` once no source knows
+ *   the job any more) and the scheduler's own state and reason words.
+ */
+export type EngineView =
+  | { kind: 'process'; alive: boolean; pid: number | undefined }
+  | { kind: 'job'; id: string; phase: JobPhase; state: string | null; reason: string | null };
+
+export type JobPhase = 'queued' | 'running' | 'ended' | 'unknown';
 
 export const EXECUTIONS_DIR = 'executions';
 /** The run process rewrites heartbeat_at this often (portico/run.py)… */
@@ -337,11 +351,18 @@ export class RunStore {
     }
     try {
       const size = (await handle.stat()).size;
-      const length = Math.min(size - offset, 256 * 1024);
+      let length = Math.min(size - offset, 256 * 1024);
       if (length <= 0) return { events: [], next: offset };
-      const buffer = Buffer.alloc(length);
-      const { bytesRead } = await handle.read(buffer, 0, length, offset);
-      const end = buffer.lastIndexOf(0x0a, bytesRead - 1);
+      let buffer: Buffer;
+      let end: number;
+      // A line longer than the window (an emitted figure, README "Rich results") is read whole: the window grows to it.
+      for (;;) {
+        buffer = Buffer.alloc(length);
+        const { bytesRead } = await handle.read(buffer, 0, length, offset);
+        end = buffer.lastIndexOf(0x0a, bytesRead - 1);
+        if (end >= 0 || length >= size - offset) break;
+        length = Math.min(size - offset, length * 4);
+      }
       if (end < 0) return { events: [], next: offset };
       const events = buffer
         .toString('utf8', 0, end)

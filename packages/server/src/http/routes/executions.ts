@@ -100,13 +100,7 @@ export function executionRoutes(gateway: Gateway) {
       response: LifecycleResponse,
       errors: [400, 401, 403, 404],
       handler: async (ctx, { body }) => {
-        const bound = await bindRequest(ctx, gateway);
-        const contexts = [];
-        for (const ref of body.context) contexts.push((await interfaces.resolve(bound, ref.target, ref.version)).uuid);
-        const resolved = await interfaces.resolve(bound, body.target, body.version, contexts.length ? { context: contexts } : {});
-        const record = await bound.project.store.get(resolved.uuid);
-        const lifecycle = await executions.lifecycle(bound, record);
-        return { target: body.target, module: resolved.module, uuid: resolved.uuid, ...lifecycle, cached: lifecycle.status === 'cached' };
+        return executions.ofConfig(await bindRequest(ctx, gateway), body);
       },
     }),
   ];

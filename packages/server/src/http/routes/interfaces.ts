@@ -97,9 +97,7 @@ export function interfaceRoutes(gateway: Gateway) {
       response: SearchItemsResponse,
       errors: [401, 403, 503],
       handler: async (ctx, { body }) => {
-        const bound = await bindRequest(ctx, gateway);
-        const page = await interfaces.search(bound, body);
-        return body.include_status ? { ...page, items: await gateway.executions.withRunStatus(bound, page.items) } : page;
+        return gateway.executions.search(await bindRequest(ctx, gateway), body);
       },
     }),
     route({

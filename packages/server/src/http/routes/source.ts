@@ -14,8 +14,7 @@ import {
   SourceWriteResponse,
 } from '../../contract/source.js';
 import type { Gateway } from '../../service/gateway.js';
-import { notModified, quoted } from '../../source/etag.js';
-import { SourceService, type Preconditions } from '../../source/service.js';
+import type { Preconditions, SourceService } from '../../service/source.js';
 import { bindRequest } from '../bind.js';
 import { route } from '../route.js';
 
@@ -23,12 +22,17 @@ export const SOURCE_TOKEN_HEADER = 'x-service-source-token';
 
 const TAG = 'source';
 
+/** An ETag as its header carries it: quoted, as RFC 9110 §8.8.3 asks (bodies carry it bare). */
+function etagHeader(etag: string): string {
+  return `"${etag}"`;
+}
+
 function preconditions(ctx: Koa.Context): Preconditions {
   return { ifMatch: ctx.get('if-match') || undefined, ifNoneMatch: ctx.get('if-none-match') || undefined };
 }
 
 export function sourceRoutes(gateway: Gateway) {
-  const source = new SourceService(gateway.options, gateway.pool, gateway.widgets, gateway.log);
+  const source = gateway.source;
   if (!gateway.options.enableSourceApi) return disabledRoutes(source);
 
   /** Writes check the source token first (a malformed body is refused by validation before). */
@@ -59,7 +63,7 @@ export function sourceRoutes(gateway: Gateway) {
       handler: async (ctx, { body }) => {
         authorize(ctx);
         const moved = await source.move(await bindRequest(ctx, gateway), body.from ?? body.from_path!, body.to, preconditions(ctx));
-        ctx.set('ETag', quoted(moved.etag));
+        ctx.set('ETag', etagHeader(moved.etag));
         return moved;
       },
     }),
@@ -75,9 +79,9 @@ export function sourceRoutes(gateway: Gateway) {
       errors: [401, 403, 404, 413, 415],
       handler: async (ctx, { params }) => {
         const file = await source.read(await bindRequest(ctx, gateway), params.path);
-        ctx.set('ETag', quoted(file.etag));
+        ctx.set('ETag', etagHeader(file.etag));
         ctx.set('Cache-Control', 'no-cache');
-        if (notModified(ctx.get('if-none-match') || undefined, file.etag)) {
+        if (source.notModified(ctx.get('if-none-match') || undefined, file.etag)) {
           ctx.status = 304;
           ctx.body = null;
           return undefined;
@@ -101,7 +105,7 @@ export function sourceRoutes(gateway: Gateway) {
         authorize(ctx);
         const written = await source.write(await bindRequest(ctx, gateway), params.path, body.content, preconditions(ctx));
         ctx.status = written.created ? 201 : 200;
-        ctx.set('ETag', quoted(written.etag));
+        ctx.set('ETag', etagHeader(written.etag));
         return written;
       },
     }),

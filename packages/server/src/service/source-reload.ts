@@ -17,8 +17,8 @@ import { readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { KernelPool } from '../kernel/pool.js';
 import type { LogLine } from '../ops/logger.js';
-import { dropBytecode } from './invalidate.js';
-import { isEnvironment, walkableDirName } from './paths.js';
+import { dropBytecode } from '../source/bytecode.js';
+import { isEnvironment, walkableDirName } from '../source/paths.js';
 
 /** Changes are gathered until none came for this long (ms): a save that writes several files, or writes one twice, is one restart. */
 export const RELOAD_DEBOUNCE_MS = 200;

@@ -12,13 +12,14 @@
  * Other files (`.json`, `.md`, `.txt`) invalidate nothing: a module that reads one at import
  * time sees the change once the module itself is edited or its worker restarts.
  */
-import { readdir, unlink } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { LIMITS } from '../config/constants.js';
 import type { KernelPool } from '../kernel/pool.js';
-import type { RequestContext } from '../service/context.js';
-import type { AssetName, WidgetService } from '../service/widgets.js';
-import { moduleOf } from './paths.js';
+import type { RequestContext } from './context.js';
+import type { AssetName, WidgetService } from './widgets.js';
+import { dropBytecode } from '../source/bytecode.js';
+import { moduleOf } from '../source/paths.js';
 
 /** A file a source edit wrote, removed or moved (both names of a move). */
 export interface ChangedFile {
@@ -104,14 +105,4 @@ export class SourceInvalidation {
     }
     return owners;
   }
-}
-
-/** Removes the cached bytecode of a `.py` file (every interpreter's `<stem>.*.pyc`); also used by `--reload` (reload.ts). */
-export async function dropBytecode(file: string): Promise<void> {
-  const cache = path.join(path.dirname(file), '__pycache__');
-  const stem = path.basename(file, '.py');
-  const names = await readdir(cache).catch(() => [] as string[]);
-  await Promise.all(
-    names.filter((name) => name.startsWith(`${stem}.`) && name.endsWith('.pyc')).map((name) => unlink(path.join(cache, name)).catch(() => undefined)),
-  );
 }

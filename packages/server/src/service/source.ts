@@ -16,14 +16,14 @@ import { LIMITS } from '../config/constants.js';
 import type { GatewayOptions } from '../config/options.js';
 import { PorticoError } from '../errors.js';
 import type { KernelPool } from '../kernel/pool.js';
-import type { RequestContext } from '../service/context.js';
-import type { WidgetService } from '../service/widgets.js';
+import type { RequestContext } from './context.js';
+import type { WidgetService } from './widgets.js';
 import { syncPath, writeAtomic } from '../store/files.js';
-import { checkPreconditions, fileEtag, sourceEtag, type Preconditions } from './etag.js';
-import { SourceInvalidation } from './invalidate.js';
-import { listSources, type SourceFileEntry } from './listing.js';
-import { locate, moduleOf, type Located } from './paths.js';
-import { withLocks } from './locks.js';
+import { checkPreconditions, fileEtag, notModified, sourceEtag, type Preconditions } from '../source/etag.js';
+import { SourceInvalidation } from './source-invalidation.js';
+import { listSources, type SourceFileEntry } from '../source/listing.js';
+import { locate, moduleOf, type Located } from '../source/paths.js';
+import { withLocks } from '../source/locks.js';
 
 export type { Preconditions };
 
@@ -63,6 +63,11 @@ export class SourceService {
     log: (line: string) => void,
   ) {
     this.invalidation = new SourceInvalidation(pool, widgets, log);
+  }
+
+  /** Whether a read's If-None-Match names the file's current tag (answer 304, RFC 9110 §13.1.2). */
+  notModified(ifNoneMatch: string | undefined, etag: string): boolean {
+    return notModified(ifNoneMatch, etag);
   }
 
   /** Throws `not_found` when the gateway was started without --enable-source-api. */
