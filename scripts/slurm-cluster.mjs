@@ -55,7 +55,8 @@ function nodeHardware() {
  * Starts a cluster and resolves once its node is idle. `log` receives progress lines.
  * @returns {Promise<{ conf: string, dir: string, env: Record<string,string>, partition: string, stop: () => Promise<void> }>}
  */
-export async function startSlurmCluster({ log = () => {} } = {}) {
+/** @param {{ log?: (line: string) => void }} [options] */
+export async function startSlurmCluster({ log = (/** @type {string} */ _line) => {} } = {}) {
   if (process.getuid?.() !== 0) throw new Error('slurm test cluster: needs root (SlurmUser=root); or name an existing cluster in PORTICO_TEST_SLURM');
   const dir = mkdtempSync(path.join(tmpdir(), 'portico-slurm-'));
   chmodSync(dir, 0o700); // munged refuses a key or socket folder others may write

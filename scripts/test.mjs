@@ -14,7 +14,7 @@
 //                                    arguments pass through: -t, --bail, …); the Python tests are left
 //                                    out unless PORTICO_TEST_STEPS names them
 //
-// PORTICO_TEST_STEPS (comma list of provision, build, python, vitest) picks the steps;
+// PORTICO_TEST_STEPS (comma list of provision, build, typecheck, python, vitest) picks the steps;
 // PORTICO_TEST_REPORTS names the folder for test.log, vitest.json and vitest-tally.json instead.
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, writeSync } from 'node:fs';
@@ -26,7 +26,7 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 const vitestArgs = process.argv.slice(2);
 const steps = new Set(
-  (process.env.PORTICO_TEST_STEPS ?? (vitestArgs.length ? 'provision,build,vitest' : 'provision,build,python,vitest')).split(',').map((s) => s.trim()),
+  (process.env.PORTICO_TEST_STEPS ?? (vitestArgs.length ? 'provision,build,vitest' : 'provision,build,typecheck,python,vitest')).split(',').map((s) => s.trim()),
 );
 
 const LOGS = path.join(root, '.cache', 'test-logs');
@@ -88,6 +88,25 @@ if (steps.has('build')) {
     failed += 1;
   }
   show(suiteLine({ name: 'build', failed: ok ? 0 : 1, ms: performance.now() - started }));
+}
+
+// The tests' own sources are type-checked too (the builds leave *.test.ts out): a test that calls
+// what no longer exists fails here with its line, not as a puzzling runtime error.
+if (steps.has('typecheck')) {
+  section('typecheck of the tests (tsc --noEmit)');
+  const started = performance.now();
+  const projects = ['test/tsconfig.json', 'packages/widget-runtime/tsconfig.test.json', 'packages/labextension/tsconfig.test.json'];
+  let broken = 0;
+  for (const project of projects) {
+    const res = spawnSync(process.execPath, [path.join(root, 'node_modules/typescript/bin/tsc'), '-p', project], { cwd: root, stdio: ['ignore', logFd, logFd] });
+    if (res.status !== 0) {
+      broken += 1;
+      problems.push(`tsc -p ${project} found type errors; they are in the log`);
+    }
+  }
+  // Like the build, a step rather than tests: only its failures count in the closing line.
+  failed += broken;
+  show(suiteLine({ name: `typecheck of the tests (${projects.length} projects)`, failed: broken, ms: performance.now() - started }));
 }
 
 if (steps.has('python')) {

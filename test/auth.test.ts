@@ -13,7 +13,7 @@ describe('api token', () => {
   });
 
   it('REST without or with a wrong token is 401 with WWW-Authenticate: Bearer', async () => {
-    for (const headers of [{}, { authorization: 'Bearer wrong' }, { authorization: TOKEN }, { authorization: `Basic ${TOKEN}` }]) {
+    for (const headers of [{}, { authorization: 'Bearer wrong' }, { authorization: TOKEN }, { authorization: `Basic ${TOKEN}` }] as Array<Record<string, string>>) {
       const res = await api(g, 'GET', '/v1/health', undefined, headers);
       expect(res.status, JSON.stringify(headers)).toBe(401);
       expect(res.headers.get('www-authenticate')).toBe('Bearer');

@@ -60,6 +60,12 @@ export interface Frame {
   /** How many binary frames follow with this frame's buffers, and those received (see Client). */
   binary_buffers?: number;
   attached?: Buffer[];
+  /** A rich result's (or event's, or stream item's) MIME bundle, and where its binary frames go. */
+  display?: any;
+  metadata?: any;
+  buffer_paths?: string[][];
+  /** Other fields of other frame types (interface, reason, …). */
+  [field: string]: unknown;
 }
 
 /** A WebSocket client that keeps every frame it receives, in order, and can wait for one. */

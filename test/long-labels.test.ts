@@ -6,14 +6,12 @@
  * a PostgreSQL index of the previous schema version (2) migrates at start and keeps its records
  * and their totals.
  */
-import { realpath } from 'node:fs/promises';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LIMITS } from '../packages/server/src/config/constants.js';
 import { codeText } from '../packages/server/src/store/postgres/coding.js';
 import { PostgresIndex } from '../packages/server/src/store/postgres/postgres-store.js';
 import { MIGRATIONS, SCHEMA_VERSION } from '../packages/server/src/store/postgres/schema.js';
-// @ts-expect-error: a plain .mjs module without types
 import { seedPostgres } from '../bench/postgres-seed.mjs';
 import { api, cleanup, Client, gateway, tempProject } from './helpers.js';
 import { expectExactTotals, incompressibleText, startPostgres, type TestPostgres } from './support/postgres.js';

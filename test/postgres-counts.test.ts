@@ -10,7 +10,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresIndex } from '../packages/server/src/store/postgres/postgres-store.js';
 import { MIGRATIONS, SCHEMA_VERSION } from '../packages/server/src/store/postgres/schema.js';
 import { record } from '../packages/server/src/store/query.arbitraries.js';
-// @ts-expect-error: a plain .mjs module without types
 import { seedPostgres } from '../bench/postgres-seed.mjs';
 import { api, cleanup, gateway, tempProject } from './helpers.js';
 import { expectExactTotals, startPostgres, type TestPostgres } from './support/postgres.js';

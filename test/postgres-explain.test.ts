@@ -10,7 +10,6 @@ import type { FindRequest } from '../packages/server/src/contract/search.js';
 import { PostgresIndex } from '../packages/server/src/store/postgres/postgres-store.js';
 import { pathIndexName, searchStatement } from '../packages/server/src/store/postgres/search-sql.js';
 import { planQuery } from '../packages/server/src/store/query.js';
-// @ts-expect-error: a plain .mjs module without types
 import { seedPostgres } from '../bench/postgres-seed.mjs';
 import { startPostgres, type TestPostgres } from './support/postgres.js';
 

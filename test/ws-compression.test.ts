@@ -16,7 +16,8 @@ const BLOBS = {
 
 /** Offers the extension the way browsers do (`permessage-deflate; client_max_window_bits`). */
 async function browserLike(url: string): Promise<{ ws: WebSocket; negotiated: string; next: () => Promise<{ text?: any; binary?: Buffer }>; received: () => number }> {
-  const ws = new WebSocket(`${url.replace(/^http/, 'ws')}/v1/interfaces/ws`, { perMessageDeflate: { clientMaxWindowBits: true, threshold: 0 } });
+  // `true` offers the parameter without a value, as browsers do; ws takes it though its types say number.
+  const ws = new WebSocket(`${url.replace(/^http/, 'ws')}/v1/interfaces/ws`, { perMessageDeflate: { clientMaxWindowBits: true as unknown as number, threshold: 0 } });
   let negotiated = '';
   ws.once('upgrade', (res) => (negotiated = String(res.headers['sec-websocket-extensions'] ?? '')));
   const queue: Array<{ text?: any; binary?: Buffer }> = [];

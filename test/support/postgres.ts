@@ -9,7 +9,6 @@ import { expect } from 'vitest';
 import type { FindRequest, SearchResponse } from '../../packages/server/src/contract/search.js';
 import { search } from '../../packages/server/src/store/query.js';
 import type { InterfaceRecord, Store } from '../../packages/server/src/store/store.js';
-// @ts-expect-error: a plain .mjs script without types
 import { startCluster } from '../../scripts/provision-postgres.mjs';
 
 export interface TestPostgres {
