@@ -167,8 +167,10 @@ describe('hostile search input', () => {
 });
 
 describe('losing the database', () => {
-  it('answers 503 store_unavailable while it is down and serves again by itself when it is back', async () => {
-    const running = await gateway({ store: postgres.url });
+  it('answers 503 store_unavailable while it is down (its host only in the log) and serves again by itself when it is back', async () => {
+    const logged: string[] = [];
+    const running = await gateway({ store: postgres.url, log: (line) => logged.push(line) });
+    const where = new URL(postgres.url).searchParams.get('host') ?? new URL(postgres.url).host;
     const created = (await api(running, 'POST', '/v1/interfaces', { target: 'counter', version: [{ start: 1 }] })).body;
     await postgres.stop();
     try {
@@ -179,8 +181,11 @@ describe('losing the database', () => {
       ] as const) {
         const answer = await api(running, method, pathname, body);
         expect(answer.status).toBe(503);
-        expect(answer.body).toMatchObject({ code: 'store_unavailable' });
+        expect(answer.body).toMatchObject({ code: 'store_unavailable', message: expect.stringContaining('cannot be reached') });
+        // The database's address and the driver's words are the operator's, not the client's.
+        expect(JSON.stringify(answer.body)).not.toContain(where);
       }
+      expect(logged.some((line) => line.includes('store_unavailable') && line.includes(where))).toBe(true);
     } finally {
       await postgres.start();
     }

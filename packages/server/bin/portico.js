@@ -7,7 +7,8 @@ main(process.argv.slice(2)).then(
     if (typeof code === 'number') process.exitCode = code;
   },
   (err) => {
-    process.stderr.write(`portico: ${err?.message ?? err}\n`);
+    // A PorticoError's operator version names what a client may not read (hosts, paths): the terminal may.
+    process.stderr.write(`portico: ${err?.forOperator ?? err?.message ?? err}\n`);
     process.exitCode = 1;
   },
 );

@@ -1,7 +1,9 @@
 /**
  * The one error type of the gateway. Every failure that reaches a client is a PorticoError with
  * a stable `code`; the code fixes the HTTP status, and the same error is rendered once as an HTTP
- * body (`http/errors.ts`) and once as a WebSocket `error` frame (`ws/session.ts`).
+ * body (`http/errors.ts`) and once as a WebSocket `error` frame (`ws/socket-session.ts`). What only
+ * the gateway's operator may read (database hosts, driver messages, interpreter paths) travels
+ * apart, as `internal`: logged and printed by the CLI, never sent to a client.
  */
 
 /** Stable error codes, each with its one HTTP status and meaning (listed in /v1/protocol). */
@@ -86,13 +88,21 @@ export class PorticoError extends Error {
   readonly code: ErrorCode;
   readonly issues?: Issue[];
   readonly exception?: string;
+  /** The operator's version of `message` (with hosts, paths, driver messages): for the log and the terminal only. */
+  readonly internal?: string;
 
-  constructor(code: ErrorCode, message: string, extra: { issues?: Issue[]; exception?: string } = {}) {
+  constructor(code: ErrorCode, message: string, extra: { issues?: Issue[]; exception?: string; internal?: string } = {}) {
     super(message);
     this.name = 'PorticoError';
     this.code = code;
     if (extra.issues) this.issues = extra.issues;
     if (extra.exception) this.exception = extra.exception;
+    if (extra.internal) this.internal = extra.internal;
+  }
+
+  /** What the operator reads (a log line, a terminal): `internal` when there is one, else `message`. */
+  get forOperator(): string {
+    return this.internal ?? this.message;
   }
 
   get status(): number {

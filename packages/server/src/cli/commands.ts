@@ -244,7 +244,7 @@ async function withStoreErrors<T>(command: string, work: () => Promise<T>): Prom
     return await work();
   } catch (err) {
     if (!(err instanceof PorticoError)) throw err;
-    process.stderr.write(`portico ${command}: ${err.code}: ${err.message}\n`);
+    process.stderr.write(`portico ${command}: ${err.code}: ${err.forOperator}\n`);
     return undefined;
   }
 }
@@ -303,7 +303,7 @@ export async function fetchRemotes(argv: string[]): Promise<number> {
     return 0;
   } catch (err) {
     if (!(err instanceof PorticoError)) throw err;
-    process.stderr.write(`portico fetch: ${err.code}: ${err.message}\n`);
+    process.stderr.write(`portico fetch: ${err.code}: ${err.forOperator}\n`);
     return 1;
   }
 }

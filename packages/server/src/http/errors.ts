@@ -45,6 +45,8 @@ export function errorMiddleware(log: LogLine): Koa.Middleware {
         log(`${ctx.method} ${ctx.path} failed${id ? ` (request ${id})` : ''}: ${(err as Error)?.stack ?? String(err)}`, 'error');
       }
       const error = toPorticoError(err);
+      // The client reads the message; the operator's version (hosts, paths) goes to the log only.
+      if (error.internal) log(`${ctx.method} ${ctx.path}: ${error.code}: ${error.internal}`, 'warn');
       if (error.code === 'validation_error') {
         // A request the service found invalid (a malformed cursor, a bad filter path): every 422
         // has one shape, the HTTPValidationError the schema validation answers with.

@@ -248,7 +248,7 @@ export class Worker {
         onFrames(frames);
       },
     }).catch((err: Error) => {
-      throw new PorticoError('worker_unavailable', `Cannot open the worker's reply channel: ${err.message}`);
+      throw new PorticoError('worker_unavailable', "Cannot open the worker's reply channel (the gateway's log says why)", { internal: `Cannot open the worker's reply channel: ${err.message}` });
     });
     channel.gatewayEnd.on('error', () => {}); // a reset after a crash: the exit handler reports it
     if (this.stopRequested) {
@@ -298,7 +298,8 @@ export class Worker {
       });
     });
     child.on('error', (err) => {
-      onFail(new PorticoError('worker_unavailable', `Cannot start Python interpreter '${this.python}': ${err.message}`));
+      // The interpreter's name is no secret (GET /v1/projects lists them); why it failed is the operator's.
+      onFail(new PorticoError('worker_unavailable', `Cannot start Python interpreter '${this.python}' (the gateway's log says why)`, { internal: `Cannot start Python interpreter '${this.python}': ${err.message}` }));
     });
 
     onFrames = (frames) => {

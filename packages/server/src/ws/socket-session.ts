@@ -143,6 +143,8 @@ export abstract class SocketSession<F extends { type: string; id?: FrameId }> {
   }
 
   protected sendError(id: FrameId, error: PorticoError): void {
+    // The client reads the message; the operator's version (hosts, paths) goes to the log only.
+    if (error.internal) this.log(`${error.code}: ${error.internal}`, 'warn');
     this.send(id === undefined ? { type: 'error', payload: error.toDetail() } : { type: 'error', id, payload: error.toDetail() });
   }
 

@@ -68,7 +68,10 @@ function unavailable(err: unknown, url: string): unknown {
     /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(message ?? '');
   const todo = connectionRefusal(err as { code?: string; message?: string }, url);
   if (!lost && !todo) return err;
-  return new PorticoError('store_unavailable', `The index database (${redact(url)}) ${lost ? 'cannot be reached' : 'refused the connection'}: ${message ?? code}.${todo ? ` ${todo}` : ''}`);
+  const what = lost ? 'cannot be reached' : 'refused the connection';
+  return new PorticoError('store_unavailable', `The index database ${what}; retry shortly (the gateway's log says why)`, {
+    internal: `The index database (${redact(url)}) ${what}: ${message ?? code}.${todo ? ` ${todo}` : ''}`,
+  });
 }
 
 const SELECT = RECORD_COLUMNS.join(', ');
