@@ -43,7 +43,9 @@
  */
 import { LIMITS } from '../config/constants.js';
 import type { FindRequest } from '../contract/search.js';
-import { canonicalJson, compileQuery, getter, isCompound, reportTotal, type CompiledQuery, type Getter, type NormalFilter, type Position, type QueryShape, type SearchResult } from './query.js';
+import { canonicalJson, isCompound } from './canonical-json.js';
+import type { Position } from './cursor.js';
+import { compileQuery, getter, reportTotal, type CompiledQuery, type Getter, type NormalFilter, type QueryShape, type SearchResult } from './query.js';
 import type { InterfaceRecord } from './store.js';
 
 /** The top-level fields with a list per value, ordered by created_at. */

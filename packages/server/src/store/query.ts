@@ -45,11 +45,15 @@
  *   added between page requests therefore never duplicate or displace the others. A cursor is
  *   bound to its query (filters, sort, archived flag; not limit) by a hash.
  */
-import { createHash } from 'node:crypto';
 import { FindRequest, parsePath, parseRecordPath, type FilterOp, type ParsedFindRequest } from '../contract/search.js';
 import { LIMITS } from '../config/constants.js';
 import { PorticoError } from '../errors.js';
+import { BoundedHeap } from './bounded-heap.js';
+import { canonicalJson, isCompound, jsonEqual } from './canonical-json.js';
+import { decodeCursor, encodeCursor, queryHash, type Position } from './cursor.js';
 import type { InterfaceRecord } from './store.js';
+
+export type { Position };
 
 /** One page of matches. */
 export interface SearchResult {
@@ -174,14 +178,6 @@ export interface SortKey {
   direction: 'asc' | 'desc';
 }
 
-/**
- * A place in the sort order. `key` holds, per sort key, the value's type rank and a scalar that
- * orders values within the rank, so comparisons never re-walk paths or re-serialize values.
- */
-export interface Position {
-  key: Array<number | string>;
-  uuid: string;
-}
 
 interface Entry extends Position {
   /** Null only in a fresh entry, before its first fill. */
@@ -336,27 +332,7 @@ export function getter(path: string[]): Getter {
   };
 }
 
-export function isCompound(value: unknown): value is object {
-  return value !== null && typeof value === 'object';
-}
 
-/** Deep JSON equality: key order is irrelevant, and `===` already keeps `true` apart from 1. */
-function jsonEqual(a: unknown, b: unknown): boolean {
-  if (a === b) return true;
-  if (!isCompound(a) || !isCompound(b)) return false;
-  if (Array.isArray(a)) {
-    if (!Array.isArray(b) || a.length !== b.length) return false;
-    for (let i = 0; i < a.length; i++) if (!jsonEqual(a[i], b[i])) return false;
-    return true;
-  }
-  if (Array.isArray(b)) return false;
-  const keys = Object.keys(a);
-  if (keys.length !== Object.keys(b).length) return false;
-  for (const key of keys) {
-    if (!Object.hasOwn(b, key) || !jsonEqual((a as Record<string, unknown>)[key], (b as Record<string, unknown>)[key])) return false;
-  }
-  return true;
-}
 
 /** The test of one op against one (schema-checked) query value; `undefined` means missing. */
 function compileTest(op: FilterOp, query: unknown): Test {
@@ -427,117 +403,8 @@ export function sortKey(value: unknown, key: Array<number | string>, at: number)
   }
 }
 
-/**
- * Canonical JSON text: object keys sorted by UTF-16 code units, no whitespace. Written here rather
- * than taken from `canonicalize`, which throws on lone surrogates that stored strings may hold.
- */
-export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (isCompound(value)) {
-    const object = value as Record<string, unknown>;
-    const members = Object.keys(object)
-      .sort()
-      .map((key) => `${JSON.stringify(key)}:${canonicalJson(object[key])}`);
-    return `{${members.join(',')}}`;
-  }
-  return JSON.stringify(value) ?? 'null';
-}
 
-/**
- * A short digest of what decides the result set and its order. Filters are sorted, since ANDing
- * is order-free, so a reordered but equal query keeps its cursors valid.
- */
-function queryHash(filters: NormalFilter[], sorts: SortKey[], includeArchived: boolean): string {
-  const normal = {
-    filters: filters.map((filter) => canonicalJson([filter.path.join('.'), filter.op, filter.value])).sort(),
-    sort: sorts.map((sort) => [sort.path.join('.'), sort.direction]),
-    include_archived: includeArchived,
-  };
-  return createHash('sha256').update(canonicalJson(normal)).digest('base64url').slice(0, 12);
-}
 
-function encodeCursor(hash: string, position: Position): string {
-  return Buffer.from(JSON.stringify({ h: hash, k: position.key, u: position.uuid })).toString('base64url');
-}
-
-function cursorError(message: string): PorticoError {
-  return new PorticoError('validation_error', message, { issues: [{ path: 'cursor', message }] });
-}
-
-function decodeCursor(cursor: string, hash: string, keys: number): Position {
-  let decoded: unknown;
-  try {
-    decoded = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-  } catch {
-    throw cursorError('Malformed cursor');
-  }
-  if (!isCompound(decoded)) throw cursorError('Malformed cursor');
-  const { h, k, u } = decoded as Record<string, unknown>;
-  if (typeof h !== 'string' || typeof u !== 'string' || !Array.isArray(k) || k.length !== keys * 2 || !validKey(k)) {
-    throw cursorError('Malformed cursor');
-  }
-  const position = { key: k as Array<number | string>, uuid: u };
-  // Base64 decoding skips stray characters and JSON admits variants; only our own encoding passes.
-  if (encodeCursor(h, position) !== cursor) throw cursorError('Malformed cursor');
-  if (h !== hash) throw cursorError('The cursor belongs to another query (its filters, sort or include_archived differ)');
-  return position;
-}
-
-function validKey(key: unknown[]): boolean {
-  for (let at = 0; at < key.length; at += 2) {
-    const [rank, scalar] = [key[at], key[at + 1]];
-    if (typeof rank !== 'number' || !Number.isInteger(rank) || rank < 0 || rank > 7) return false;
-    const expected = rank === 4 ? 'number' : rank >= 5 ? 'string' : null;
-    if (expected ? typeof scalar !== expected : scalar !== 0) return false;
-  }
-  return true;
-}
-
-/** Keeps the `capacity` smallest entries seen, as a max-heap whose root is the first to go. */
-class BoundedHeap<T> {
-  private readonly items: T[] = [];
-
-  constructor(
-    private readonly capacity: number,
-    private readonly compare: (a: T, b: T) => number,
-  ) {}
-
-  /** Keeps the item if it is among the smallest so far; true when it was kept. */
-  offer(item: T): boolean {
-    const { items, compare } = this;
-    if (items.length < this.capacity) {
-      items.push(item);
-      let at = items.length - 1;
-      while (at > 0) {
-        const parent = (at - 1) >> 1;
-        if (compare(items[parent]!, item) >= 0) break;
-        items[at] = items[parent]!;
-        at = parent;
-      }
-      items[at] = item;
-      return true;
-    }
-    if (compare(item, items[0]!) < 0) {
-      let at = 0;
-      for (;;) {
-        let child = 2 * at + 1;
-        if (child >= items.length) break;
-        if (child + 1 < items.length && compare(items[child + 1]!, items[child]!) > 0) child++;
-        if (compare(items[child]!, item) <= 0) break;
-        items[at] = items[child]!;
-        at = child;
-      }
-      items[at] = item;
-      return true;
-    }
-    return false;
-  }
-
-  /** The kept entries in ascending order (sorting at most `capacity` entries). */
-  sorted(): T[] {
-    return this.items.sort(this.compare);
-  }
-}
 
 /**
  * A validated request in the form a store that searches elsewhere (a server database) compiles

@@ -7,7 +7,7 @@
  * surrogate, which JSON strings can; and a substring must stay a substring. With one code point
  * per code unit, all three hold exactly, and byte order is code-unit order.
  */
-import { canonicalJson } from '../query.js';
+import { canonicalJson } from '../canonical-json.js';
 import type { InterfaceRecord } from '../store.js';
 
 /** Coded text: each code unit u becomes U+10000 + u, i.e. the surrogate pair (D800 + (u >> 10), DC00 + (u & 3FF)). */
