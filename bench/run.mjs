@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `npm run bench`: every figure beside its floor measured in this same run. Never part of `npm test`.
 // `npm run bench -- calls binary` runs only the named sections (floors, calls, binary, compression, sockets, widgets,
-// anywidgets, executions, index, postgres, creates, slurm, lifetime), so a before/after comparison of one part need not wait for all of them.
+// anywidgets, executions, display, index, postgres, creates, slurm, lifetime), so a before/after comparison of one part need not wait for all of them.
 import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { cpus } from 'node:os';
@@ -10,6 +10,7 @@ import { execFileSync } from 'node:child_process';
 import { restCalls, wsCallLoop, wsCallPipelined } from './calls.mjs';
 import { binaryFloor, binaryGateway, bufferFloorRoundTrip, diskFloor, startBinaryFloor, widgetBufferRoundTrip } from './binary.mjs';
 import { compressionBench } from './compression.mjs';
+import { displayBench } from './display.mjs';
 import { echoFloor, manySockets, SOCKETS } from './sockets.mjs';
 import { executionsBench } from './executions.mjs';
 import { widgetsBench } from './widgets.mjs';
@@ -25,7 +26,7 @@ if (!existsSync(path.join(ROOT, 'packages/server/dist/cli/main.js'))) {
   process.exit(1);
 }
 
-const SECTIONS = ['floors', 'calls', 'binary', 'compression', 'sockets', 'widgets', 'anywidgets', 'executions', 'index', 'postgres', 'creates', 'slurm', 'lifetime'];
+const SECTIONS = ['floors', 'calls', 'binary', 'compression', 'sockets', 'widgets', 'anywidgets', 'executions', 'display', 'index', 'postgres', 'creates', 'slurm', 'lifetime'];
 const args = process.argv.slice(2);
 // --json [file]: also write every figure as JSON (to the file, or to stdout when none is named).
 const jsonAt = args.indexOf('--json');
@@ -189,6 +190,11 @@ try {
   if (want('executions')) {
     section('executions', 'Executions (issue 4): demo trainer runs');
     report(await executionsBench(gw.url, project.dir));
+  }
+
+  if (want('display')) {
+    section('display', 'Rich results (issue 32): a method returning a 1 MB PNG (_repr_png_), beside a read of the same bytes; p50 of 40, interleaved');
+    report(await displayBench(gw.url, project.dir));
   }
 } finally {
   await gw.stop();

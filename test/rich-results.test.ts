@@ -5,12 +5,16 @@
  * `payload`, over REST and over the WebSocket (base64 text, or binary frames on a socket that
  * asked for them); a repr that raises leaves the others; a bundle over limits.displayMaxBytes
  * answers payload_too_large; the Python client returns an object IPython displays.
+ * Beyond results: an emitted figure is an event with its bundle (before the call's result; binary
+ * frames right after it), a streamed DataFrame an item with its HTML, a run's emitted figure a
+ * line of events.jsonl and an event frame of /v1/executions/ws; oversize events and items are refused.
  */
 import { execFile } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { api, Client, cleanup, gateway, ROOT, tempProject } from './helpers.js';
+import { api, Client, cleanup, gateway, ROOT, runEnded, tempProject, waitForRun } from './helpers.js';
 import { TEST_PYTHON } from './notebook.js';
 
 const FILES = {
@@ -40,6 +44,13 @@ class Huge:
         return b"\\x89PNG\\r\\n\\x1a\\n" + bytes(33 * 1024 * 1024)
 
 
+class Noise:
+    """An image whose events.jsonl line (base64) is longer than one read of the file."""
+
+    def _repr_png_(self):
+        return b"\\x89PNG\\r\\n\\x1a\\n" + bytes(range(256)) * 1600
+
+
 class Plots(Interface):
     def figure(self, n: int = 3):
         fig, ax = plt.subplots(figsize=(2, 2))
@@ -60,6 +71,29 @@ class Plots(Interface):
 
     def plain(self):
         return {"n": 1}
+
+    def emit_figure(self):
+        self.emit({"progress": 0.5, "message": "half way"})
+        self.emit(self.figure())
+        self.emit(Broken())
+        return "drawn"
+
+    def emit_huge(self):
+        self.emit(Huge())
+
+    def tables(self, n: int = 2):
+        for i in range(n):
+            yield pd.DataFrame({"epoch": [i], "loss": [1 / (i + 1)]})
+
+    def huge_items(self):
+        yield 1
+        yield Huge()
+
+    def __call__(self):
+        self.emit({"progress": 0.5})
+        self.emit(self.figure())
+        self.emit(Noise())
+        self.emit({"progress": 1.0})
 `,
 };
 
@@ -67,14 +101,24 @@ const PNG_SIGNATURE = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];
 const isPng = (bytes: Buffer) => [...bytes.subarray(0, 8)].every((b, i) => b === PNG_SIGNATURE[i]);
 
 let url: string;
+let project: string;
 
 beforeAll(async () => {
-  const project = await tempProject(FILES, { demo: false });
+  project = await tempProject(FILES, { demo: false });
   ({ url } = await gateway({ project, python: TEST_PYTHON }));
 }, 60_000);
 afterAll(cleanup);
 
 const call = (method: string) => api({ url }, 'POST', '/v1/interfaces/call', { target: 'plots', method });
+
+/** The Python side's bound, as the worker holds it. */
+async function workerDisplayMax(): Promise<number> {
+  const run = await promisify(execFile)(TEST_PYTHON, ['-c', 'from portico import _display; print(_display.DISPLAY_MAX_BYTES)'], {
+    env: { ...process.env, PYTHONPATH: path.join(ROOT, 'packages/server/python') },
+    encoding: 'utf8',
+  });
+  return Number(run.stdout.trim());
+}
 
 describe('rich results', { timeout: 60_000 }, () => {
   it('a matplotlib figure answers its PNG over REST, payload null', async () => {
@@ -130,6 +174,7 @@ describe('rich results', { timeout: 60_000 }, () => {
     const protocol = await api({ url }, 'GET', '/v1/protocol');
     const max = protocol.body.limits.displayMaxBytes;
     expect(max).toBe(32 * 1024 * 1024);
+    expect(await workerDisplayMax()).toBe(max);
     const res = await call('huge');
     expect(res.status).toBe(413);
     expect(res.body).toMatchObject({ code: 'payload_too_large', message: expect.stringContaining(`at most ${max} are allowed`) });
@@ -148,8 +193,12 @@ describe('rich results', { timeout: 60_000 }, () => {
   it('/v1/protocol and /openapi.json document the shape', async () => {
     const protocol = await api({ url }, 'GET', '/v1/protocol');
     expect(protocol.body.display.binary).toContain('buffer_paths');
-    const result = protocol.body.ws_frames.find((f: { type: string; direction: string }) => f.type === 'result' && f.direction === 'server_to_client');
-    expect(result.fields.map((f: { name: string }) => f.name)).toEqual(['id', 'payload', 'display', 'metadata', 'buffer_paths', 'binary_buffers']);
+    expect(protocol.body.display.progress).toContain('progress between 0 and 1');
+    const frame = (type: string) => protocol.body.ws_frames.find((f: { type: string; direction: string }) => f.type === type && f.direction === 'server_to_client');
+    const names = (type: string) => frame(type).fields.map((f: { name: string }) => f.name);
+    expect(names('result')).toEqual(['id', 'payload', 'display', 'metadata', 'buffer_paths', 'binary_buffers']);
+    expect(names('stream')).toEqual(['id', 'payload', 'final', 'display', 'metadata', 'buffer_paths', 'binary_buffers']);
+    expect(names('event')).toEqual(['payload', 'display', 'metadata', 'buffer_paths', 'binary_buffers']);
     const openapi = await api({ url }, 'GET', '/openapi.json');
     expect(Object.keys(openapi.body.components.schemas.InterfaceCallResponse.properties)).toEqual(['payload', 'display', 'metadata']);
   });
@@ -178,5 +227,91 @@ print("plain", g.call("plots", "plain"), g.interface("plots").plain())
       "ws Display ['image/png', 'text/plain'] b'\\x89PNG' <Figure size 200x200 with 1 Axes> None",
       "plain {'n': 1} {'n': 1}",
     ]);
+  });
+});
+
+describe('bundles in events, stream items and runs', { timeout: 60_000 }, () => {
+  it('an emitted figure is an event with image/png (base64), before the result; progress stays JSON; a repr that raises falls back', async () => {
+    const client = await Client.open(url);
+    await client.connect('plots');
+    const id = client.send({ type: 'call', method: 'emit_figure' });
+    const result = await client.waitFor((f) => f.id === id);
+    expect(result).toEqual({ type: 'result', id, payload: 'drawn' });
+    const events = client.frames.slice(0, client.frames.indexOf(result)).filter((f) => f.type === 'event');
+    expect(events.map((e) => Object.keys(e).sort())).toEqual([['payload', 'type'], ['display', 'payload', 'type'], ['display', 'payload', 'type']]);
+    const [progress, figure, broken] = events as any[];
+    expect(progress.payload).toEqual({ progress: 0.5, message: 'half way' });
+    expect(figure.payload).toBeNull();
+    expect(figure.display['text/plain']).toBe('<Figure size 200x200 with 1 Axes>');
+    expect(isPng(Buffer.from(figure.display['image/png'], 'base64'))).toBe(true);
+    expect(broken).toEqual({ type: 'event', payload: null, display: { 'text/html': '<p>still here</p>', 'text/plain': '<Broken>' } });
+    client.close();
+  });
+
+  it('on a socket connected with buffers: binary, the PNG is a binary frame right after its event, before the result', async () => {
+    const client = await Client.open(url);
+    await client.connect('plots', { buffers: 'binary' });
+    const id = client.send({ type: 'call', method: 'emit_figure' });
+    const result = await client.waitFor((f) => f.id === id);
+    const figure = client.frames.find((f) => f.type === 'event' && f.binary_buffers) as any;
+    expect(client.frames.indexOf(figure)).toBeLessThan(client.frames.indexOf(result));
+    expect(figure).toMatchObject({ payload: null, binary_buffers: 1, buffer_paths: [['image/png']], display: { 'image/png': null, 'text/plain': '<Figure size 200x200 with 1 Axes>' } });
+    // The Client puts binary frames on the frame before them: any other frame in between would leave it short.
+    expect(figure.attached).toHaveLength(1);
+    expect(isPng(figure.attached[0])).toBe(true);
+    expect(client.binary).toEqual([]);
+    client.close();
+  });
+
+  it('a streamed DataFrame is a stream item with its text/html table', async () => {
+    const client = await Client.open(url);
+    await client.connect('plots');
+    const id = client.send({ type: 'call', method: 'tables', args: [2] });
+    const end = await client.waitFor((f) => f.id === id && (f.final === true || f.type === 'error'));
+    expect(end.type).toBe('stream');
+    const items = client.replies(id).filter((f) => !f.final) as any[];
+    expect(items).toHaveLength(2);
+    for (const item of items) {
+      expect(item).toMatchObject({ type: 'stream', payload: null, final: false });
+      expect(item.display['text/html']).toContain('<table border="1" class="dataframe">');
+      expect(item.display['text/html']).toContain('<th>loss</th>');
+    }
+    expect(items[1].display['text/plain']).toContain('0.5');
+    client.close();
+  });
+
+  it('an oversize emitted bundle raises in the method (payload_too_large); an oversize item fails its stream', async () => {
+    const max = (await api({ url }, 'GET', '/v1/protocol')).body.limits.displayMaxBytes;
+    const res = await call('emit_huge');
+    expect(res.status).toBe(413);
+    expect(res.body).toMatchObject({ code: 'payload_too_large', exception: 'DisplayTooLarge', message: expect.stringContaining(`emit() has a display bundle of`) });
+    expect(res.body.message).toContain(`at most ${max} are allowed (limits.displayMaxBytes)`);
+    const client = await Client.open(url);
+    await client.connect('plots');
+    const id = client.send({ type: 'call', method: 'huge_items' });
+    const error = await client.waitFor((f) => f.id === id && f.type === 'error');
+    expect(error.payload).toMatchObject({ code: 'payload_too_large', message: expect.stringContaining('An item of huge_items() has a display bundle of') });
+    expect(client.replies(id).filter((f) => f.type === 'stream').map((f) => f.payload)).toEqual([1]);
+    client.close();
+  });
+
+  it('a run that emits a figure has it in events.jsonl (base64) and in the event frames of /v1/executions/ws', async () => {
+    const dispatched = await api({ url }, 'POST', '/v1/executions', { interfaces: [{ target: 'plots' }] });
+    expect(dispatched.status).toBe(200);
+    const info = await waitForRun<{ status: string; uuid: string }>({ url }, dispatched.body.uuid, runEnded);
+    expect(info.status).toBe('finished');
+    const lines = (await readFile(path.join(project, '.portico/executions', info.uuid, 'events.jsonl'), 'utf8')).trim().split('\n').map((line) => JSON.parse(line));
+    expect(lines.map((l) => Object.keys(l).join())).toEqual(['at,interface,payload', 'at,interface,payload,display', 'at,interface,payload,display', 'at,interface,payload']);
+    expect([lines[0].payload, lines[3].payload]).toEqual([{ progress: 0.5 }, { progress: 1 }]);
+    expect(lines[1].payload).toBeNull();
+    expect(isPng(Buffer.from(lines[1].display['image/png'], 'base64'))).toBe(true);
+    expect(Buffer.from(lines[2].display['image/png'], 'base64')).toHaveLength(8 + 256 * 1600);
+    const client = await Client.open(url, { path: '/v1/executions/ws' });
+    await client.request({ type: 'connect', target: info.uuid, offset: 0 });
+    // Every line, the one longer than a read of the file too, and the ones after it.
+    await client.waitFor((f) => f.type === 'event' && f.payload.payload?.progress === 1);
+    const events = client.frames.filter((f) => f.type === 'event');
+    expect(events.map((e) => e.payload)).toEqual(lines);
+    client.close();
   });
 });

@@ -17,6 +17,10 @@ imported only for such a value, and only when JSON cannot carry it.
 Binary data (``bytes``, and the base64 text IPython gives for ``image/png``, ``image/jpeg``
 and ``application/pdf``) is kept as ``bytes``: it leaves the worker as raw buffers.
 Stdlib only: IPython, matplotlib, Pillow or pandas are never imported here unless a value needs it.
+
+``encoded`` is the one rule for every value that leaves the worker shown (a result, a stream
+item, an ``emit()`` event, a run's event line): which bundle it gets, what its payload is, and the
+bound ``DISPLAY_MAX_BYTES``; each caller only says how its frame or line is written.
 """
 
 from __future__ import annotations
@@ -28,11 +32,26 @@ import sys
 import threading
 import types
 import weakref
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple, TypeVar
 
+from ._buffers import join_body
+from ._frames import encode_frame
 from ._json import dumps
 
-__all__ = ["BINARY_TYPES", "REPR_METHODS", "Shown", "declares", "formatted", "own"]
+__all__ = [
+    "BINARY_TYPES",
+    "DISPLAY_MAX_BYTES",
+    "REPR_METHODS",
+    "DisplayTooLarge",
+    "Shown",
+    "base64_fields",
+    "bridge_fields",
+    "bridge_frame",
+    "declares",
+    "encoded",
+    "formatted",
+    "own",
+]
 
 #: The MIME type of each repr method, as IPython's formatters have them.
 REPR_METHODS: dict[str, str] = {
@@ -49,6 +68,9 @@ REPR_METHODS: dict[str, str] = {
 #: Types whose data is bytes; IPython accepts their base64 text too.
 BINARY_TYPES = frozenset({"image/png", "image/jpeg", "application/pdf"})
 _JSON_TYPES = frozenset({"application/json"})
+#: The largest bundle: binary data raw, text as UTF-8, JSON values as their text. The gateway's
+#: ``limits.displayMaxBytes`` (config/constants.ts); test/rich-results.test.ts checks they agree.
+DISPLAY_MAX_BYTES = 32 * 1024 * 1024
 _ALL_METHODS = ("_repr_mimebundle_", *REPR_METHODS.values())
 
 
@@ -236,3 +258,102 @@ def formatted(value: Any) -> Shown | None:
         _log(f"display: IPython's formatter raised {_described(exc)} on a {type(value).__name__}")
         return None
     return _bundle(value, dict(data or {}), dict(metadata or {}), "IPython's formatter")
+
+
+class DisplayTooLarge(ValueError):
+    """A bundle over ``DISPLAY_MAX_BYTES``: the call answers ``payload_too_large`` (README "Rich results")."""
+
+
+def size(shown: Shown) -> int:
+    """Bytes of a bundle as the bound counts them: binary data raw, text as UTF-8, JSON as its text."""
+    total = 0
+    for item in shown.data.values():
+        if isinstance(item, bytes):
+            total += len(item)
+        elif isinstance(item, str):
+            total += len(item.encode("utf-8", "surrogatepass"))
+        else:
+            total += len(dumps(item).encode("utf-8"))
+    return total
+
+
+def bridge_fields(shown: Shown) -> tuple[dict[str, Any], bytes]:
+    """A bundle as a bridge frame carries it: the header fields (``display`` with null where the
+    data is binary, ``metadata`` when there is some, ``buffer_paths`` and ``buffer_lengths``)
+    and the frame body, the binary data one buffer after the other."""
+    data: dict[str, Any] = {}
+    paths: list[list[str]] = []
+    buffers: list[bytes] = []
+    for mime, item in shown.data.items():
+        if isinstance(item, bytes):
+            data[mime] = None
+            paths.append([mime])
+            buffers.append(item)
+        else:
+            data[mime] = item
+    fields: dict[str, Any] = {"display": data}
+    if shown.metadata:
+        fields["metadata"] = shown.metadata
+    if not buffers:
+        return fields, b""
+    fields["buffer_paths"] = paths
+    fields["buffer_lengths"], body = join_body(buffers)
+    return fields, body
+
+
+def bridge_frame(header: dict[str, Any]) -> Callable[[Any, Shown | None], bytes]:
+    """The ``encode`` of ``encoded`` for a bridge frame: ``header`` with ``payload``, and the
+    bundle's fields and body (``bridge_fields``) when there is one."""
+
+    def encode(payload: Any, shown: Shown | None) -> bytes:
+        if shown is None:
+            return encode_frame({**header, "payload": payload})
+        fields, body = bridge_fields(shown)
+        return encode_frame({**header, "payload": payload, **fields}, body)
+
+    return encode
+
+
+def base64_fields(shown: Shown) -> dict[str, Any]:
+    """A bundle as JSON text carries it (a run's events.jsonl): binary data as base64 text."""
+    data = {mime: base64.b64encode(item).decode("ascii") if isinstance(item, bytes) else item for mime, item in shown.data.items()}
+    return {"display": data, "metadata": shown.metadata} if shown.metadata else {"display": data}
+
+
+T = TypeVar("T")
+
+
+def encoded(value: Any, encode: Callable[[Any, Shown | None], T], what: str) -> T:
+    """``encode(payload, bundle)`` of ``value`` as README "Rich results" says it travels.
+
+    A value whose class shows more than text by its repr methods: its bundle, with ``value`` as
+    payload (None when JSON refuses it). Else ``value`` alone (``encode(value, None)``); when that
+    raises, the bundle IPython's formatter gives, or the text/plain of a class whose repr methods
+    all failed, with payload None; with neither, what ``encode`` raised (TypeError or ValueError:
+    not JSON). Raises ``DisplayTooLarge`` (naming ``what``) for a bundle over ``DISPLAY_MAX_BYTES``.
+    """
+    shown = own(value) if declares(value) else None
+    if shown is not None and shown.rich:
+        _check_size(shown, what)
+        try:
+            return encode(value, shown)
+        except Exception:  # any failure of user types while encoding: the payload goes, the bundle stays
+            return encode(None, shown)
+    try:
+        return encode(value, None)
+    except Exception:
+        other = formatted(value)
+        if other is not None and other.rich:
+            shown = other
+        elif shown is None:
+            raise
+        _check_size(shown, what)
+        return encode(None, shown)
+
+
+def _check_size(shown: Shown, what: str) -> None:
+    total = size(shown)
+    if total > DISPLAY_MAX_BYTES:
+        raise DisplayTooLarge(
+            f"{what} has a display bundle of {total} bytes; at most {DISPLAY_MAX_BYTES} are allowed (limits.displayMaxBytes)"
+        )

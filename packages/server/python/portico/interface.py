@@ -12,6 +12,7 @@ from typing import Any, Callable, ClassVar
 
 from . import _storage
 from ._buffers import checked_buffers, split_buffers
+from ._display import DisplayTooLarge, encoded
 from ._json import dumps
 from ._view import ConfigView
 
@@ -113,7 +114,8 @@ class Binding:
 
 
 def _drop_event(uuid: str | None, payload: Any) -> None:
-    dumps(payload)  # still refuse what a served instance would refuse
+    # Still refuse what a served instance would refuse: neither JSON nor displayable, or too large.
+    encoded(payload, lambda value, shown: dumps(value) if shown is None else None, "emit()")
 
 
 _UNBOUND = Binding(uuid=None, config=ConfigView({}), project=None, emit=_drop_event)
@@ -194,12 +196,18 @@ class Interface:
         Thread-safe; usable from sync, generator and async methods and from other threads.
         Events are ordered before the result of the call that emitted them.
         ``payload`` is written as results are (numpy values, NaN as ``"NaN"``, dates: README
-        "Values"). Raises TypeError when it is not JSON-serializable, and ``CallCancelled`` in a
-        sync method or generator whose call was cancelled.
+        "Values"), and a displayable one (a figure, an image, a DataFrame) carries its MIME
+        bundle as a result does (README "Rich results"); ``{"progress": 0.5, "message": "…"}``
+        shows as a progress bar. Raises TypeError when it is neither JSON nor displayable,
+        ValueError (``DisplayTooLarge``; uncaught, the call answers ``payload_too_large``) when
+        its bundle is over ``limits.displayMaxBytes``, and ``CallCancelled`` in a sync method or
+        generator whose call was cancelled.
         """
         binding = self._portico_binding()
         try:
             binding.emit(binding.uuid, payload)
+        except DisplayTooLarge:
+            raise
         except ValueError as exc:  # a circular reference, say: same contract as TypeError
             raise TypeError(f"emit() payload is not JSON-serializable: {exc}") from None
 

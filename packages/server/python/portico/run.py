@@ -17,7 +17,10 @@ newline; JSON files are compact, one line, newline-terminated.
   source file, or null when it is not found}}`` for every interface and context module, hashed
   before any of them runs.
 - ``events.jsonl`` (appended, created empty at start): one line
-  ``{"at", "interface": uuid of the emitting instance, "payload"}`` per ``emit()``.
+  ``{"at", "interface": uuid of the emitting instance, "payload"}`` per ``emit()``; an emitted
+  value IPython could display (a figure) adds ``"display"`` (its MIME bundle, binary data as
+  base64 text) and ``"metadata"`` when it has some, ``payload`` then being null where JSON cannot
+  carry it (README "Rich results").
 - ``status.json``, then ``finished_at`` (last): ``{"status": "finished"|"failed"|"interrupted",
   "error": null | {"exception", "message", "interface": uuid | null},
   "interfaces": [{"uuid", "status": "finished"|"failed"|"interrupted"|"skipped"}]}``.
@@ -59,7 +62,7 @@ import threading
 import traceback
 from typing import Any
 
-from . import _storage
+from . import _display, _storage
 from ._json import dumps
 from .interface import ExecutionInterrupted, Interface
 from .worker import (
@@ -385,7 +388,15 @@ class _Run:
 
     def _emit(self, uuid: str | None, payload: Any) -> None:
         # Encoded first, so that a bad payload raises in the caller before anything is written.
-        line = (dumps({"at": utc_now(), "interface": uuid, "payload": payload}) + "\n").encode("utf-8")
+        at = utc_now()
+
+        def encode(value: Any, shown: _display.Shown | None) -> bytes:
+            event = {"at": at, "interface": uuid, "payload": value}
+            if shown is not None:
+                event.update(_display.base64_fields(shown))
+            return (dumps(event) + "\n").encode("utf-8")
+
+        line = _display.encoded(payload, encode, "emit()")
         interrupter = self.interrupter
         main = threading.get_ident() == interrupter.main
         if main:  # a cancel must not land between two parts of a line

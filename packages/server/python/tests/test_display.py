@@ -4,7 +4,9 @@ with a MIME bundle as Jupyter's ``display_data`` carries one.
 The worker's result frame gets ``display`` (MIME type → text or JSON; null where the data is
 binary), ``metadata`` when there is any, and the binary data in the frame body, placed by
 ``buffer_paths`` (``[["image/png"]]``) and cut by ``buffer_lengths``. ``payload`` stays the JSON
-value, or null when there is none. Plain JSON results have no ``display``.
+value, or null when there is none. Plain JSON results have no ``display``. ``emit()`` events and
+stream items carry a displayable value the same way; a bundle over ``DISPLAY_MAX_BYTES`` ends the
+call with ``payload_too_large`` (from ``emit()``: ``DisplayTooLarge``, raised in the method).
 
 The stdlib cases run in this interpreter; matplotlib, Pillow and pandas run a real worker with a
 Python that has them (``<repo>/.cache/test-venv``, which ``npm test`` provisions).
@@ -107,6 +109,11 @@ class Opaque:
     pass
 
 
+class Huge:
+    def _repr_png_(self):
+        return b"\\x89PNG\\r\\n\\x1a\\n" + bytes(33 * 1024 * 1024)
+
+
 class Shown(Interface):
     def picture(self):
         return Picture()
@@ -141,6 +148,39 @@ class Shown(Interface):
     async def later(self):
         await asyncio.sleep(0)
         return Picture()
+
+    def emit_picture(self):
+        self.emit({"progress": 0.5})
+        self.emit(Picture())
+        self.emit(Row("b", 2))
+        return "emitted"
+
+    def emit_huge(self):
+        self.emit(Huge())
+
+    def emit_huge_caught(self):
+        try:
+            self.emit(Huge())
+        except ValueError as exc:
+            return type(exc).__name__
+
+    def emit_opaque(self):
+        self.emit(Opaque())
+
+    def pictures(self):
+        yield Picture()
+        yield {"n": 1}
+        yield HalfBroken()
+
+    async def async_pictures(self):
+        yield Row("c", 3)
+        await asyncio.sleep(0)
+        yield Picture()
+
+    def huge_items(self):
+        yield 1
+        yield Huge()
+        yield 2
 '''
 
 
@@ -149,12 +189,17 @@ def answered(worker: WorkerProcess, request_id: int) -> tuple[dict[str, Any], di
     frame = worker.terminal(request_id)
     if frame["op"] != "result":
         raise AssertionError(f"expected a result, got {frame}")
+    return frame, placed(worker, frame)
+
+
+def placed(worker: WorkerProcess, frame: dict[str, Any]) -> dict[str, Any]:
+    """The display bundle of a frame (result, item or event) with the binary data back in place."""
     data = dict(frame.get("display") or {})
     buffers = split_body(frame.get("buffer_lengths"), worker.body_of(frame))
     for path, buffer in zip(frame.get("buffer_paths") or [], buffers):
         assert data[path[0]] is None, path
         data[path[0]] = buffer
-    return frame, data
+    return data
 
 
 class BundleTest(WorkerTestCase):
@@ -219,6 +264,70 @@ class BundleTest(WorkerTestCase):
     def test_an_async_method_answers_a_bundle_too(self) -> None:
         frame, data = answered(self.worker, self.call("later"))
         self.assertEqual(data["image/png"], PNG)
+
+
+class EventsAndItemsTest(WorkerTestCase):
+    """Bundles beyond results: ``emit()`` events and stream items, through a real worker."""
+
+    FILES = {"shown.py": SHOWN}
+
+    def call(self, method: str, stream: bool = False) -> int:
+        return self.worker.call(method, module="shown", uuid="e1", stream=stream)
+
+    def events_before(self, result: dict[str, Any]) -> list[dict[str, Any]]:
+        with self.worker._cond:
+            frames = list(self.worker.frames)
+        return [f for f in frames[: frames.index(result)] if f["op"] == "event" and f["uuid"] == "e1"]
+
+    def test_an_emitted_displayable_value_is_an_event_with_its_bundle_before_the_result(self) -> None:
+        result = self.worker.terminal(self.call("emit_picture"))
+        self.assertEqual(result["payload"], "emitted")
+        progress, picture, row = self.events_before(result)[-3:]
+        self.assertEqual(progress, {"op": "event", "uuid": "e1", "payload": {"progress": 0.5}})
+        self.assertIsNone(picture["payload"])
+        self.assertEqual(picture["buffer_paths"], [["image/png"]])
+        self.assertEqual(
+            placed(self.worker, picture), {"text/html": "<b>picture</b>", "image/png": PNG, "text/plain": "<Picture>"}
+        )
+        self.assertEqual(picture["metadata"], {"image/png": {"width": 8, "height": 8}})
+        self.assertEqual(row["payload"], {"name": "b", "n": 2})
+        self.assertEqual(row["display"]["text/html"], "<tr><td>b</td><td>2</td></tr>")
+
+    def test_an_emitted_bundle_over_the_bound_raises_in_the_method(self) -> None:
+        error = self.worker.error(self.call("emit_huge"))
+        self.assertEqual(error["code"], "payload_too_large")
+        self.assertEqual(error["exception"], "DisplayTooLarge")
+        self.assertIn(f"at most {_display.DISPLAY_MAX_BYTES} are allowed (limits.displayMaxBytes)", error["message"])
+        self.assertEqual(self.worker.result(self.call("emit_huge_caught")), "DisplayTooLarge")
+
+    def test_emitting_what_is_neither_json_nor_displayable_raises_type_error_as_before(self) -> None:
+        error = self.worker.error(self.call("emit_opaque"))
+        self.assertEqual((error["code"], error["exception"]), ("call_failed", "TypeError"))
+
+    def test_stream_items_carry_their_bundle_and_a_repr_that_raises_falls_back(self) -> None:
+        request_id = self.call("pictures", stream=True)
+        self.worker.send({"op": "credit", "id": request_id, "n": 8})
+        self.assertEqual(self.worker.terminal(request_id)["op"], "end")
+        picture, plain, half = [f for f in self.worker.frames_for(request_id) if f["op"] == "item"]
+        self.assertEqual(placed(self.worker, picture)["image/png"], PNG)
+        self.assertEqual(plain, {"op": "item", "id": request_id, "payload": {"n": 1}})
+        self.assertEqual(half["display"], {"text/html": "<p>html still works</p>", "text/plain": "<HalfBroken>"})
+
+    def test_async_generator_items_carry_their_bundle(self) -> None:
+        request_id = self.call("async_pictures", stream=True)
+        self.worker.send({"op": "credit", "id": request_id, "n": 8})
+        self.assertEqual(self.worker.terminal(request_id)["op"], "end")
+        row, picture = [f for f in self.worker.frames_for(request_id) if f["op"] == "item"]
+        self.assertEqual((row["payload"], row["display"]["text/plain"]), ({"name": "c", "n": 3}, "Row(name='c', n=3)"))
+        self.assertEqual(placed(self.worker, picture)["image/png"], PNG)
+
+    def test_a_stream_item_over_the_bound_fails_the_call_with_payload_too_large(self) -> None:
+        request_id = self.call("huge_items", stream=True)
+        self.worker.send({"op": "credit", "id": request_id, "n": 8})
+        error = self.worker.error(request_id)
+        self.assertEqual(error["code"], "payload_too_large")
+        self.assertIn("An item of huge_items() has a display bundle of", error["message"])
+        self.assertEqual(self.worker.items(request_id), [1])
 
 
 class OwnBundleTest(unittest.TestCase):

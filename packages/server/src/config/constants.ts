@@ -109,8 +109,9 @@ export const LIMITS = {
   /** Most binary buffers one widget frame carries. */
   widgetBuffersMax: 64,
   /**
-   * Most bytes of one result's display bundle (README "Rich results"): its binary data (image/png, …)
-   * raw, its text as UTF-8, together; more answers payload_too_large.
+   * Most bytes of one display bundle of a result, stream item or event (README "Rich results"): its
+   * binary data (image/png, …) raw, its text as UTF-8, together; more answers payload_too_large.
+   * The worker holds the same bound (python/portico/_display.py DISPLAY_MAX_BYTES).
    */
   displayMaxBytes: 32 * 1024 * 1024,
   /** Bytes an upload may have received but not yet written before the socket stops reading (backpressure). */

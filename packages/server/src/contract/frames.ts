@@ -93,6 +93,17 @@ export type ClientFrame = { [K in ClientFrameType]: z.infer<(typeof ClientFrames
 
 const Payload = (schema: z.ZodType, description: string) => schema.describe(description);
 
+/** The display bundle a result, stream item or event carries when IPython could display its value (README "Rich results"). */
+const Shown = {
+  display: DisplayBundle.optional(),
+  metadata: DisplayMetadata.optional(),
+  buffer_paths: z
+    .array(z.array(z.string()).length(1))
+    .optional()
+    .describe('Where each binary frame goes in display (its MIME type, e.g. [["image/png"]]), in order; only on a socket connected with buffers: binary.'),
+  binary_buffers: BinaryBuffers,
+};
+
 /** Server → client frames (documentation only: the gateway builds them, clients validate them). */
 export const ServerFrames = {
   connected: z.object({
@@ -107,23 +118,22 @@ export const ServerFrames = {
     type: z.literal('result'),
     id: Id,
     payload: Payload(z.unknown(), 'JSON-encoded return value; null for a displayable result JSON cannot carry (a figure, an image, a DataFrame).'),
-    display: DisplayBundle.optional(),
-    metadata: DisplayMetadata.optional(),
-    buffer_paths: z
-      .array(z.array(z.string()).length(1))
-      .optional()
-      .describe('Where each binary frame goes in display (its MIME type, e.g. [["image/png"]]), in order; only on a socket connected with buffers: binary.'),
-    binary_buffers: BinaryBuffers,
+    ...Shown,
   }),
   stream: z.object({
     type: z.literal('stream'),
     id: Id,
-    payload: Payload(z.unknown(), 'One yielded item; null on the terminal frame.'),
+    payload: Payload(z.unknown(), 'One yielded item; null on the terminal frame and for a displayable item JSON cannot carry.'),
     final: z.boolean().describe('true closes the stream.'),
+    ...Shown,
   }),
   event: z.object({
     type: z.literal('event'),
-    payload: Payload(z.unknown(), 'What the interface passed to emit(); sent to every client attached to it.'),
+    payload: Payload(
+      z.unknown(),
+      'What the interface passed to emit(); sent to every client attached to it; null for a displayable value JSON cannot carry. A JSON object with a number progress in [0, 1] (and optionally a string message) is a progress event. On /v1/executions/ws: the run\'s events.jsonl line {at, interface, payload, display?, metadata?}, binary data base64.',
+    ),
+    ...Shown,
   }),
   error: z.object({
     type: z.literal('error'),
@@ -216,8 +226,8 @@ export const FRAME_SUMMARIES: Record<'client_to_server' | 'server_to_client', Re
     widget_reload: 'The widget module or stylesheet changed on disk: reload it (hot reload).',
     connected: 'Confirms the connection; payload is the InterfaceInfo (uuid, resolved config, …).',
     result: 'Single return value of a call; with display (its MIME bundle) when IPython could display it (see display in /v1/protocol).',
-    stream: 'One yielded value of a generator method; final=true closes the stream.',
-    event: 'Push from emit(), to every client attached to the interface (also during a call, for progress).',
+    stream: 'One yielded value of a generator method; final=true closes the stream. With display (its MIME bundle) when IPython could display it, as a result.',
+    event: 'Push from emit(), to every client attached to the interface (also during a call, for progress: payload {progress: 0..1, message?}); with display (its MIME bundle) when IPython could display the emitted value, as a result.',
     error: 'Failure of the frame with the same id (or of the socket when id is absent). The socket stays usable, but for shutting_down: the gateway stops, every frame still in flight gets one, then the socket closes with 1001.',
     pong: 'Reply to ping.',
     released: 'Reply to release.',

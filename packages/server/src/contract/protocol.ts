@@ -129,21 +129,25 @@ export const VALUES = {
   refused: 'Anything else (complex, timedelta, numpy timedelta64, other objects) answers unserializable_result, naming the type.',
 };
 
-/** Rich results (README "Rich results"): what a displayable method result answers. */
+/** Rich results (README "Rich results"): what a displayable result, stream item, event or run event carries. */
 export const DISPLAY = {
   summary:
-    "A method result that IPython could display answers with its MIME bundle, as Jupyter's display_data carries it: display (MIME type → data) beside payload, and metadata (by MIME type) when there is some. Over REST and in the WebSocket result frame alike.",
+    "A method result that IPython could display answers with its MIME bundle, as Jupyter's display_data carries it: display (MIME type → data) beside payload, and metadata (by MIME type) when there is some. Over REST and in the WebSocket result frame alike; a streamed item and an emit() event the same way.",
   displayable: [
     'An object whose class defines _repr_mimebundle_ (asked first) or _repr_png_, _repr_jpeg_, _repr_svg_, _repr_html_, _repr_markdown_, _repr_latex_, _repr_json_ (also _repr_pdf_, _repr_javascript_), and one of them answers: its bundle, text/plain being repr(). A class itself is not displayed.',
     "Other values JSON cannot carry, through IPython's display formatter when IPython is importable in the project's environment (the active shell's, else one that renders matplotlib figures as PNG, as the inline backend does). IPython is imported only then.",
     'None, bool, int, float, str, list, dict, tuple and what the values table converts (numpy arrays, dates, dataclasses…) stay JSON: payload only, no display, unless their class defines a repr method that answers.',
   ],
   payload: 'The JSON value of the result where it has one (a dataclass with _repr_html_: its fields), else null.',
-  binary: 'image/png, image/jpeg and application/pdf (and any bytes a _repr_mimebundle_ gives) are base64 text in display, as in Jupyter. A socket connected with buffers: "binary" gets them as binary frames right after the result frame instead: binary_buffers counts them, display holds null for each and buffer_paths ([["image/png"]]) names its MIME type, in order.',
+  binary: 'image/png, image/jpeg and application/pdf (and any bytes a _repr_mimebundle_ gives) are base64 text in display, as in Jupyter. A socket connected with buffers: "binary" gets them as binary frames right after the result, stream or event frame instead (nothing comes between them): binary_buffers counts them, display holds null for each and buffer_paths ([["image/png"]]) names its MIME type, in order.',
+  streams: 'A generator that yields a displayable value (a figure per epoch): its stream frame carries display (and metadata, buffer_paths, binary_buffers) as a result frame does, payload being the JSON value or null.',
+  events: 'self.emit(value) with a displayable value (self.emit(fig)): the event frame carries display as a result frame does ({"type":"event","payload":null,"display":{"image/png":…,"text/plain":…}}), binary frames right after it on a buffers: "binary" socket. A bundle over the limit is refused in the method: emit() raises DisplayTooLarge (a ValueError); uncaught, the call answers payload_too_large.',
+  runs: "An execution's emit(value) writes {at, interface, payload, display?, metadata?} to its events.jsonl (binary data base64 text); /v1/executions/ws sends each such line as the payload of an event frame.",
+  progress:
+    'Convention: an event whose payload is a JSON object with a number progress between 0 and 1 (and optionally a string message) is a progress event, self.emit({"progress": i / n, "message": "epoch 3"}); clients show it as a progress bar. A stream shows its progress from such events emitted during it, else a running count of its items.',
   faults:
     "A repr method that raises or answers the wrong type is left out (logged in the gateway log) and the others answer, as IPython does; when every one fails, a value JSON carries answers as JSON, any other answers display with text/plain alone. A value with no repr method that JSON refuses keeps unserializable_result.",
-  limit: `One bundle holds at most ${LIMITS.displayMaxBytes} bytes (limits.displayMaxBytes: binary data raw, text as UTF-8); more answers payload_too_large.`,
-  not_yet: 'Stream items and emit() events carry JSON only; a displayable item or event is refused as before.',
+  limit: `One bundle holds at most ${LIMITS.displayMaxBytes} bytes (limits.displayMaxBytes: binary data raw, text as UTF-8, JSON as its text); more answers payload_too_large (a stream item: the call fails with it; emit(): raises in the method).`,
 };
 
 export function protocolDoc() {

@@ -1,6 +1,6 @@
 /**
- * The display bundle of a call's result frame (README.md in this folder, "Rich results"): the
- * worker sends `display` (MIME type → text or JSON, null where the data is binary), `metadata`
+ * The display bundle of a worker frame (README.md in this folder, "Rich results"): a call's
+ * `result`, a stream's `item` or an `emit()` `event`. The worker sends `display` (MIME type → text or JSON, null where the data is binary), `metadata`
  * when it has any, and the binary data as the frame's buffers, placed by `buffer_paths`
  * (`[["image/png"]]`). Here they become one `Display`, bounded by LIMITS.displayMaxBytes.
  */
@@ -14,11 +14,12 @@ export interface Display {
 }
 
 /**
- * The Display of a result frame with `display`, its binary data put back from `buffers`. Throws
+ * The Display of a frame with `display`, its binary data put back from `buffers`. Throws
  * `payload_too_large` over LIMITS.displayMaxBytes (binary data raw, text as UTF-8, JSON as its
- * text) and `internal` when the frame does not fit together.
+ * text; the worker refuses such a bundle first, this is the gateway's own bound) and `internal`
+ * when the frame does not fit together. `what` names the value in the message ("The result").
  */
-export function displayOf(header: Record<string, unknown>, buffers: Buffer[]): Display {
+export function displayOf(header: Record<string, unknown>, buffers: Buffer[], what = 'The result'): Display {
   const data = header.display;
   const paths = header.buffer_paths ?? [];
   if (typeof data !== 'object' || data === null || Array.isArray(data) || !Array.isArray(paths) || paths.length !== buffers.length) {
@@ -37,7 +38,7 @@ export function displayOf(header: Record<string, unknown>, buffers: Buffer[]): D
     else if (!Buffer.isBuffer(value)) bytes += Buffer.byteLength(JSON.stringify(value) ?? '', 'utf8');
   }
   if (bytes > LIMITS.displayMaxBytes) {
-    throw new PorticoError('payload_too_large', `The result's display bundle holds ${bytes} bytes; at most ${LIMITS.displayMaxBytes} are allowed (limits.displayMaxBytes)`);
+    throw new PorticoError('payload_too_large', `${what} has a display bundle of ${bytes} bytes; at most ${LIMITS.displayMaxBytes} are allowed (limits.displayMaxBytes)`);
   }
   const metadata = header.metadata;
   return typeof metadata === 'object' && metadata !== null && Object.keys(metadata).length > 0 ? { data: placed, metadata: metadata as Record<string, unknown> } : { data: placed };

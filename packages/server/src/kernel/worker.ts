@@ -33,6 +33,8 @@ export interface Push {
   payload: unknown;
   /** Binary buffers of a widget push (the values at `payload.buffer_paths`, or a message's buffers). */
   buffers?: Buffer[];
+  /** The display bundle of an `event` whose emitted value IPython could display (README "Rich results"). */
+  display?: Display;
 }
 
 export interface Resolved {
@@ -81,10 +83,11 @@ export interface WidgetRequest {
 export type WidgetAsset = { inline: string } | { path: string };
 
 /**
- * Where a streaming call delivers its items, synchronously and in order; the returned promise
- * paces the generator (the worker gets credit for the next item when it settles).
+ * Where a streaming call delivers its items, synchronously and in order, each with its display
+ * bundle when IPython could display it (README "Rich results"); the returned promise paces the
+ * generator (the worker gets credit for the next item when it settles).
  */
-export type ItemSink = (payload: unknown) => void | Promise<void>;
+export type ItemSink = (payload: unknown, display?: Display) => void | Promise<void>;
 
 /** How a call ended: its result (with its display bundle when it has one, README "Rich results"), the end of its stream, or an error. */
 export type CallOutcome = { ok: true; streamed: boolean; payload?: unknown; buffers?: Buffer[]; display?: Display } | { ok: false; error: PorticoError };
@@ -149,6 +152,7 @@ const FROM_WORKER: Record<string, ErrorCode> = {
   read_unsupported: 'read_unsupported',
   read_only: 'read_only',
   forbidden: 'forbidden',
+  payload_too_large: 'payload_too_large',
   // A request the worker could not take apart (a header it cannot decode, a missing field).
   bad_request: 'invalid_argument',
   internal: 'internal',
@@ -576,7 +580,14 @@ export class Worker {
         // A chunk's body goes back to the decoder once the sink settles (it no longer refers to
         // it then); a sink that failed may still hold it, so that body is left to the collector.
         const chunk = header.op === 'chunk';
-        const ready = entry.onItem(chunk ? body : header.payload);
+        let ready;
+        if (!chunk && header.display !== undefined) {
+          const display = this.itemDisplay(id, entry, header, body);
+          if (!display) return;
+          ready = entry.onItem(header.payload, display);
+        } else {
+          ready = entry.onItem(chunk ? body : header.payload);
+        }
         if (ready) {
           ready.then(
             () => {
@@ -639,6 +650,22 @@ export class Worker {
     entry.owed = 0;
   }
 
+  /** The display bundle of a stream item; undefined when it does not fit (the call is cancelled and fails). */
+  private itemDisplay(id: number, entry: Pending, header: BridgeFrame['header'], body: Buffer): Display | undefined {
+    const buffers = this.buffersOf(header, body);
+    let error = new PorticoError('internal', 'The worker sent buffers that do not match their lengths');
+    if (buffers) {
+      try {
+        return displayOf(header, buffers, 'A stream item');
+      } catch (err) {
+        error = err as PorticoError;
+      }
+    }
+    this.send({ op: 'cancel', id });
+    this.settle(id, entry, { ok: false, error });
+    return undefined;
+  }
+
   /** The buffers of a frame's body (`buffer_lengths`); undefined, and logged, when they do not fit. */
   private buffersOf(header: BridgeFrame['header'], body: Buffer): Buffer[] | undefined {
     try {
@@ -652,8 +679,18 @@ export class Worker {
   /** The client frame an unsolicited worker frame becomes, if it is one. */
   private pushOf(header: BridgeFrame['header'], body: Buffer): Push | undefined {
     switch (header.op) {
-      case 'event':
-        return { type: 'event', payload: header.payload };
+      case 'event': {
+        if (header.display === undefined) return { type: 'event', payload: header.payload };
+        // The worker bounds bundles first: one that does not fit here is logged, the event sent without it.
+        try {
+          const buffers = this.buffersOf(header, body);
+          if (!buffers) throw new Error('its buffers do not match their lengths');
+          return { type: 'event', payload: header.payload, display: displayOf(header, buffers, 'An event') };
+        } catch (err) {
+          this.log(`bridge: event frame: ${(err as Error).message}; sent without its display bundle`, 'error');
+          return { type: 'event', payload: header.payload };
+        }
+      }
       case 'widget_change':
       case 'widget_msg': {
         if (header.op === 'widget_msg' && header.id !== undefined) return undefined; // a request's echo, never sent

@@ -270,6 +270,7 @@ export class Session extends SocketSession<ClientFrame> {
 
   /** A push of the interface; one whose buffers exceed the bound is refused with an error frame. */
   private forward(push: Parameters<Listener>[0]): void {
+    if (push.display) return void this.sendShown({ type: push.type, payload: push.payload }, push.display);
     if (push.type !== 'widget_change' && push.type !== 'widget_msg') return this.send({ type: push.type, payload: push.payload });
     try {
       checkWidgetBuffers(push.buffers ?? [], this.gateway.widgets.bufferMax, `A ${push.type} push`);
@@ -308,14 +309,17 @@ export class Session extends SocketSession<ClientFrame> {
       { method: frame.method, args: frame.args ?? [], kwargs: frame.kwargs ?? {} },
       {
         signal: this.controller.signal,
-        onItem: (payload) => this.sendPaced({ type: 'stream', id, payload, final: false }),
+        onItem: (payload, display) => {
+          const item = { type: 'stream', id, payload, final: false };
+          return display ? this.sendShown(item, display, true) : this.sendPaced(item);
+        },
         // Never throws: it may run inside startCall (a worker already gone), where a throw would
         // also reach dispatch's catch and end the frame a second time.
         onSettled: (outcome: CallOutcome) => {
           try {
             if (!outcome.ok) this.sendError(id, outcome.error);
             else if (outcome.streamed) this.send({ type: 'stream', id, payload: null, final: true });
-            else if (outcome.display) this.sendDisplay(id, outcome.payload, outcome.display);
+            else if (outcome.display) this.sendShown({ type: 'result', id, payload: outcome.payload }, outcome.display);
             else this.send({ type: 'result', id, payload: outcome.payload });
           } catch (err) {
             this.log(`call ${JSON.stringify(id)}: its answer could not be sent: ${(err as Error)?.message ?? err}`);
@@ -328,16 +332,29 @@ export class Session extends SocketSession<ClientFrame> {
   }
 
   /**
-   * A result with its display bundle (README "Rich results"): binary data as binary frames right
-   * after it (`binary_buffers`, placed in `display` by `buffer_paths`) on a socket connected with
-   * buffers: binary, as widget buffers travel; else base64 text in `display`, as Jupyter sends it.
+   * A result, stream item or event with its display bundle (README "Rich results"): binary data
+   * as binary frames right after it (`binary_buffers`, placed in `display` by `buffer_paths`) on a
+   * socket connected with buffers: binary, as widget buffers travel, sent in one synchronous step
+   * so that nothing comes between them; else base64 text in `display`, as Jupyter sends it.
+   * `paced` (stream items): resolves once the socket's queue is below its high-water mark again.
    */
-  private sendDisplay(id: FrameId | undefined, payload: unknown, display: Display): void {
+  private sendShown(frame: { type: string; id?: FrameId; payload: unknown; final?: boolean }, display: Display, paced = false): Promise<void> | undefined {
     const { fields, buffers } = displayFields(display, this.binaryBuffers);
-    if (buffers.length === 0) return this.send({ type: 'result', id, payload, ...fields });
-    if (this.socket.readyState !== this.socket.OPEN) return;
-    this.socket.send(JSON.stringify({ type: 'result', id, payload, ...fields, binary_buffers: buffers.length }));
+    if (buffers.length === 0) {
+      if (paced) return this.sendPaced({ ...frame, ...fields });
+      this.send({ ...frame, ...fields });
+      return undefined;
+    }
+    if (this.socket.readyState !== this.socket.OPEN) return paced ? Promise.reject(new Error('socket closed')) : undefined;
+    this.corkForThisTick();
+    this.socket.send(JSON.stringify({ ...frame, ...fields, binary_buffers: buffers.length }), TEXT_FRAME);
+    const last = buffers.pop()!;
     for (const buffer of buffers) this.socket.send(buffer, BINARY_FRAME);
+    if (!paced || this.socket.bufferedAmount < LIMITS.socketHighWaterBytes) {
+      this.socket.send(last, BINARY_FRAME);
+      return undefined;
+    }
+    return new Promise((resolve, reject) => this.socket.send(last, BINARY_FRAME, (err) => (err ? reject(err) : resolve())));
   }
 
   /** Sends a stream item as JSON text, and resolves once the socket's queue is below its high-water mark again. */

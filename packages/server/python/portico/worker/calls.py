@@ -85,6 +85,9 @@ class Calls:
         if isinstance(exc, NotFound):  # the author's way of saying "no such thing": no traceback
             self.fail(call, _Refusal("not_found", f"{call.method}() raised {described(exc)}", exception=type(exc).__name__))
             return
+        if isinstance(exc, _display.DisplayTooLarge):  # emit() of a bundle over the bound, not caught
+            self.fail(call, _Refusal("payload_too_large", f"{call.method}() raised {described(exc)}", exception=type(exc).__name__))
+            return
         if isinstance(exc, OutsideFolder):  # local_directory() refused a path leading out of the folder
             self.fail(call, _Refusal("forbidden", f"{call.method}() raised {described(exc)}", exception=type(exc).__name__))
             return
@@ -112,63 +115,30 @@ class Calls:
         with a display bundle when its repr methods, or IPython's formatter when JSON cannot
         carry it, show more than text; ``payload`` is its JSON value, or null when it has none.
         A value whose class declares repr methods that all failed answers its text/plain; any
-        other value JSON refuses keeps ``unserializable_result``."""
-        shown = _display.own(value) if _display.declares(value) else None
-        if shown is not None and shown.rich:
-            self._finish_display(call, value, shown)
-            return
+        other value JSON refuses keeps ``unserializable_result``; a bundle over the bound
+        answers ``payload_too_large``."""
+        encode = _display.bridge_frame({"op": "result", "id": call.id})
         try:
-            frame = result_frame(call.id, value)
-        except Exception as exc:
-            formatted = _display.formatted(value)
-            if formatted is not None and formatted.rich:
-                self._finish_display(call, None, formatted)
-            elif shown is not None:
-                self._finish_display(call, None, shown)
-            else:
-                self.fail(call, _Refusal("unserializable_result", f"Result of {call.method}() is not JSON: {exc}"))
+            frame = _display.encoded(value, encode, f"The result of {call.method}()")
+        except _display.DisplayTooLarge as exc:
+            self.fail(call, _Refusal("payload_too_large", str(exc)))
             return
-        self._finish_frame(call, frame)
-
-    def _finish_display(self, call: _Call, payload: Any, shown: _display.Shown) -> None:
-        """The result frame of a bundle: its bytes values in the body (``buffer_paths`` name
-        their MIME types), null in ``display``; ``payload`` null when it is not JSON."""
-        data: dict[str, Any] = {}
-        paths: list[list[str]] = []
-        buffers: list[bytes] = []
-        for mime, item in shown.data.items():
-            if isinstance(item, bytes):
-                data[mime] = None
-                paths.append([mime])
-                buffers.append(item)
-            else:
-                data[mime] = item
-        header: dict[str, Any] = {"op": "result", "id": call.id, "payload": payload, "display": data}
-        if shown.metadata:
-            header["metadata"] = shown.metadata
-        body = b""
-        if buffers:
-            lengths, body = join_body(buffers)
-            header["buffer_paths"] = paths
-            header["buffer_lengths"] = lengths
-        try:
-            frame = encode_frame(header, body)
-        except Exception as exc:
-            if payload is None:  # the bundle itself was checked: only the header's size is left
-                self.fail(call, _Refusal("unserializable_result", f"Result of {call.method}() cannot be sent: {exc}"))
-                return
-            header["payload"] = None
-            try:
-                frame = encode_frame(header, body)
-            except Exception as exc2:
-                self.fail(call, _Refusal("unserializable_result", f"Result of {call.method}() cannot be sent: {exc2}"))
-                return
+        except Exception as exc:  # any failure of user types while encoding
+            self.fail(call, _Refusal("unserializable_result", f"Result of {call.method}() is not JSON: {exc}"))
+            return
         self._finish_frame(call, frame)
 
     def _send_item(self, call: _Call, payload: Any) -> bool:
-        """Send one stream item; False when the stream must stop (finished or unserializable)."""
+        """Send one stream item, with its display bundle when it has one (as a result would);
+        False when the stream must stop (finished, unserializable or over the bound)."""
         try:
-            frame = encode_frame({"op": "item", "id": call.id, "payload": payload})
+            if type(payload) in _PLAIN_RESULTS:  # most items: no repr methods to look for
+                frame = encode_frame({"op": "item", "id": call.id, "payload": payload})
+            else:
+                frame = _display.encoded(payload, _display.bridge_frame({"op": "item", "id": call.id}), f"An item of {call.method}()")
+        except _display.DisplayTooLarge as exc:
+            self.fail(call, _Refusal("payload_too_large", str(exc)))
+            return False
         except Exception as exc:
             self.fail(call, _Refusal("unserializable_result", f"Item of {call.method}() is not JSON: {exc}"))
             return False
@@ -426,7 +396,10 @@ class Calls:
             except BaseException as exc:
                 self.fail_raised(call, exc)
                 return False
-            return self._send_item(call, item)
+            if type(item) in _PLAIN_RESULTS:
+                return self._send_item(call, item)
+            # Repr methods and figures render: never on the loop every coroutine shares.
+            return await asyncio.get_running_loop().run_in_executor(self.pool, self._send_item, call, item)
 
         async def close() -> None:
             aclose = getattr(iterator, "aclose", None)

@@ -21,6 +21,7 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from .. import _display
 from .. import config as _config
 from .._buffers import join_body
 from .._frames import encode_frame
@@ -134,8 +135,9 @@ class Instances:
 
     def _emit(self, uuid: str | None, payload: Any) -> None:
         # Encoded in the caller's thread so that a bad payload raises where emit() was called, and
-        # queued before the call returns so the event precedes the call's result on the wire.
-        put_unsolicited(self.pipe.writer, encode_frame({"op": "event", "uuid": uuid, "payload": payload}))
+        # queued before the call returns so the event precedes the call's result on the wire. A
+        # displayable payload (a figure) carries its bundle, as a result does (README "Rich results").
+        put_unsolicited(self.pipe.writer, _display.encoded(payload, _display.bridge_frame({"op": "event", "uuid": uuid}), "emit()"))
 
     def _push(self, uuid: str | None, op: str, fields: dict[str, Any], buffers: list[bytes] | None) -> None:
         """``push_widget_change`` / ``push_widget_message``: like ``_emit``, another op; the
