@@ -42,15 +42,21 @@ beforeAll(async () => {
 afterAll(cleanup);
 
 describe('notebooks', { timeout: TIMEOUT }, () => {
-  it('remote-calls: plain calls, streams as iterators, events, typed errors', async () => {
+  it('remote-calls: plain calls, streams as iterators, events, typed errors, a progress bar', async () => {
     const cells = await execute('remote-calls', running.url);
-    const text = cells.map((outs) => outs.map((o) => o.text).join(''));
+    const text = cells.map((outs) => outs.filter((o) => o.type !== 'display_data').map((o) => o.text).join(''));
+    const bars = cells.map((outs) => outs.filter((o) => o.type === 'display_data'));
     expect(text[0]).toBe("'ok'");
     expect(text[1]).toBe('20');
     expect(text[2]).toBe('(30, 30)');
     expect(text[3]).toBe("['tick 0', 'tick 1', 'tick 2']");
     expect(text[4]).toBe('[0.25, 0.5, 0.75, 1]');
     expect(text[5].trim()).toBe('call_failed');
+    // streamer.ticks emits {"progress": …}: one bar per cell, updated in place, saved finished
+    expect(text[6]).toBe("'tick 4'");
+    for (const cell of [3, 4, 6]) expect(bars[cell]!.map((o) => o.text)).toEqual(['[##########] 100% (done)']);
+    expect(bars[6]![0]!.data['text/html']).toContain('<progress value="1" max="1"');
+    expect(bars.filter((outs, cell) => outs.length && ![3, 4, 6].includes(cell))).toEqual([]);
     expect(cells.flat().filter((o) => o.type === 'error')).toEqual([]);
   });
 

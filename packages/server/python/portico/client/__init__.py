@@ -9,10 +9,12 @@ Put ``packages/server/python`` on ``sys.path`` and::
     counter.add(2)                                              # → 20 (a call, answered by its result)
     for tick in g.interface("streamer").ticks(3):               # a generator method: an iterator
         print(tick)
-    counter.on_event(print)                                     # emit() payloads, on a callback thread
+    counter.on_event(print)                                     # emit() payloads (a Display when displayable), on a callback thread
     counter.on_restart(print)                                   # it died with its worker; the next call makes it again
     counter.release()                                           # → True: the live instance is dropped (close() detaches)
     g.interface("plots").figure()                               # → a Display: the figure shows in the notebook cell
+    # In a notebook kernel, a method emitting {"progress": 0…1} shows a progress bar in the cell
+    # (g.progress = False: none); nothing is shown or printed outside one.
 
     g.search(module="counter", where={"step": ("gte", 10)}, sort="-created_at")
     run = g.dispatch("trainer", [{"epochs": 3}])
@@ -30,8 +32,8 @@ cannot carry). It never appears in a proxy's repr or MIME bundle: notebooks are 
 
 The public surface is what this module exports. Beside it: ``gateway.py`` (the gateway and its
 REST operations), ``rest.py`` (one JSON request, request bodies), ``execution.py`` (a run),
-``proxy.py`` (an interface over its WebSocket), ``display.py`` (rich results), ``connection.py`` (that socket's reader and frame
-routing), ``transfers.py`` (uploads and reads), ``errors.py`` (``GatewayError``); the WebSocket
+``proxy.py`` (an interface over its WebSocket), ``display.py`` (rich results), ``progress.py`` (the
+notebook progress bar), ``connection.py`` (that socket's reader and frame routing), ``transfers.py`` (uploads and reads), ``errors.py`` (``GatewayError``); the WebSocket
 protocol itself is ``portico._ws_client``.
 """
 

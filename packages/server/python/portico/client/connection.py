@@ -2,7 +2,9 @@
 
 Owns the table of waiters by frame id, the routing of text frames (answers, stream items,
 events, widget changes, instance restarts) and of binary frames (into the one read in progress,
-bounded for backpressure), and what happens to every waiter when the socket goes away.
+bounded for backpressure), and what happens to every waiter when the socket goes away. Events carry
+no call id: besides the listeners, they go to the oldest call in flight that watches them (to move
+its progress bar, ``progress.py``).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 from .. import _ws_client
 from .._buffers import put_buffers
 from .._json import dumps
+from .display import Display
 from .errors import GatewayError, _closed_error
 
 if TYPE_CHECKING:
@@ -68,6 +71,8 @@ class _Connection:
         self.ids = itertools.count(1)
         self.lock = threading.Lock()
         self.pending: dict[Any, Any] = {}
+        #: Calls in flight that want the events emitted meanwhile, oldest first.
+        self.watchers: list[Any] = []
         #: One binary transfer per socket at a time (binary frames carry no id).
         self.transfer_lock = threading.Lock()
         self.read_sink: _ReadSink | None = None
@@ -93,17 +98,23 @@ class _Connection:
         except _ws_client.ConnectionClosed as err:
             raise self.dead or _closed_error(f"the WebSocket is closed ({err.code} {err.reason})".strip()) from None
 
-    def register(self, waiter: Any) -> int:
+    def register(self, waiter: Any, watch: bool = False) -> int:
+        """A fresh frame id whose answers go to ``waiter``; ``watch``: events emitted while the
+        call is in flight go there too (when it is the oldest such call), as ``event`` frames."""
         frame_id = next(self.ids)
         with self.lock:
             if self.dead:
                 raise self.dead
             self.pending[frame_id] = waiter
+            if watch:
+                self.watchers.append(frame_id)
         return frame_id
 
     def forget(self, frame_id: Any) -> None:
         with self.lock:
             self.pending.pop(frame_id, None)
+            if frame_id in self.watchers:
+                self.watchers.remove(frame_id)
 
     def exchange(self, frame: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
         """Sends ``frame`` with a fresh id; returns the frame answering it (an error raises)."""
@@ -142,6 +153,8 @@ class _Connection:
             listened = proxy is not None and proxy._has_listeners()
             alone = not others and self.read_sink is None and self.upload_id is None and not listened
             self.pending[frame_id] = _DISCARD
+            if frame_id in self.watchers:
+                self.watchers.remove(frame_id)
         if alone:
             self.shutdown(wait=False)
 
@@ -177,6 +190,7 @@ class _Connection:
                 self.dead = error
             waiters = list(self.pending.values())
             self.pending.clear()
+            self.watchers.clear()
             sink, self.read_sink = self.read_sink, None
         if sink is not None and sink not in waiters:
             waiters.append(sink)
@@ -207,7 +221,11 @@ class _Connection:
         kind = frame.get("type")
         frame_id = frame.get("id")
         if kind == "event":
-            self._dispatch("event", frame.get("payload"))
+            self._dispatch("event", Display.of(frame))
+            with self.lock:
+                watcher = self.pending.get(self.watchers[0]) if self.watchers else None
+            if watcher is not None and watcher is not _DISCARD:
+                watcher.put(frame)
             return
         if kind == "instance_restarted":
             payload = frame.get("payload")

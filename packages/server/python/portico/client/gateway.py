@@ -31,6 +31,11 @@ class Gateway:
     request and each WebSocket connect, in seconds (None: no bound; calls may run up to the
     gateway's own limit).
 
+    ``progress`` (an attribute too: ``g.progress = False``): in a notebook kernel, a call through
+    an interface proxy whose method emits progress events (``{"progress": 0.5, "message": …}``)
+    shows one progress bar in the cell, updated in place, and a stream counts its items; False
+    shows nothing. Outside a kernel nothing is ever shown.
+
     Usable as a context manager: leaving it closes every interface proxy it made.
     """
 
@@ -43,6 +48,7 @@ class Gateway:
         python: str | None = None,
         *,
         timeout: float | None = None,
+        progress: bool = True,
     ) -> None:
         parts = urllib.parse.urlsplit(url.strip())
         if parts.scheme not in ("http", "https") or not parts.netloc:
@@ -57,6 +63,7 @@ class Gateway:
         self.user = user
         self.python = python
         self.timeout = timeout
+        self.progress = progress
         self._proxies: weakref.WeakSet[InterfaceProxy] = weakref.WeakSet()
 
     def __repr__(self) -> str:  # never shows the token

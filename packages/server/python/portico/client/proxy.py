@@ -21,6 +21,7 @@ from .._buffers import split_buffers
 from .connection import _Connection, with_binary_values
 from .display import Display
 from .errors import GatewayError
+from .progress import Progress
 
 if TYPE_CHECKING:
     from .gateway import Gateway
@@ -98,6 +99,17 @@ class _Method:
 
     def __repr__(self) -> str:
         return f"<remote method {self._name} of {self._proxy!r}>"
+
+
+def _answer(conn: _Connection, waiter: Any, bar: Progress | None) -> dict[str, Any]:
+    """The next frame answering a call; events emitted meanwhile (watched when ``bar`` is
+    there) move the bar on the way."""
+    while True:
+        frame = conn.next(waiter)
+        if frame.get("type") != "event":
+            return frame
+        if bar is not None:
+            bar.event(frame.get("payload"))
 
 
 class InterfaceProxy:
@@ -208,12 +220,18 @@ class InterfaceProxy:
 
         The first frame answering the call decides: ``result`` → its value (a :class:`Display`
         when the gateway sent its MIME bundle, README "Rich results"); ``stream`` → an
-        iterator that yields each item as it arrives (leaving it early stops the call when
-        nothing else uses the socket, otherwise drops the rest). Errors raise GatewayError.
+        iterator that yields each item as it arrives (a :class:`Display` for an item the method
+        yielded as a figure, an image…; leaving it early stops the call when nothing else uses
+        the socket, otherwise drops the rest). Errors raise GatewayError.
+
+        In a notebook kernel, progress events the method emits while the call runs show as one
+        progress bar in the cell, and a stream counts its items (off with
+        ``Gateway.progress = False``).
         """
         conn = self._connection()
         waiter: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        call_id = conn.register(waiter)
+        bar = Progress.start(self._gateway.progress)
+        call_id = conn.register(waiter, watch=bar is not None)
         frame: dict[str, Any] = {"type": "call", "id": call_id, "method": method}
         if args:
             frame["args"] = list(args)
@@ -221,44 +239,57 @@ class InterfaceProxy:
             frame["kwargs"] = kwargs
         try:
             conn.send(frame)
-            first = conn.next(waiter)
-        except GatewayError:
+            first = _answer(conn, waiter, bar)
+        except GatewayError as err:
             conn.forget(call_id)
+            if bar is not None:
+                bar.end(f"failed: {err.code}")
             raise
         except BaseException:  # KeyboardInterrupt while waiting, a non-JSON argument
             conn.abandon(call_id)
+            if bar is not None:
+                bar.end("stopped")
             raise
         if first.get("type") == "stream":
-            return self._stream(conn, call_id, waiter, first)
+            return self._stream(conn, call_id, waiter, first, bar)
         conn.forget(call_id)
+        if bar is not None:
+            bar.end("done")
         return Display.of(first)
 
-    @staticmethod
-    def _stream(conn: _Connection, call_id: int, waiter: Any, first: dict[str, Any]) -> Iterator[Any]:
+    def _stream(self, conn: _Connection, call_id: int, waiter: Any, first: dict[str, Any], bar: Progress | None) -> Iterator[Any]:
+        # A method (not static): the iterator holds the proxy, so that iterating a proxy nobody
+        # else holds (``list(g.interface("streamer").ticks(3))``) never closes its socket.
         frame = first
-        finished = False
+        outcome = "stopped"
         try:
             while True:
                 if frame.get("type") != "stream":
                     raise GatewayError("invalid_frame", None, f"unexpected {frame.get('type')!r} frame in a stream")
                 if frame.get("final"):
-                    finished = True
+                    outcome = "done"
                     return
-                yield frame.get("payload")
-                frame = conn.next(waiter)
-        except GatewayError:
-            finished = True
+                if bar is not None:
+                    bar.item()
+                yield Display.of(frame)
+                frame = _answer(conn, waiter, bar)
+        except GatewayError as err:
+            outcome = f"failed: {err.code}"
             raise
         finally:
-            if finished:
-                conn.forget(call_id)
-            else:
+            if outcome == "stopped":
                 conn.abandon(call_id)
+            else:
+                conn.forget(call_id)
+            if bar is not None:
+                bar.end(outcome)
 
     # ------------------------------------------------------------- listeners
 
     def on_event(self, callback: Callable[[Any], Any]) -> Callable[[Any], Any]:
-        """Calls ``callback(payload)`` for every ``event`` the interface emits (connects now).
+        """Calls ``callback(payload)`` for every ``event`` the interface emits (connects now); for
+        an event that carries a MIME bundle (``self.emit(fig)``), a :class:`Display` whose
+        ``payload`` is the event's JSON value (``on_event(IPython.display.display)`` shows them).
 
         Callbacks run in order on one thread of the proxy's own; they may call the proxy.
         Returns ``callback``, so this works as a decorator.
