@@ -381,7 +381,7 @@ describe('protocol misuse answers a stable code and the socket stays usable', ()
     expect(existsSync(path.join(dir, 'other.bin'))).toBe(false);
 
     const noPath = await client.request({ type: 'chunk_start', mode: 'write' });
-    expect(noPath.payload.code).toBe('invalid_frame');
+    expect(noPath.payload).toMatchObject({ code: 'invalid_frame', issues: [{ path: 'path' }] });
     const badMode = await client.request({ type: 'chunk_start', mode: 'delete', path: 'x' });
     expect(badMode.payload.code).toBe('invalid_frame');
     client.close();

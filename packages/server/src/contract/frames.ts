@@ -60,9 +60,9 @@ export const ClientFrames = {
     type: z.literal('chunk_start'),
     id: z.union([z.string().max(256), z.number()]).describe('Correlation id; chunk_end must name it, chunk_done and errors echo it.'),
     mode: z.enum(['write', 'append', 'read']).default('write').describe('write (replace the file), append, or read (through the read hook).'),
-    path: z.string().min(1).max(4096).optional().describe('Upload only: a relative path inside the interface folder.'),
+    path: z.string().min(1).max(4096).optional().describe('Upload only, and required there: a relative path inside the interface folder.'),
     params: JsonObject.optional().describe('Read only: opaque parameters passed verbatim to the interface read(params) hook.'),
-  }),
+  }).refine((frame) => frame.mode === 'read' || frame.path !== undefined, { path: ['path'], message: 'An upload (mode write or append) needs path: the file to write, relative to the interface folder' }),
   chunk_end: z.object({
     type: z.literal('chunk_end'),
     id: Id.describe('The id of the active upload (an absent id means the active one).'),

@@ -56,7 +56,7 @@ describe('Upload backpressure', () => {
 });
 
 describe('Upload refused at once', () => {
-  it('a missing path fails the upload with invalid_frame, and a root that never comes (no connect) is no unhandled rejection', async () => {
+  it('a missing path fails the upload with invalid_argument (the frame contract refuses it before), and a root that never comes (no connect) is no unhandled rejection', async () => {
     const failures: string[] = [];
     const unhandled: unknown[] = [];
     const onUnhandled = (reason: unknown) => unhandled.push(reason);
@@ -72,7 +72,7 @@ describe('Upload refused at once', () => {
     } finally {
       process.off('unhandledRejection', onUnhandled);
     }
-    expect(failures).toEqual(['invalid_frame']);
+    expect(failures).toEqual(['invalid_argument']);
     expect(unhandled).toEqual([]);
   });
 });

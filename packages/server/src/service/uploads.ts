@@ -169,7 +169,7 @@ export class Upload {
   ) {
     let segments: string[] = [];
     try {
-      if (!relative) throw new PorticoError('invalid_frame', 'chunk_start for an upload requires path');
+      if (!relative) throw new PorticoError('invalid_argument', 'An upload needs a path: the file to write, relative to the interface folder');
       segments = normalizeUploadPath(relative);
     } catch (err) {
       this.fail(toPorticoError(err));
