@@ -2,8 +2,8 @@
  * The JupyterLab extension end to end: installed by `portico-lab install` (no pip) into a
  * throwaway Jupyter data dir, a real JupyterLab from the test venv, Debian Chromium. The widgets
  * notebook runs and shows live widgets synced with the gateway; the notebook reopens live; the
- * sidebar finds an interface by a config filter and renames it. Install + uninstall leaves the
- * data dir as it was.
+ * sidebar finds an interface by a config filter and renames it; its run view shows the figure a
+ * run emitted and the run's progress. Install + uninstall leaves the data dir as it was.
  */
 import { cp, mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -30,6 +30,38 @@ async function tree(dir: string, prefix = ''): Promise<string[]> {
   return out.sort();
 }
 
+/** A run that reports progress and emits a figure (a real PNG, made without any package). */
+const PLOTTER = `
+import struct
+import zlib
+
+from portico import Interface
+
+
+def png(width, height, rgb):
+    rows = b"".join(b"\\x00" + bytes(rgb) * width for _ in range(height))
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\\x89PNG\\r\\n\\x1a\\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
+
+
+class Swatch:
+    def __repr__(self):
+        return "<Swatch 30x20>"
+
+    def _repr_png_(self):
+        return png(30, 20, (200, 30, 30))
+
+
+class Plotter(Interface):
+    def __call__(self):
+        self.emit({"progress": 0.5, "message": "half way"})
+        self.emit(Swatch())
+        print("plotted", flush=True)
+        self.emit({"progress": 1, "message": "done"})
+`;
+
 let work: string;
 let running: RunningServer;
 let lab: RunningLab | undefined;
@@ -42,7 +74,7 @@ beforeAll(async () => {
   // `npm start` / `portico serve` configure it: no --allow-origin, yet the widget goes live.
   const port = await firstFreePort();
   labUrl = `http://127.0.0.1:${port}`;
-  running = await gateway({ ...parseServeArgs(['--port', '0'], {}), project: await tempProject(), logLevel: 'silent' });
+  running = await gateway({ ...parseServeArgs(['--port', '0'], {}), project: await tempProject({ 'plotter.py': PLOTTER }), logLevel: 'silent' });
   expect(running.gateway.options.allowOrigins).toContain(labUrl);
   const notebooks = path.join(work, 'notebooks');
   await mkdir(notebooks, { recursive: true });
@@ -130,6 +162,45 @@ describe('JupyterLab with the Portico extension', { timeout: TIMEOUT }, () => {
     await expect
       .poll(() => sidebar.locator('[data-testid=portico-detail-widget] button.counter-button').textContent().catch(() => null), { timeout: 30_000 })
       .toBe('count is 4242');
+    await page.close();
+  });
+
+  it("the sidebar's run view shows the figure a run emitted, and its progress", async () => {
+    const created = await api(running, 'POST', '/v1/interfaces', { target: 'plotter' });
+    expect(created.status).toBe(200);
+    const dispatched = await api(running, 'POST', '/v1/executions', { interfaces: [{ target: 'plotter' }] });
+    expect(dispatched.status).toBe(200);
+    b ??= await launchBrowser();
+    const { page } = await b.newPage();
+    await page.goto(`${labUrl}/lab`);
+    await page.waitForFunction(() => (window as any).jupyterapp?.shell, null, { timeout: 90_000 });
+    // The command shows the sidebar whether or not the restored layout has it open (a click on its tab would close it).
+    await page.evaluate(() => (window as any).jupyterapp.restored);
+    await command(page, 'portico:open-sidebar');
+    const sidebar = page.locator('[data-testid=portico-sidebar]');
+    await sidebar.waitFor({ timeout: 30_000 });
+    await sidebar.locator('[data-testid=portico-search-module]').fill('plotter');
+    await sidebar.locator('[data-testid=portico-search-submit]').click();
+    const result = sidebar.locator(`[data-testid=portico-result][data-uuid="${created.body.uuid}"]`);
+    await result.waitFor({ timeout: 30_000 });
+    await result.click();
+    const execution = sidebar.locator(`[data-testid=portico-execution][data-uuid="${dispatched.body.uuid}"]`);
+    await execution.waitFor({ timeout: 30_000 });
+    await execution.locator('[data-testid=portico-execution-follow]').click();
+
+    const figure = sidebar.locator('[data-testid=portico-execution-figure] img');
+    await expect
+      .poll(() => figure.evaluate((img: HTMLImageElement) => ({ complete: img.complete, width: img.naturalWidth, height: img.naturalHeight, alt: img.alt })).catch(() => null), { timeout: 60_000 })
+      .toEqual({ complete: true, width: 30, height: 20, alt: '<Swatch 30x20>' });
+    await expect.poll(() => sidebar.locator('[data-testid=portico-execution-output]').textContent(), { timeout: 30_000 }).toContain('plotted');
+    const progress = sidebar.locator('[data-testid=portico-execution-progress]');
+    await expect.poll(() => progress.textContent()).toBe('100 % · done');
+    expect(await progress.locator('progress').evaluate((bar: HTMLProgressElement) => bar.value)).toBe(1);
+    expect(await sidebar.locator('[data-testid=portico-execution-figure]').count()).toBe(1);
+    const shot = path.join(ROOT, '.cache', 'screenshots', 'lab-run-figure.png');
+    await mkdir(path.dirname(shot), { recursive: true });
+    await sidebar.screenshot({ path: shot });
+    console.log(`screenshot of the sidebar's run view with a figure: ${shot}`);
     await page.close();
   });
 

@@ -57,7 +57,7 @@ export async function connectWith(options: ConnectOptions, deps: { WebSocket?: W
     get status() {
       return session.status;
     },
-    call: (method, args, kwargs) => calls.call(method, args, kwargs),
+    call: (method, args, kwargs, callOptions) => calls.call(method, args, kwargs, callOptions),
     upload: (path, data, uploadOptions) => calls.upload(path, data, uploadOptions),
     read: (params, readOptions) => calls.read(params, readOptions),
     on: (event, callback) => session.events.on(event, callback as never),

@@ -17,7 +17,7 @@ export const RUNTIME_ERROR_CODES = {
   closed: 'The widget was unmounted, or the connection closed.',
   connection_lost: 'The socket closed while a call or transfer waited for its answer (the gateway cancels it).',
   aborted: 'The AbortSignal given to upload() or read() fired.',
-  stream_unsupported: 'The method is a generator (it answers with stream frames); call() takes single results only.',
+  stream_unsupported: 'The method is a generator (it answers with stream frames) and call() was given no onItem to take its items.',
   invalid_frame: 'The gateway sent a frame the runtime cannot use.',
   origin_refused: "The gateway does not accept this page's origin; the message names the option that allows it.",
   unreachable: 'The gateway did not answer at all (not running, or a wrong URL).',

@@ -58,6 +58,19 @@ interface Buffered {
 }
 
 /**
+ * A value's MIME bundle beside its `payload` (gateway README "Rich results"; contract/common.ts
+ * DisplayBundle and DisplayMetadata), on `result`, `stream` and `event` frames: `display` maps a
+ * MIME type to its data (text types strings, JSON types JSON values, binary types base64 text, or
+ * null with the bytes in the binary frames right after the frame, placed by `buffer_paths`
+ * (`[["image/png"]]`) in order); `metadata` by MIME type, only when there is some.
+ */
+export interface DisplayFields extends Buffered {
+  display?: Record<string, unknown>;
+  metadata?: Record<string, unknown>;
+  buffer_paths?: BufferPath[];
+}
+
+/**
  * What `instance_restarted` carries: the live instance died with its Python worker
  * (`worker_crashed`: it exited or was killed; `worker_wedged`: it stopped answering and was
  * killed; `source_changed`: `portico serve --reload` restarted it on changed source). The gateway
@@ -83,9 +96,9 @@ export type ServerFrame =
   | ({ type: 'widget_msg'; id?: FrameId; payload: { content: unknown; buffers?: string[] } } & Buffered)
   | { type: 'widget_reload'; payload: { asset: 'esm' | 'css' } }
   | { type: 'instance_restarted'; payload: InstanceRestart }
-  | { type: 'event'; payload: unknown }
-  | { type: 'result'; id?: FrameId; payload: unknown }
-  | { type: 'stream'; id?: FrameId; payload: unknown; final: boolean }
+  | ({ type: 'event'; payload: unknown } & DisplayFields)
+  | ({ type: 'result'; id?: FrameId; payload: unknown } & DisplayFields)
+  | ({ type: 'stream'; id?: FrameId; payload: unknown; final: boolean } & DisplayFields)
   | { type: 'chunk_done'; id?: FrameId; payload: ChunkDonePayload }
   | { type: 'error'; id?: FrameId; payload: ErrorPayload }
   | { type: 'pong'; id?: FrameId };
@@ -128,6 +141,8 @@ export function parseServerFrame(text: string): ServerFrame | undefined {
         : undefined;
     case 'stream':
       return typeof frame.final === 'boolean' ? (frame as ServerFrame) : undefined;
+    // Their display fields are checked where the value is made (display.ts), so a malformed one
+    // fails its call rather than leaving it unanswered.
     case 'result':
     case 'event':
     case 'pong':
@@ -136,3 +151,4 @@ export function parseServerFrame(text: string): ServerFrame | undefined {
       return undefined;
   }
 }
+

@@ -85,6 +85,29 @@ describe('followExecution', () => {
     expect(sockets[1]!.sent[0]).toMatchObject({ type: 'connect', target: 'e1', offset: 106 });
   });
 
+  it('reports each event once, with its MIME bundle; a reconnect replaying the events from the first repeats none', () => {
+    const events: unknown[] = [];
+    followExecution({ url: 'http://gw' }, 'e1', { event: (event) => events.push(event) }, new AbortController().signal, createSocket);
+    const figure = { at: 't2', interface: 'i1', payload: null, display: { 'image/png': 'iVBORw0KGgo=', 'text/plain': '<Figure>' }, metadata: { 'image/png': { width: 4 } } };
+    sockets[0]!.onopen?.();
+    sockets[0]!.frame({ type: 'connected', payload: run('running') });
+    sockets[0]!.frame({ type: 'event', payload: { at: 't1', interface: 'i1', payload: { progress: 0.5 } } });
+    sockets[0]!.frame({ type: 'event', payload: figure });
+    sockets[0]!.close();
+    vi.advanceTimersByTime(FOLLOW_LIMITS.reconnectFirstMs);
+    sockets[1]!.onopen?.();
+    sockets[1]!.frame({ type: 'connected', payload: run('running') });
+    sockets[1]!.frame({ type: 'event', payload: { at: 't1', interface: 'i1', payload: { progress: 0.5 } } });
+    sockets[1]!.frame({ type: 'event', payload: figure });
+    // display fields on the frame itself, beside the line, count too
+    sockets[1]!.frame({ type: 'event', payload: { at: 't3', interface: null, payload: 3 }, display: { 'text/plain': '3', 'text/html': '<b>3</b>' } });
+    expect(events).toEqual([
+      { at: 't1', interface: 'i1', payload: { progress: 0.5 } },
+      figure,
+      { at: 't3', interface: null, payload: 3, display: { 'text/plain': '3', 'text/html': '<b>3</b>' } },
+    ]);
+  });
+
   it('a refusal ends the follow with its reason; no reconnect', () => {
     const states: string[] = [];
     followExecution({ url: 'http://gw' }, 'e9', { state: (state, error) => states.push(error ? `${state} ${error.code}` : state) }, new AbortController().signal, createSocket);

@@ -5,7 +5,7 @@
  * signal closes it.
  */
 import { GatewayError, type GatewayConnection } from './client.js';
-import { ENDED_STATUSES, type ExecutionInfo } from './types.js';
+import { ENDED_STATUSES, type ExecutionInfo, type RunEvent } from './types.js';
 
 export type FollowState = 'connecting' | 'open' | 'reconnecting' | 'closed';
 
@@ -14,8 +14,11 @@ export interface FollowHandlers {
   info?(info: ExecutionInfo): void;
   /** Output text appended to the log; `offset` is the byte it starts at, `size` the log size now. */
   output?(chunk: { output: string; offset: number; size: number }): void;
-  /** What the run passed to emit(). */
-  event?(payload: unknown): void;
+  /**
+   * What the run passed to emit(), each event once and in order (a reconnect replays the run's
+   * events from the first; those already reported are skipped).
+   */
+  event?(event: RunEvent): void;
   /** The socket's state; `closed` carries the reason when it ended on an error. */
   state?(state: FollowState, error?: GatewayError): void;
 }
@@ -45,6 +48,26 @@ export function executionSocketUrl(connection: GatewayConnection): string {
 
 const utf8 = new TextEncoder();
 
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/**
+ * An `event` frame as a RunEvent: its payload is the events.jsonl line; display fields on the
+ * frame itself (beside the line) count too.
+ */
+function runEvent(frame: { payload?: unknown; display?: unknown; metadata?: unknown }): RunEvent {
+  const line = isObject(frame.payload) ? frame.payload : {};
+  const event: RunEvent = {
+    at: typeof line.at === 'string' ? line.at : '',
+    interface: typeof line.interface === 'string' ? line.interface : null,
+    payload: 'payload' in line ? line.payload : frame.payload,
+  };
+  const display = isObject(frame.display) ? frame.display : line.display;
+  const metadata = isObject(frame.metadata) ? frame.metadata : line.metadata;
+  if (isObject(display)) event.display = display;
+  if (isObject(display) && isObject(metadata)) event.metadata = metadata;
+  return event;
+}
+
 /**
  * Starts following `execution`; returns at once. Handlers are called until `signal` aborts or
  * the follow ends (`state('closed')`).
@@ -57,6 +80,8 @@ export function followExecution(
   createSocket: SocketFactory = (url, protocols) => new WebSocket(url, protocols),
 ): void {
   let nextOffset: number | undefined; // undefined: let the gateway start at the last 64 KiB
+  let eventsSeen = 0; // events reported so far
+  let eventIndex = 0; // events received on the current socket (each socket starts at the first)
   let ended = false; // the run has ended: no more reconnects
   let done = false; // the follow has ended and said so
   let attempt = 0;
@@ -84,7 +109,7 @@ export function followExecution(
       socket?.send(JSON.stringify({ type: 'connect', id: 'follow', target: execution, offset: nextOffset }));
     };
     socket.onmessage = (message) => {
-      let frame: { type?: string; id?: unknown; payload?: any };
+      let frame: { type?: string; id?: unknown; payload?: any; display?: unknown; metadata?: unknown };
       try {
         frame = JSON.parse(String(message.data));
       } catch {
@@ -93,6 +118,7 @@ export function followExecution(
       switch (frame.type) {
         case 'connected':
           attempt = 0;
+          eventIndex = 0;
           handlers.state?.('open');
         // falls through: `connected` carries the ExecutionInfo too
         case 'status': {
@@ -107,9 +133,13 @@ export function followExecution(
           handlers.output?.({ output, offset, size });
           break;
         }
-        case 'event':
-          handlers.event?.(frame.payload);
+        case 'event': {
+          eventIndex += 1;
+          if (eventIndex <= eventsSeen) break;
+          eventsSeen = eventIndex;
+          handlers.event?.(runEvent(frame));
           break;
+        }
         case 'error': {
           const { code, message: text } = (frame.payload ?? {}) as { code?: string; message?: string };
           const error = new GatewayError(code ?? 'error', text ?? 'error');

@@ -97,3 +97,20 @@ export interface OutputChunk {
 }
 
 export const ENDED_STATUSES: readonly RunStatus[] = ['finished', 'failed', 'interrupted'];
+
+/**
+ * One event a run passed to emit(): a line of its events.jsonl, the payload of an `event` frame
+ * of /v1/executions/ws (contract/frames.ts `event`, run.py `_emit`). A displayable value (a figure)
+ * carries its MIME bundle as a result does (`DisplayBundle`, `DisplayMetadata` in
+ * contract/common.ts): `display` maps a MIME type to its data, binary data as base64 text;
+ * `payload` is then the value's JSON or null. A payload `{progress: 0..1, message?}` is a
+ * progress event.
+ */
+export interface RunEvent {
+  at: string;
+  /** The uuid of the interface that emitted it (null for the run itself). */
+  interface: string | null;
+  payload: unknown;
+  display?: Record<string, unknown>;
+  metadata?: Record<string, unknown>;
+}

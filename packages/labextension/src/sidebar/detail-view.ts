@@ -2,11 +2,11 @@
  * The open interface: its InterfaceInfo, label editing, archive / restore, its live widget, and
  * its runs with a live output tail and cancel.
  */
-import type { WidgetHandle } from '@portico/widget-runtime';
-import { ENDED_STATUSES, type ExecutionInfo, type InterfaceInfo } from '../gateway/types.js';
+import { renderDisplay, type WidgetHandle } from '@portico/widget-runtime';
+import { ENDED_STATUSES, type ExecutionInfo, type InterfaceInfo, type RunEvent } from '../gateway/types.js';
 import { mountLiveWidget } from '../live-widget.js';
 import { h, shortDate, shortId } from './dom.js';
-import type { SidebarModel } from './model.js';
+import type { FollowedRun, SidebarModel } from './model.js';
 
 const json = (value: unknown) => JSON.stringify(value, null, 2);
 const isEmpty = (value: Record<string, unknown>) => Object.keys(value).length === 0;
@@ -22,6 +22,13 @@ export class DetailView {
   private readonly runs = h('ul', { className: 'jp-Portico-runs', testid: 'portico-executions' });
   private readonly runsStatus = h('div', { className: 'jp-Portico-status', testid: 'portico-executions-status' });
   private readonly output = h('div', { className: 'jp-Portico-output', testid: 'portico-execution-panel' });
+  private readonly outputHead = h('div', { className: 'jp-Portico-row' });
+  private readonly outputProgress = h('div', { className: 'jp-Portico-progress', testid: 'portico-execution-progress' });
+  private readonly outputLog = h('pre', { className: 'jp-Portico-log', testid: 'portico-execution-output' });
+  /** Figures the followed run emitted; never detached while shown, so their images and iframes are not reloaded. */
+  private readonly figures = h('div', { className: 'jp-Portico-figures', testid: 'portico-execution-figures' });
+  private readonly shownFigures = new Map<RunEvent, HTMLElement>();
+  private figuresOf: string | undefined;
   private widget: { uuid: string; handle: Promise<WidgetHandle | undefined> } | undefined;
   private shownUuid: string | undefined;
 
@@ -114,22 +121,53 @@ export class DetailView {
     const run = this.model.followed;
     if (!run) {
       this.output.replaceChildren();
+      this.syncFigures(undefined);
       return;
     }
+    if (this.output.firstChild !== this.outputHead) this.output.replaceChildren(this.outputHead, this.outputProgress, this.outputLog, this.figures);
     const state = run.error ? `${run.state}: ${run.error}` : run.state;
     const status = run.info ? `${run.info.status}${run.info.cancelled ? ' (cancel requested)' : ''}` : '';
-    const pre = h('pre', { className: 'jp-Portico-log', testid: 'portico-execution-output' }, run.truncated ? '…\n' : '', run.output);
-    this.output.replaceChildren(
-      h(
-        'div',
-        { className: 'jp-Portico-row' },
-        h('strong', { text: `Output of ${shortId(run.uuid)}` }),
-        h('span', { className: 'jp-Portico-badge', testid: 'portico-execution-state', dataset: { state: run.state }, text: [status, state].filter(Boolean).join(' · ') }),
-        h('button', { className: 'jp-Button jp-mod-minimal', text: 'Close', attrs: { type: 'button' }, on: { click: () => this.model.stopFollowing() } }),
-      ),
-      pre,
+    this.outputHead.replaceChildren(
+      h('strong', { text: `Output of ${shortId(run.uuid)}` }),
+      h('span', { className: 'jp-Portico-badge', testid: 'portico-execution-state', dataset: { state: run.state }, text: [status, state].filter(Boolean).join(' · ') }),
+      h('button', { className: 'jp-Button jp-mod-minimal', text: 'Close', attrs: { type: 'button' }, on: { click: () => this.model.stopFollowing() } }),
     );
-    pre.scrollTop = pre.scrollHeight;
+    const { progress } = run;
+    this.outputProgress.hidden = !progress;
+    this.outputProgress.replaceChildren(
+      ...(progress
+        ? [
+            h('progress', { attrs: { max: '1', value: String(progress.value), 'aria-label': progress.message ?? 'Progress' } }),
+            h('span', { text: `${Math.round(progress.value * 100)} %${progress.message ? ` · ${progress.message}` : ''}` }),
+          ]
+        : []),
+    );
+    this.outputLog.replaceChildren(run.truncated ? '…\n' : '', run.output);
+    this.outputLog.scrollTop = this.outputLog.scrollHeight;
+    this.syncFigures(run);
+  }
+
+  /** Shows the run's figures: new ones are rendered and appended, dropped ones removed, the others left alone. */
+  private syncFigures(run: FollowedRun | undefined): void {
+    if (this.figuresOf !== run?.uuid) {
+      this.shownFigures.clear();
+      this.figures.replaceChildren();
+      this.figuresOf = run?.uuid;
+    }
+    const kept = new Set(run?.figures ?? []);
+    for (const [event, el] of this.shownFigures) {
+      if (kept.has(event)) continue;
+      el.remove();
+      this.shownFigures.delete(event);
+    }
+    for (const event of run?.figures ?? []) {
+      if (this.shownFigures.has(event) || !event.display) continue;
+      const el = h('div', { className: 'jp-Portico-figure', testid: 'portico-execution-figure', attrs: { title: event.at } });
+      this.figures.append(el);
+      this.shownFigures.set(event, el);
+      // Images as <img> and HTML in a sandboxed iframe without scripts: a run's output is not trusted code.
+      void renderDisplay(el, { display: event.display, metadata: event.metadata });
+    }
   }
 
   /** Called when the view goes away (back to results, or the panel is disposed). */

@@ -114,3 +114,12 @@ describe('SidebarModel', () => {
     expect(calls.filter((c) => c.includes('search'))).toEqual([]);
   });
 });
+
+describe('progressOf', () => {
+  it('reads {progress: 0..1, message?} and nothing else', async () => {
+    const { progressOf } = await import('./model.js');
+    expect(progressOf({ progress: 0.25, message: 'epoch 1/4' })).toEqual({ value: 0.25, message: 'epoch 1/4' });
+    expect(progressOf({ progress: 1 })).toEqual({ value: 1, message: null });
+    for (const other of [null, 0.5, [0.5], { progress: '0.5' }, { progress: 1.5 }, { progress: -0.1 }, { progress: Number.NaN }]) expect(progressOf(other)).toBeNull();
+  });
+});

@@ -7,7 +7,7 @@ import type { IDisposable } from '@lumino/disposable';
 import { Signal, type ISignal } from '@lumino/signaling';
 import { GatewayClient, GatewayError } from '../gateway/client.js';
 import { followExecution, type FollowState } from '../gateway/follow.js';
-import type { ExecutionInfo, InterfaceInfo, ProjectModule } from '../gateway/types.js';
+import type { ExecutionInfo, InterfaceInfo, ProjectModule, RunEvent } from '../gateway/types.js';
 import { settingsStore, type GatewaySettings, type SettingsStore } from '../settings.js';
 import { EMPTY_QUERY, toFindRequest, type SearchQuery } from './query.js';
 
@@ -15,6 +15,8 @@ import { EMPTY_QUERY, toFindRequest, type SearchQuery } from './query.js';
 export const OUTPUT_TAIL_CHARS = 64 * 1024;
 /** Runs listed for an interface. */
 export const EXECUTIONS_LIMIT = 50;
+/** Figures of a followed run kept on screen (the newest). */
+export const FIGURES_KEPT = 20;
 
 /** What changed, so a view redraws only its part. */
 export type SidebarChange = 'settings' | 'modules' | 'results' | 'selection' | 'executions' | 'output';
@@ -28,6 +30,18 @@ export interface FollowedRun {
   truncated: boolean;
   state: FollowState;
   error: string | null;
+  /** The events with a MIME bundle (figures, images, tables) the run emitted, the last FIGURES_KEPT. */
+  figures: RunEvent[];
+  /** The last progress event (`{progress: 0..1, message?}`), if any. */
+  progress: { value: number; message: string | null } | null;
+}
+
+/** A progress event's payload (README "Rich results": `{progress: 0..1, message?}`), else null. */
+export function progressOf(payload: unknown): FollowedRun['progress'] {
+  if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) return null;
+  const { progress, message } = payload as { progress?: unknown; message?: unknown };
+  if (typeof progress !== 'number' || !(progress >= 0 && progress <= 1)) return null;
+  return { value: progress, message: typeof message === 'string' ? message : null };
 }
 
 type ClientFactory = (settings: GatewaySettings) => GatewayClient;
@@ -238,6 +252,8 @@ export class SidebarModel implements IDisposable {
       truncated: false,
       state: 'connecting',
       error: null,
+      figures: [],
+      progress: null,
     };
     this.followed = run;
     this.emit('output');
@@ -257,6 +273,12 @@ export class SidebarModel implements IDisposable {
           run.truncated ||= text.length > OUTPUT_TAIL_CHARS;
           run.output = text.length > OUTPUT_TAIL_CHARS ? text.slice(text.length - OUTPUT_TAIL_CHARS) : text;
           this.emit('output');
+        },
+        event: (event) => {
+          const progress = progressOf(event.payload);
+          if (progress) run.progress = progress;
+          if (event.display) run.figures = [...run.figures, event].slice(-FIGURES_KEPT);
+          if (progress || event.display) this.emit('output');
         },
         state: (state, error) => {
           run.state = state;

@@ -8,7 +8,7 @@
  * which keeps it out of the DOM. Changing an attribute remounts; removing the element unmounts
  * (moving it within one task does not). DOM events, bubbling and composed:
  * `portico-ready` (detail: the WidgetHandle), `portico-status` (detail: {status, error}),
- * `portico-event` (detail: the emit() payload), `portico-error` (detail: the error),
+ * `portico-event` (detail: the emit() payload, a Display for a figure), `portico-error` (detail: the error),
  * `portico-instance-restarted` (detail: `{uuid, reason, message}`: the instance died with its
  * Python worker; the widget's state is read again).
  * The element class is created on first definition, so importing this module needs no DOM.

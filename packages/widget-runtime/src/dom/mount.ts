@@ -97,7 +97,7 @@ function createHandle(el: HTMLElement, hosted: HostedWidget, hostView: HostView)
     get status() {
       return session.status;
     },
-    call: (method, args, kwargs) => live(() => hosted.calls.call(method, args, kwargs)),
+    call: (method, args, kwargs, callOptions) => live(() => hosted.calls.call(method, args, kwargs, callOptions)),
     upload: (path, data, options) => live(() => hosted.calls.upload(path, data, options)),
     read: (params, options) => live(() => hosted.calls.read(params, options)),
     on(event, callback) {

@@ -27,6 +27,7 @@
  * The WebSocket constructor is injectable, so this runs without a browser.
  */
 import { decodeBuffers } from '../base64.js';
+import { valueOfFrame } from '../display.js';
 import { WidgetRuntimeError, abortError, toRuntimeError } from '../errors.js';
 import { withDefaults, type Limits } from '../limits.js';
 import { TypedEvents } from '../model/events.js';
@@ -105,8 +106,8 @@ export interface SessionDeps {
 
 /** What answers one request (a call or a transfer), until it is finished or the socket goes. */
 export interface Exchange {
-  /** A text frame carrying this request's id: result, stream, chunk_done or error. */
-  frame(frame: ServerFrame): void;
+  /** A text frame carrying this request's id (result, stream, chunk_done or error), with the binary frames that followed it (`binary_buffers`). */
+  frame(frame: ServerFrame, views: DataView[]): void;
   /** A binary frame (only for a request made with `binary: true`). */
   binary?(data: ArrayBuffer | Blob): void;
   /** The socket went away (or the session closed) before the exchange finished. */
@@ -130,7 +131,7 @@ export interface Channel {
 
 export type SessionEvents = {
   status: [status: ConnectionStatus, error: WidgetRuntimeError | undefined];
-  /** A payload the interface passed to emit(). */
+  /** What the interface passed to emit(): its JSON payload, or a `Display` when it has a MIME bundle (a figure). */
   event: [payload: unknown];
   /** The widget's module or stylesheet changed on the gateway. */
   reload: [asset: 'esm' | 'css'];
@@ -391,7 +392,7 @@ export class Session {
   #deliver(frame: ServerFrame, views: DataView[]): void {
     const exchange = 'id' in frame && frame.id !== undefined ? this.#exchanges.get(frame.id) : undefined;
     if (exchange) {
-      exchange.frame(frame);
+      exchange.frame(frame, views);
       return;
     }
     switch (frame.type) {
@@ -423,9 +424,17 @@ export class Session {
       case 'instance_restarted':
         this.#onRestarted(frame.payload);
         return;
-      case 'event':
-        this.events.emit('event', frame.payload);
+      case 'event': {
+        let value: unknown;
+        try {
+          value = valueOfFrame(frame, views);
+        } catch (error) {
+          this.#report(error as WidgetRuntimeError);
+          return;
+        }
+        this.events.emit('event', value);
         return;
+      }
       case 'pong':
         this.#awaitingPong = false;
         return;

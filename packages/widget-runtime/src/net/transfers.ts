@@ -1,8 +1,11 @@
 /**
  * Calls and the binary data plane of /v1/interfaces/ws, on top of a Session.
  *
- * - `call(method, args, kwargs)`: `call` → `result` (or `error`). A generator method answers with
- *   `stream` frames, which this runtime does not take: the call rejects with `stream_unsupported`.
+ * - `call(method, args, kwargs, {onItem})`: `call` → `result` (or `error`); a result with a MIME
+ *   bundle (`display`, its binary data in the binary frames right after it) resolves as a
+ *   `Display`. A generator method answers with `stream` frames: their items go to `onItem` (each a
+ *   value or a `Display`) and the call resolves with their count at the final one; without
+ *   `onItem` the call rejects with `stream_unsupported`.
  * - `upload(path, data)`: `chunk_start {mode: write|append, path}` → binary frames of at most
  *   uploadChunkBytes, each handed to the socket only while its `bufferedAmount` is below
  *   uploadHighWaterBytes (a Blob is read one slice at a time, so a 2 GiB File never sits in
@@ -19,6 +22,7 @@
  * after any drop, and calls in flight on that socket fail with `connection_lost`. Aborting one
  * that still waits in the queue just removes it.
  */
+import { valueOfFrame } from '../display.js';
 import { WidgetRuntimeError, abortError } from '../errors.js';
 import type { Limits } from '../limits.js';
 import type { JsonObject, ServerFrame, UploadResult } from '../protocol.js';
@@ -42,10 +46,22 @@ export interface ReadOptions {
   signal?: AbortSignal;
 }
 
+export interface CallOptions {
+  /**
+   * Takes the items of a generator method, in order, each its JSON value or a `Display`; call()
+   * then resolves with the number of items once the stream ends. Without it, a generator method
+   * rejects with `stream_unsupported`.
+   */
+  onItem?: (item: unknown) => void;
+}
+
 /** Calls and transfers of one interface: what `WidgetHandle` and `Connection` expose. */
 export interface InterfaceCalls {
-  /** Calls a public method of the interface and resolves with its return value (JSON). */
-  call(method: string, args?: unknown[], kwargs?: JsonObject): Promise<unknown>;
+  /**
+   * Calls a public method of the interface and resolves with its return value: its JSON, or a
+   * `Display` when the answer carries a MIME bundle (a figure, an image, a table).
+   */
+  call(method: string, args?: unknown[], kwargs?: JsonObject, options?: CallOptions): Promise<unknown>;
   /** Uploads `data` to `path` (relative to the interface folder). */
   upload(path: string, data: UploadData, options?: UploadOptions): Promise<UploadResult>;
   /** Reads through the interface's `read(params)` hook; resolves with the bytes as one Blob. */
@@ -60,9 +76,9 @@ class Pending<T> implements Exchange {
   binary?: (data: ArrayBuffer | Blob) => void;
   #resolve!: (value: T) => void;
   #reject!: (error: WidgetRuntimeError) => void;
-  readonly #onFrame: (frame: ServerFrame, pending: Pending<T>) => void;
+  readonly #onFrame: (frame: ServerFrame, pending: Pending<T>, views: DataView[]) => void;
 
-  constructor(onFrame: (frame: ServerFrame, pending: Pending<T>) => void, onBinary?: (data: ArrayBuffer | Blob) => void) {
+  constructor(onFrame: (frame: ServerFrame, pending: Pending<T>, views: DataView[]) => void, onBinary?: (data: ArrayBuffer | Blob) => void) {
     this.#onFrame = onFrame;
     this.promise = new Promise<T>((resolve, reject) => {
       this.#resolve = resolve;
@@ -73,10 +89,10 @@ class Pending<T> implements Exchange {
     if (onBinary) this.binary = (data) => void (this.settled || onBinary(data));
   }
 
-  frame(frame: ServerFrame): void {
+  frame(frame: ServerFrame, views: DataView[] = []): void {
     if (this.settled) return;
     if (frame.type === 'error') this.fail(new WidgetRuntimeError(frame.payload.code, frame.payload.message));
-    else this.#onFrame(frame, this);
+    else this.#onFrame(frame, this, views);
   }
 
   lost(error: WidgetRuntimeError): void {
@@ -119,13 +135,31 @@ export class DataPlane implements InterfaceCalls {
     this.#limits = limits;
   }
 
-  async call(method: string, args: unknown[] = [], kwargs: JsonObject = {}): Promise<unknown> {
+  async call(method: string, args: unknown[] = [], kwargs: JsonObject = {}, options: CallOptions = {}): Promise<unknown> {
     if (typeof method !== 'string' || !method) throw new WidgetRuntimeError('invalid_argument', 'call() needs a method name');
-    const pending = new Pending<unknown>((frame, p) => {
-      if (frame.type === 'result') p.resolve(frame.payload);
-      else if (frame.type === 'stream') {
-        p.fail(new WidgetRuntimeError('stream_unsupported', `'${method}' streams its results; call() takes single results only`));
-      } else p.fail(unexpected(frame, `call '${method}'`));
+    const { onItem } = options;
+    if (onItem !== undefined && typeof onItem !== 'function') throw new WidgetRuntimeError('invalid_argument', 'call() options.onItem must be a function');
+    let items = 0;
+    const pending = new Pending<unknown>((frame, p, views) => {
+      try {
+        if (frame.type === 'result') p.resolve(valueOfFrame(frame, views));
+        else if (frame.type === 'stream' && !onItem) {
+          p.fail(new WidgetRuntimeError('stream_unsupported', `'${method}' streams its results; pass options.onItem to call() to take them`));
+        } else if (frame.type === 'stream') {
+          if (frame.final) p.resolve(items);
+          else {
+            items += 1;
+            const item = valueOfFrame(frame, views);
+            try {
+              onItem!(item);
+            } catch (error) {
+              console.error('[portico-widget] an onItem callback threw', error);
+            }
+          }
+        } else p.fail(unexpected(frame, `call '${method}'`));
+      } catch (error) {
+        p.fail(error instanceof WidgetRuntimeError ? error : new WidgetRuntimeError('invalid_frame', String(error)));
+      }
     });
     pending.channel = await this.#session.request({ type: 'call', method, args, kwargs }, pending);
     return pending.promise;
