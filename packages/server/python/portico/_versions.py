@@ -131,14 +131,14 @@ def parse_arguments(text: str) -> tuple[list[Any], dict[str, Any]]:
 _VERSION_CALL = re.compile(r"~\s*(\w+)\s*(?:\((.*)\))?\s*", re.S)
 
 
-def _issue(issues: list[Issue], path: str | None, message: str) -> None:
+def add_issue(issues: list[Issue], path: str | None, message: str) -> None:
     issues.append({"path": path or None, "message": message})
 
 
 def _version_call(cls: type, item: str, merged: dict[str, Any], issues: list[Issue]) -> dict[str, Any] | None:
     match = _VERSION_CALL.fullmatch(item)
     if match is None:
-        _issue(issues, None, f"Invalid version {item!r}: expected '~name' or '~name(arguments)'")
+        add_issue(issues, None, f"Invalid version {item!r}: expected '~name' or '~name(arguments)'")
         return None
     name, arg_text = match.group(1), match.group(2)
     args: list[Any] = []
@@ -147,36 +147,36 @@ def _version_call(cls: type, item: str, merged: dict[str, Any], issues: list[Iss
         try:
             args, kwargs = parse_arguments(arg_text)
         except ValueError as exc:
-            _issue(issues, None, f"Invalid version {item!r}: {exc}")
+            add_issue(issues, None, f"Invalid version {item!r}: {exc}")
             return None
     method_name = f"version_{name}"
     if not callable(getattr(cls, method_name, None)):
-        _issue(issues, None, f"{cls.__name__} has no version method {method_name!r}")
+        add_issue(issues, None, f"{cls.__name__} has no version method {method_name!r}")
         return None
     # A provisional instance: version methods may read the config resolved so far.
     try:
         obj = cls.__new__(cls)
     except Exception as exc:
-        _issue(issues, None, f"Cannot create {cls.__name__} to call {method_name}(): {type(exc).__name__}: {exc}")
+        add_issue(issues, None, f"Cannot create {cls.__name__} to call {method_name}(): {type(exc).__name__}: {exc}")
         return None
     attach(obj, Binding(uuid=None, config=ConfigView(merged), project=None, emit=lambda uuid, payload: None))
     method = getattr(obj, method_name)
     try:
         inspect.signature(method).bind(*args, **kwargs)
     except TypeError as exc:
-        _issue(issues, None, f"Invalid arguments for {method_name}(): {exc}")
+        add_issue(issues, None, f"Invalid arguments for {method_name}(): {exc}")
         return None
     except ValueError:  # no introspectable signature: let the call itself decide
         pass
     try:
         result = method(*args, **kwargs)
     except Exception as exc:
-        _issue(issues, None, f"Version method {method_name!r} raised {type(exc).__name__}: {exc}")
+        add_issue(issues, None, f"Version method {method_name!r} raised {type(exc).__name__}: {exc}")
         return None
     if result is None:
         return {}
     if not isinstance(result, collections.abc.Mapping):
-        _issue(issues, None, f"Version method {method_name!r} must return a dict, got {type(result).__name__}")
+        add_issue(issues, None, f"Version method {method_name!r} must return a dict, got {type(result).__name__}")
         return None
     return unflatten(dict(result))
 
@@ -185,7 +185,7 @@ def _assignment(item: str, issues: list[Issue]) -> dict[str, Any] | None:
     key, _, raw = item.partition("=")
     parts = [part.strip() for part in key.split(".")]
     if not all(parts):
-        _issue(issues, None, f"Invalid version {item!r}: expected a dotted key before '='")
+        add_issue(issues, None, f"Invalid version {item!r}: expected a dotted key before '='")
         return None
     raw = raw.strip()
     try:
@@ -195,7 +195,7 @@ def _assignment(item: str, issues: list[Issue]) -> dict[str, Any] | None:
     return unflatten({".".join(parts): value})
 
 
-def _version_patch(cls: type, item: Any, merged: dict[str, Any], issues: list[Issue]) -> dict[str, Any] | None:
+def version_patch(cls: type, item: Any, merged: dict[str, Any], issues: list[Issue]) -> dict[str, Any] | None:
     if isinstance(item, dict):
         return item
     if isinstance(item, str):
@@ -203,8 +203,8 @@ def _version_patch(cls: type, item: Any, merged: dict[str, Any], issues: list[Is
             return _version_call(cls, item, merged, issues)
         if "=" in item:
             return _assignment(item, issues)
-        _issue(issues, None, f"Invalid version {item!r}: use '~name' for a version method or 'key=value'")
+        add_issue(issues, None, f"Invalid version {item!r}: use '~name' for a version method or 'key=value'")
         return None
-    _issue(issues, None, f"Invalid version item {item!r}: expected a dict or a string")
+    add_issue(issues, None, f"Invalid version item {item!r}: expected a dict or a string")
     return None
 

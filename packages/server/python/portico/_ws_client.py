@@ -2,7 +2,7 @@
 
 What it does, and no more:
 
-- the opening handshake (``Sec-WebSocket-Key`` / ``Sec-WebSocket-Accept`` checked, optional
+- the opening handshake (``_ws_handshake.py``: ``Sec-WebSocket-Key`` / ``Sec-WebSocket-Accept`` checked, optional
   subprotocols checked against the answer, extra headers such as ``X-Service-Project``); a
   refused upgrade raises :class:`HandshakeError` with the HTTP status, headers and body;
 - text and binary messages, sent masked (as a client must), fragmented above ``fragment_size``;
@@ -17,7 +17,6 @@ thread at a time receives. No extensions (no compression) are negotiated.
 from __future__ import annotations
 
 import base64
-import hashlib
 import os
 import socket
 import ssl
@@ -26,10 +25,9 @@ import threading
 import urllib.parse
 from typing import Mapping, Sequence
 
-__all__ = ["ConnectionClosed", "HandshakeError", "WebSocket", "WebSocketError", "connect"]
+from ._ws_handshake import RECV_BYTES, HandshakeError, WebSocketError, handshake  # noqa: F401  (HandshakeError re-exported)
 
-#: The GUID of RFC 6455 §1.3, appended to the key to compute Sec-WebSocket-Accept.
-_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+__all__ = ["ConnectionClosed", "HandshakeError", "WebSocket", "WebSocketError", "connect"]
 
 OP_CONTINUATION, OP_TEXT, OP_BINARY, OP_CLOSE, OP_PING, OP_PONG = 0x0, 0x1, 0x2, 0x8, 0x9, 0xA
 _DATA_OPS = (OP_TEXT, OP_BINARY)
@@ -40,24 +38,6 @@ CLOSE_NORMAL, CLOSE_PROTOCOL_ERROR, CLOSE_INVALID_DATA, CLOSE_TOO_BIG = 1000, 10
 #: Close codes that may never appear in a close frame on the wire.
 _RESERVED_CODES = frozenset({1004, 1005, 1006, 1015})
 
-#: Largest response head of the handshake we read before giving up.
-_MAX_HEAD = 64 * 1024
-#: Bytes asked of the socket per recv for small reads (frame headers, small frames).
-_RECV_BYTES = 64 * 1024
-
-
-class WebSocketError(Exception):
-    """Base class of this module's errors."""
-
-
-class HandshakeError(WebSocketError):
-    """The server did not accept the upgrade (``status`` is its HTTP status, 0 when it was not HTTP)."""
-
-    def __init__(self, message: str, status: int = 0, headers: Mapping[str, str] | None = None, body: bytes = b"") -> None:
-        super().__init__(message)
-        self.status = status
-        self.headers = dict(headers or {})
-        self.body = body
 
 
 class ConnectionClosed(WebSocketError):
@@ -78,12 +58,16 @@ def _mask(payload: bytes, key: bytes) -> bytes:
     return (int.from_bytes(payload, "little") ^ int.from_bytes(repeated, "little")).to_bytes(n, "little")
 
 
-def _accept_for(key: str) -> str:
-    return base64.b64encode(hashlib.sha1((key + _GUID).encode("ascii")).digest()).decode("ascii")
-
-
-def _header_tokens(value: str) -> list[str]:
-    return [token.strip().lower() for token in value.split(",") if token.strip()]
+def _frame_head(opcode: int, n: int, fin: bool, key: bytes) -> bytes:
+    """The header of a client frame (always masked, RFC 6455 §5.2) of ``n`` payload bytes."""
+    head = bytearray([(0x80 if fin else 0) | opcode])
+    if n < 126:
+        head.append(0x80 | n)
+    elif n < 1 << 16:
+        head += bytes([0x80 | 126]) + struct.pack(">H", n)
+    else:
+        head += bytes([0x80 | 127]) + struct.pack(">Q", n)
+    return bytes(head + key)
 
 
 class WebSocket:
@@ -171,21 +155,12 @@ class WebSocket:
     def _send_frame(self, opcode: int, payload: bytes, *, fin: bool) -> None:
         """Writes one masked frame; the caller holds the send lock."""
         n = len(payload)
-        head = bytearray([(0x80 if fin else 0) | opcode])
-        if n < 126:
-            head.append(0x80 | n)
-        elif n < 1 << 16:
-            head.append(0x80 | 126)
-            head += struct.pack(">H", n)
-        else:
-            head.append(0x80 | 127)
-            head += struct.pack(">Q", n)
         key = os.urandom(4)
-        head += key
+        head = _frame_head(opcode, n, fin, key)
         masked = _mask(payload, key)
         try:
-            if n <= _RECV_BYTES:
-                self.sock.sendall(bytes(head) + masked)
+            if n <= RECV_BYTES:
+                self.sock.sendall(head + masked)
             else:
                 self.sock.sendall(head)
                 self.sock.sendall(masked)
@@ -283,7 +258,7 @@ class WebSocket:
 
     def _read_exact(self, n: int) -> bytes:
         buffer = self._buffer
-        if n <= _RECV_BYTES:
+        if n <= RECV_BYTES:
             while len(buffer) < n:
                 self._fill(buffer)
             data = bytes(buffer[:n])
@@ -307,7 +282,7 @@ class WebSocket:
 
     def _fill(self, buffer: bytearray) -> None:
         try:
-            data = self.sock.recv(_RECV_BYTES)
+            data = self.sock.recv(RECV_BYTES)
         except OSError as err:
             self._lost(err)
         if not data:
@@ -425,65 +400,7 @@ def connect(
         host_header = host if ":" not in host else f"[{host}]"
         if parts.port:
             host_header += f":{parts.port}"
-        lines = [
-            f"GET {resource} HTTP/1.1",
-            f"Host: {host_header}",
-            "Upgrade: websocket",
-            "Connection: Upgrade",
-            f"Sec-WebSocket-Key: {key}",
-            "Sec-WebSocket-Version: 13",
-        ]
-        if subprotocols:
-            lines.append(f"Sec-WebSocket-Protocol: {', '.join(subprotocols)}")
-        for name, value in (headers or {}).items():
-            if "\r" in name or "\n" in name or "\r" in str(value) or "\n" in str(value):
-                raise ValueError(f"header {name!r} contains a line break")
-            lines.append(f"{name}: {value}")
-        sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
-
-        head = bytearray()
-        while b"\r\n\r\n" not in head:
-            if len(head) > _MAX_HEAD:
-                raise HandshakeError("the handshake response head is too large")
-            data = sock.recv(_RECV_BYTES)
-            if not data:
-                raise HandshakeError("the server closed the connection during the handshake")
-            head += data
-        end = head.index(b"\r\n\r\n")
-        rest = bytes(head[end + 4 :])
-        status_line, *header_lines = head[:end].decode("latin-1").split("\r\n")
-        fields = status_line.split(" ", 2)
-        if len(fields) < 2 or not fields[0].startswith("HTTP/") or not fields[1].isdigit():
-            raise HandshakeError(f"not an HTTP response: {status_line!r}")
-        status = int(fields[1])
-        response: dict[str, str] = {}
-        for line in header_lines:
-            name, _, value = line.partition(":")
-            name = name.strip().lower()
-            response[name] = f"{response[name]}, {value.strip()}" if name in response else value.strip()
-
-        if status != 101:
-            body = rest
-            length = int(response.get("content-length", "0") or 0)
-            while len(body) < length:
-                data = sock.recv(_RECV_BYTES)
-                if not data:
-                    break
-                body += data
-            raise HandshakeError(f"upgrade refused: HTTP {status}", status, response, body)
-        if "websocket" not in _header_tokens(response.get("upgrade", "")):
-            raise HandshakeError("the 101 answer lacks 'Upgrade: websocket'", status, response)
-        if "upgrade" not in _header_tokens(response.get("connection", "")):
-            raise HandshakeError("the 101 answer lacks 'Connection: Upgrade'", status, response)
-        if response.get("sec-websocket-accept") != _accept_for(key):
-            raise HandshakeError("Sec-WebSocket-Accept does not match the key", status, response)
-        if response.get("sec-websocket-extensions"):
-            raise HandshakeError("the server answered with extensions that were not offered", status, response)
-        chosen = response.get("sec-websocket-protocol") or None
-        if chosen is not None and chosen not in (subprotocols or ()):
-            raise HandshakeError(f"the server chose subprotocol {chosen!r}, which was not offered", status, response)
-        if subprotocols and chosen is None:
-            raise HandshakeError(f"the server accepted none of the offered subprotocols {list(subprotocols)}", status, response)
+        chosen, response, rest = handshake(sock, resource, host_header, key, subprotocols, headers)
         sock.settimeout(None)
         return WebSocket(
             sock,

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Union, get_args, get_origin
 
 from ._json import strict_dumps
-from ._versions import Issue, _issue, _version_patch, deep_merge, normalize_version, parse_arguments, unflatten  # noqa: F401  (re-exported)
+from ._versions import Issue, add_issue, deep_merge, normalize_version, parse_arguments, unflatten, version_patch  # noqa: F401  (re-exported)
 
 __all__ = [
     "Issue",
@@ -187,7 +187,7 @@ def _value_type(value: Any) -> str:
 
 def _unknown_key(issues: list[Issue], path: str, key: str, declared: list[str]) -> None:
     listed = f"declared fields: {', '.join(declared)}" if declared else "no config fields are declared"
-    _issue(issues, path, f"Unknown config key {key!r} ({listed})")
+    add_issue(issues, path, f"Unknown config key {key!r} ({listed})")
 
 
 def _validate(schema: _Schema, value: dict[str, Any], prefix: str, issues: list[Issue]) -> dict[str, Any]:
@@ -208,11 +208,11 @@ def _validate(schema: _Schema, value: dict[str, Any], prefix: str, issues: list[
             else:
                 out[name] = _check(given, f.annotation, path, issues)
         elif f.default_error is not None:
-            _issue(issues, path, f.default_error)
+            add_issue(issues, path, f.default_error)
         elif f.default is _NESTED:
             out[name] = _validate(_schema(f.annotation), {}, path, issues)
         elif f.default is _MISSING:
-            _issue(issues, path, f"Missing required field {name!r}")
+            add_issue(issues, path, f"Missing required field {name!r}")
         else:
             out[name] = copy.deepcopy(f.default)
     return out
@@ -231,7 +231,7 @@ def _check(value: Any, tp: Any, path: str, issues: list[Issue]) -> Any:
         return _check(value, tp.__supertype__, path, issues)
 
     def wrong() -> Any:
-        _issue(issues, path, f"expected {_type_name(tp)}, got {_value_type(value)}")
+        add_issue(issues, path, f"expected {_type_name(tp)}, got {_value_type(value)}")
         return value
 
     if tp is Any or tp is object or isinstance(tp, (str, typing.ForwardRef, typing.TypeVar)):
@@ -242,7 +242,7 @@ def _check(value: Any, tp: Any, path: str, issues: list[Issue]) -> Any:
         choices = get_args(tp)
         if any(type(value) is type(choice) and value == choice for choice in choices):
             return value
-        _issue(issues, path, f"expected one of {', '.join(map(repr, choices))}, got {value!r}")
+        add_issue(issues, path, f"expected one of {', '.join(map(repr, choices))}, got {value!r}")
         return value
     if origin in (Union, types.UnionType):
         for arm in get_args(tp):
@@ -270,7 +270,7 @@ def _check(value: Any, tp: Any, path: str, issues: list[Issue]) -> Any:
         if args == ((),):
             args = ()
         if len(value) != len(args):
-            _issue(issues, path, f"expected {len(args)} items, got {len(value)}")
+            add_issue(issues, path, f"expected {len(args)} items, got {len(value)}")
             return list(value)
         return [_check(item, arm, _join(path, i), issues) for i, (item, arm) in enumerate(zip(value, args))]
     if tp in _SEQUENCES or origin in _SEQUENCES:
@@ -286,7 +286,7 @@ def _check(value: Any, tp: Any, path: str, issues: list[Issue]) -> Any:
         out = {}
         for key, item in value.items():
             if not isinstance(key, str):
-                _issue(issues, _join(path, key), f"keys must be strings, got {_value_type(key)}")
+                add_issue(issues, _join(path, key), f"keys must be strings, got {_value_type(key)}")
             out[key] = _check(item, value_type, _join(path, key), issues)
         return out
     if _is_config_class(tp):
@@ -324,10 +324,10 @@ def _validate_pydantic(model: type, value: dict[str, Any], prefix: str, issues: 
     except pydantic.ValidationError as exc:
         for error in exc.errors():
             loc = ".".join(str(part) for part in error.get("loc", ()))
-            _issue(issues, _join(prefix, loc) if loc else prefix, error.get("msg", "invalid value"))
+            add_issue(issues, _join(prefix, loc) if loc else prefix, error.get("msg", "invalid value"))
         return value
     except Exception as exc:  # e.g. a model with unresolved forward references
-        _issue(issues, prefix, f"{model.__qualname__} cannot validate: {type(exc).__name__}: {exc}")
+        add_issue(issues, prefix, f"{model.__qualname__} cannot validate: {type(exc).__name__}: {exc}")
         return value
     return instance.model_dump(mode="json")
 
@@ -337,7 +337,7 @@ def _finish(schema: _Schema, merged: dict[str, Any], issues: list[Issue]) -> dic
     try:
         return json.loads(strict_dumps(config))
     except (TypeError, ValueError) as exc:
-        _issue(issues, None, f"Resolved config is not JSON-serializable: {exc}")
+        add_issue(issues, None, f"Resolved config is not JSON-serializable: {exc}")
         return config
 
 
@@ -355,7 +355,7 @@ def resolve(cls: type, version: Any) -> Resolved:
     issues: list[Issue] = []
     merged = _defaults(schema)
     for item in items:
-        patch = _version_patch(cls, item, merged, issues)
+        patch = version_patch(cls, item, merged, issues)
         if patch:
             merged = deep_merge(merged, patch)
     return Resolved(_finish(schema, merged, issues), items, issues)

@@ -17,16 +17,14 @@ import logging
 import queue
 import threading
 import weakref
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import Any, Callable, Mapping
 
 from .. import _ws_client
 from .._buffers import put_buffers
 from .._json import dumps
 from .display import Display
-from .errors import GatewayError, _closed_error
-
-if TYPE_CHECKING:
-    from .proxy import InterfaceProxy
+from .errors import GatewayError, closed_error
+from .listeners import Listeners
 
 log = logging.getLogger("portico.client")
 
@@ -34,7 +32,7 @@ log = logging.getLogger("portico.client")
 READ_QUEUE_FRAMES = 8
 
 
-class _Lost:
+class Lost:
     """Put into a waiter's queue when the socket went away."""
 
     def __init__(self, error: GatewayError) -> None:
@@ -52,7 +50,7 @@ def _is_terminal(frame: Mapping[str, Any]) -> bool:
     return kind in _TERMINAL or (kind == "stream" and bool(frame.get("final")))
 
 
-class _ReadSink:
+class ReadSink:
     """Where the reader thread puts one read's binary frames and its end; bounded for backpressure."""
 
     def __init__(self, transfer_id: int) -> None:
@@ -61,12 +59,13 @@ class _ReadSink:
         self.abandoned = False
 
 
-class _Connection:
+class Connection:
     """One WebSocket of a proxy: a reader thread routes frames by id to whoever waits for them."""
 
-    def __init__(self, proxy: InterfaceProxy, ws: _ws_client.WebSocket) -> None:
-        # Weak: a proxy nobody holds any more is collected, and its finalizer closes this socket.
-        self.proxy = weakref.ref(proxy)
+    def __init__(self, listeners: Listeners, ws: _ws_client.WebSocket) -> None:
+        # Weak, as the proxy that owns them: a proxy nobody holds any more is collected (a callback
+        # may hold it), and its finalizer closes this socket.
+        self.listeners = weakref.ref(listeners)
         self.ws = ws
         self.ids = itertools.count(1)
         self.lock = threading.Lock()
@@ -75,7 +74,7 @@ class _Connection:
         self.watchers: list[Any] = []
         #: One binary transfer per socket at a time (binary frames carry no id).
         self.transfer_lock = threading.Lock()
-        self.read_sink: _ReadSink | None = None
+        self.read_sink: ReadSink | None = None
         self.upload_id: int | None = None
         self.dead: GatewayError | None = None
         self.info: dict[str, Any] = {}
@@ -96,7 +95,7 @@ class _Connection:
         try:
             action()
         except _ws_client.ConnectionClosed as err:
-            raise self.dead or _closed_error(f"the WebSocket is closed ({err.code} {err.reason})".strip()) from None
+            raise self.dead or closed_error(f"the WebSocket is closed ({err.code} {err.reason})".strip()) from None
 
     def register(self, waiter: Any, watch: bool = False) -> int:
         """A fresh frame id whose answers go to ``waiter``; ``watch``: events emitted while the
@@ -133,7 +132,7 @@ class _Connection:
             item = waiter.get(timeout=timeout)
         except queue.Empty:
             raise GatewayError("timeout", None, f"no answer from the gateway within {timeout} s") from None
-        if isinstance(item, _Lost):
+        if isinstance(item, Lost):
             raise item.error
         if item.get("type") == "error":
             raise GatewayError.from_detail(item.get("payload") or {})
@@ -149,8 +148,8 @@ class _Connection:
             if frame_id not in self.pending:
                 return
             others = [k for k, v in self.pending.items() if k != frame_id and v is not _DISCARD]
-            proxy = self.proxy()
-            listened = proxy is not None and proxy._has_listeners()
+            listeners = self.listeners()
+            listened = listeners is not None and listeners.any()
             alone = not others and self.read_sink is None and self.upload_id is None and not listened
             self.pending[frame_id] = _DISCARD
             if frame_id in self.watchers:
@@ -176,13 +175,13 @@ class _Connection:
                 if isinstance(frame, dict):
                     self._route(frame)
         except _ws_client.ConnectionClosed as err:
-            error = _closed_error(f"the WebSocket closed ({err.code}{' ' + err.reason if err.reason else ''})")
+            error = closed_error(f"the WebSocket closed ({err.code}{' ' + err.reason if err.reason else ''})")
         except BaseException as err:  # a bug here must not leave waiters hanging
             log.exception("portico.client: the reader thread failed")
-            error = _closed_error(f"the reader thread failed: {err!r}")
+            error = closed_error(f"the reader thread failed: {err!r}")
             self.ws.abort()
         finally:
-            self._die(error or _closed_error("the WebSocket closed"))
+            self._die(error or closed_error("the WebSocket closed"))
 
     def _die(self, error: GatewayError) -> None:
         with self.lock:
@@ -194,11 +193,11 @@ class _Connection:
             sink, self.read_sink = self.read_sink, None
         if sink is not None and sink not in waiters:
             waiters.append(sink)
-        lost = _Lost(self.dead)
+        lost = Lost(self.dead)
         for waiter in waiters:
             if waiter is _DISCARD:
                 continue
-            target = waiter.queue if isinstance(waiter, _ReadSink) else waiter
+            target = waiter.queue if isinstance(waiter, ReadSink) else waiter
             try:
                 target.put_nowait(lost)
             except queue.Full:
@@ -253,7 +252,7 @@ class _Connection:
             return
         if waiter is _DISCARD:
             return
-        if isinstance(waiter, _ReadSink):
+        if isinstance(waiter, ReadSink):
             if not waiter.abandoned:
                 while not waiter.abandoned:
                     try:
@@ -265,9 +264,9 @@ class _Connection:
         waiter.put(frame)
 
     def _dispatch(self, kind: str, value: Any) -> None:
-        proxy = self.proxy()
-        if proxy is not None:
-            proxy._dispatch(kind, value)
+        listeners = self.listeners()
+        if listeners is not None:
+            listeners.dispatch(kind, value)
 
     # --------------------------------------------------------------- closing
 
@@ -275,7 +274,7 @@ class _Connection:
         """Sends ``close`` (the gateway cancels this socket's calls and closes), then closes."""
         with self.lock:
             if self.dead is None:
-                self.dead = _closed_error("the proxy was closed")
+                self.dead = closed_error("the proxy was closed")
         try:
             self.ws.send_text(json.dumps({"type": "close"}))
         except _ws_client.ConnectionClosed:
@@ -291,7 +290,7 @@ class _Connection:
         """Drops the socket at once (a transfer cut off on the client side)."""
         with self.lock:
             if self.dead is None:
-                self.dead = _closed_error(reason)
+                self.dead = closed_error(reason)
             sink = self.read_sink
         if sink is not None:
             sink.abandoned = True

@@ -77,5 +77,6 @@ class GatewayError(Exception):
         return cls(f"http_{status}", status, text or f"HTTP {status}")
 
 
-def _closed_error(reason: str) -> GatewayError:
+def closed_error(reason: str) -> GatewayError:
+    """The error of everything that waited on a socket that went away."""
     return GatewayError("connection_closed", None, reason)

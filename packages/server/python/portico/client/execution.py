@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import time
 import urllib.parse
-from typing import TYPE_CHECKING, Any, Iterator, Mapping
+from typing import Any, Iterator, Mapping, Protocol
 
-if TYPE_CHECKING:
-    from .gateway import Gateway
+from .. import shared
 
-#: Window asked of /v1/executions/{uuid}/output while following (the gateway's cap).
-FOLLOW_WINDOW = 256 * 1024
+#: Window asked of /v1/executions/{uuid}/output while following (the gateway's cap, shared.json).
+FOLLOW_WINDOW = shared.LIMITS["output_window_max_bytes"]
 #: Run statuses after which nothing changes any more.
 ENDED_STATUSES = frozenset({"finished", "failed", "interrupted"})
+
+
+class Requester(Protocol):
+    """What an execution uses of its :class:`~portico.client.Gateway`."""
+
+    def request(self, method: str, path: str, body: Any = None, query: Mapping[str, Any] | None = None) -> Any: ...
 
 
 class Execution:
@@ -21,7 +26,7 @@ class Execution:
     ``info`` is the last ExecutionInfo seen (refreshed by :meth:`status`, :meth:`wait`).
     """
 
-    def __init__(self, gateway: Gateway, info: Mapping[str, Any]) -> None:
+    def __init__(self, gateway: Requester, info: Mapping[str, Any]) -> None:
         self.gateway = gateway
         self.info: dict[str, Any] = dict(info)
         self.uuid: str = self.info["uuid"]

@@ -242,7 +242,9 @@ class Gateway:
         scheme = "wss" if parts.scheme == "https" else "ws"
         return urllib.parse.urlunsplit((scheme, parts.netloc, parts.path + path, "", ""))
 
-    def _open_socket(self, path: str) -> _ws_client.WebSocket:
+    def open_socket(self, path: str) -> _ws_client.WebSocket:
+        """A WebSocket to ``path`` of the gateway (``/v1/interfaces/ws``, ``/v1/executions/ws``),
+        authenticated and bound to this gateway's project and user as the proxies' are."""
         headers = self._service_headers()
         subprotocols = None
         if self.token:

@@ -10,21 +10,19 @@ from __future__ import annotations
 import base64
 import html
 import logging
-import os
 import queue
 import threading
 import weakref
-from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterator, Protocol
 
+from .. import _ws_client
 from . import transfers
 from .._buffers import split_buffers
-from .connection import _Connection, with_binary_values
+from .connection import Connection, with_binary_values
 from .display import Display
 from .errors import GatewayError
+from .listeners import Listeners
 from .progress import Progress
-
-if TYPE_CHECKING:
-    from .gateway import Gateway
 
 log = logging.getLogger("portico.client")
 
@@ -34,55 +32,30 @@ WIDGET_MIME_TYPE = "application/vnd.portico.widget+json"
 INTERFACES_WS = "/v1/interfaces/ws"
 
 
-class _Callbacks:
-    """Runs listener callbacks on one thread of their own, in order, so that a slow or calling
-    callback never stalls the socket's reader."""
+class GatewayLike(Protocol):
+    """What a proxy uses of its :class:`~portico.client.Gateway` (read live: ``g.progress = False``
+    applies to proxies made before)."""
 
-    def __init__(self) -> None:
-        self.queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self.thread: threading.Thread | None = None
-        self.lock = threading.Lock()
+    url: str
+    project: str | None
+    timeout: float | None
+    progress: bool
 
-    def submit(self, callbacks: list[Callable[[Any], Any]], value: Any) -> None:
-        if not callbacks:
-            return
-        with self.lock:
-            if self.thread is None or not self.thread.is_alive():
-                self.thread = threading.Thread(target=self._run, name="portico-client-callbacks", daemon=True)
-                self.thread.start()
-        self.queue.put((callbacks, value))
-
-    def stop(self) -> None:
-        with self.lock:
-            if self.thread is not None:
-                self.queue.put(None)
-                self.thread = None
-
-    def _run(self) -> None:
-        while True:
-            item = self.queue.get()
-            if item is None:
-                return
-            callbacks, value = item
-            for callback in callbacks:
-                try:
-                    callback(value)
-                except Exception:
-                    log.exception("portico.client: a listener callback raised")
+    def open_socket(self, path: str) -> _ws_client.WebSocket: ...
 
 
 class _Slot:
-    """What a proxy's finalizer needs: its current connection and its callback thread."""
+    """What a proxy's finalizer needs: its current connection and its listeners' thread."""
 
     def __init__(self) -> None:
-        self.conn: _Connection | None = None
-        self.callbacks = _Callbacks()
+        self.conn: Connection | None = None
+        self.listeners = Listeners()
 
     def release(self) -> None:
         conn, self.conn = self.conn, None
         if conn is not None:
             conn.shutdown(wait=False)
-        self.callbacks.stop()
+        self.listeners.stop()
 
 
 class _Method:
@@ -101,7 +74,7 @@ class _Method:
         return f"<remote method {self._name} of {self._proxy!r}>"
 
 
-def _answer(conn: _Connection, waiter: Any, bar: Progress | None) -> dict[str, Any]:
+def _answer(conn: Connection, waiter: Any, bar: Progress | None) -> dict[str, Any]:
     """The next frame answering a call; events emitted meanwhile (watched when ``bar`` is
     there) move the bar on the way."""
     while True:
@@ -112,7 +85,7 @@ def _answer(conn: _Connection, waiter: Any, bar: Progress | None) -> dict[str, A
             bar.event(frame.get("payload"))
 
 
-class InterfaceProxy:
+class InterfaceProxy(transfers.DataMethods):
     """One interface, driven over one WebSocket (``/v1/interfaces/ws``), opened on first use.
 
     ``proxy.add(2)`` calls the remote ``add`` and returns its result; a generator method returns an
@@ -128,7 +101,7 @@ class InterfaceProxy:
     proxy keeps working, and :meth:`on_restart` listeners hear of it.
     """
 
-    def __init__(self, gateway: Gateway, target: str, version: list[Any] | None, *, uuid: str | None = None, label: str | None = None) -> None:
+    def __init__(self, gateway: GatewayLike, target: str, version: list[Any] | None, *, uuid: str | None = None, label: str | None = None) -> None:
         self._gateway = gateway
         self._target = target
         self._version = version
@@ -140,18 +113,18 @@ class InterfaceProxy:
         weakref.finalize(self, _Slot.release, self._slot)
         self._closed = False
         self._info: dict[str, Any] | None = None
-        self._listeners: dict[str, list[Callable[[Any], Any]]] = {"event": [], "widget_change": [], "instance_restarted": []}
+        self._listeners = self._slot.listeners
 
     # ------------------------------------------------------------ connection
 
-    def _connection(self) -> _Connection:
+    def _connection(self) -> Connection:
         with self._lock:
             if self._closed:
                 raise GatewayError("connection_closed", None, "this proxy is closed")
             conn = self._slot.conn
             if conn is not None and conn.dead is None:
                 return conn
-            conn = _Connection(self, self._gateway._open_socket(INTERFACES_WS))
+            conn = Connection(self._listeners, self._gateway.open_socket(INTERFACES_WS))
             conn.reader.start()
             frame: dict[str, Any] = {"type": "connect", "target": self._target}
             if self._version is not None:
@@ -170,7 +143,7 @@ class InterfaceProxy:
             return conn
 
     @property
-    def _conn(self) -> _Connection | None:
+    def _conn(self) -> Connection | None:
         """The current connection, if any (for tests and debugging)."""
         return self._slot.conn
 
@@ -195,7 +168,7 @@ class InterfaceProxy:
             conn, self._slot.conn = self._slot.conn, None
         if conn is not None:
             conn.shutdown()
-        self._slot.callbacks.stop()
+        self._listeners.stop()
 
     def __enter__(self) -> InterfaceProxy:
         return self
@@ -257,7 +230,7 @@ class InterfaceProxy:
             bar.end("done")
         return Display.of(first)
 
-    def _stream(self, conn: _Connection, call_id: int, waiter: Any, first: dict[str, Any], bar: Progress | None) -> Iterator[Any]:
+    def _stream(self, conn: Connection, call_id: int, waiter: Any, first: dict[str, Any], bar: Progress | None) -> Iterator[Any]:
         # A method (not static): the iterator holds the proxy, so that iterating a proxy nobody
         # else holds (``list(g.interface("streamer").ticks(3))``) never closes its socket.
         frame = first
@@ -294,27 +267,25 @@ class InterfaceProxy:
         Callbacks run in order on one thread of the proxy's own; they may call the proxy.
         Returns ``callback``, so this works as a decorator.
         """
-        self._listeners["event"].append(callback)
+        self._listeners.add("event", callback)
         self._connection()
         return callback
 
     def off_event(self, callback: Callable[[Any], Any]) -> None:
         """Stops calling ``callback`` for events."""
-        if callback in self._listeners["event"]:
-            self._listeners["event"].remove(callback)
+        self._listeners.remove("event", callback)
 
     def on_widget_change(self, callback: Callable[[dict[str, Any]], Any]) -> Callable[[dict[str, Any]], Any]:
         """Calls ``callback(changes)`` for widget state pushed by the gateway: changes another
         client made, or the interface's ``push_widget_change`` (this proxy's own
         :meth:`widget_set` returns its changes instead). Connects now; returns ``callback``."""
-        self._listeners["widget_change"].append(callback)
+        self._listeners.add("widget_change", callback)
         self._connection()
         return callback
 
     def off_widget_change(self, callback: Callable[[dict[str, Any]], Any]) -> None:
         """Stops calling ``callback`` for widget changes."""
-        if callback in self._listeners["widget_change"]:
-            self._listeners["widget_change"].remove(callback)
+        self._listeners.remove("widget_change", callback)
 
     def on_restart(self, callback: Callable[[dict[str, Any]], Any]) -> Callable[[dict[str, Any]], Any]:
         """Calls ``callback(info)`` when the live instance died with its Python worker (connects now).
@@ -327,20 +298,13 @@ class InterfaceProxy:
         comes back), so the proxy needs nothing. Calls in flight when it died raise GatewayError.
         Callbacks run as :meth:`on_event`'s do; returns ``callback``, so this works as a decorator.
         """
-        self._listeners["instance_restarted"].append(callback)
+        self._listeners.add("instance_restarted", callback)
         self._connection()
         return callback
 
     def off_restart(self, callback: Callable[[dict[str, Any]], Any]) -> None:
         """Stops calling ``callback`` for restarts."""
-        if callback in self._listeners["instance_restarted"]:
-            self._listeners["instance_restarted"].remove(callback)
-
-    def _has_listeners(self) -> bool:
-        return any(self._listeners.values())
-
-    def _dispatch(self, kind: str, value: Any) -> None:
-        self._slot.callbacks.submit(list(self._listeners[kind]), value)
+        self._listeners.remove("instance_restarted", callback)
 
     # -------------------------------------------------------------- lifetime
 
@@ -401,63 +365,3 @@ class InterfaceProxy:
         if exclude:
             bundle = {k: v for k, v in bundle.items() if k not in exclude}
         return bundle
-
-    # ---------------------------------------------------------------- binary
-
-    def upload(
-        self,
-        path: str,
-        data: bytes | bytearray | memoryview | str | os.PathLike[str] | BinaryIO,
-        mode: str = "write",
-        progress: Callable[[int, int | None], Any] | None = None,
-        block: int = 1 << 20,
-    ) -> dict[str, Any]:
-        """Streams bytes to ``path`` inside the interface's folder; returns the ``chunk_done``
-        payload (``{"path", "bytes_written", "mode"}``) once they are durable.
-
-        ``data``: bytes-like, a local file path (``str`` or path-like), or a binary file object
-        (read in ``block``-byte pieces, never all at once). ``mode``: ``"write"`` replaces the
-        file, ``"append"`` adds to it. ``progress(bytes_sent, total)`` is called after each block
-        (``total`` is None for a file object of unknown size). If the upload is cut off on this
-        side, the socket is dropped, so the gateway leaves the target as it was.
-        """
-        if mode not in ("write", "append"):
-            raise ValueError(f"mode is 'write' or 'append', not {mode!r}")
-        if block < 1:
-            raise ValueError("block must be positive")
-        opened: BinaryIO | None = None
-        if isinstance(data, (str, os.PathLike)):
-            opened = open(data, "rb")  # noqa: SIM115 - closed below
-            source: Any = opened
-        else:
-            source = data
-        try:
-            pieces, total = transfers.pieces_of(source, block)
-            return transfers.upload(self._connection(), path, pieces, total, mode, progress)
-        finally:
-            if opened is not None:
-                opened.close()
-
-    def read(self, params: Mapping[str, Any] | None = None, progress: Callable[[int, None], Any] | None = None) -> bytes:
-        """The bytes the interface's ``read(params)`` hook serves (``chunk_start`` mode read).
-
-        ``progress(bytes_so_far, None)`` is called per received frame. For large data use
-        :meth:`read_to`, which never holds it all.
-        """
-        parts: list[bytes] = []
-        transfers.read(self._connection(), params, parts.append, progress)
-        return b"".join(parts)
-
-    def read_to(
-        self,
-        params: Mapping[str, Any] | None,
-        file: str | os.PathLike[str] | BinaryIO,
-        progress: Callable[[int, None], Any] | None = None,
-    ) -> int:
-        """Streams what ``read(params)`` serves into ``file`` (a path, or a binary file object),
-        a frame at a time; returns the number of bytes written. The socket stops reading while
-        the file is behind, so memory stays bounded."""
-        if isinstance(file, (str, os.PathLike)):
-            with open(file, "wb") as handle:
-                return transfers.read(self._connection(), params, handle.write, progress)
-        return transfers.read(self._connection(), params, file.write, progress)

@@ -11,14 +11,14 @@ from __future__ import annotations
 import os
 import queue
 import stat
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, BinaryIO, Callable, Iterator, Mapping
 
-from .connection import _Connection, _Lost, _ReadSink
+from .connection import Connection, Lost, ReadSink
 from .errors import GatewayError
 
 
 def upload(
-    conn: _Connection, path: str, pieces: Iterator[bytes | memoryview], total: int | None, mode: str, progress: Any
+    conn: Connection, path: str, pieces: Iterator[bytes | memoryview], total: int | None, mode: str, progress: Any
 ) -> dict[str, Any]:
     """Sends ``pieces`` to ``path`` over ``conn`` (``chunk_start``, binary frames, ``chunk_end``);
     the ``chunk_done`` payload once the gateway made them durable."""
@@ -59,13 +59,13 @@ def upload(
                 conn.abort("an upload was cut off on the client side")
 
 
-def read(conn: _Connection, params: Mapping[str, Any] | None, write: Callable[[bytes], Any], progress: Any) -> int:
+def read(conn: Connection, params: Mapping[str, Any] | None, write: Callable[[bytes], Any], progress: Any) -> int:
     """Passes what the interface's ``read(params)`` serves over ``conn`` to ``write``, a frame at a
     time; the number of bytes.
     """
     with conn.transfer_lock:
         transfer_id = next(conn.ids)
-        sink = _ReadSink(transfer_id)
+        sink = ReadSink(transfer_id)
         with conn.lock:
             if conn.dead:
                 raise conn.dead
@@ -90,7 +90,7 @@ def read(conn: _Connection, params: Mapping[str, Any] | None, write: Callable[[b
                         progress(received, None)
                     continue
                 done = True
-                if isinstance(item, _Lost):
+                if isinstance(item, Lost):
                     raise item.error
                 if item.get("type") == "error":
                     raise GatewayError.from_detail(item.get("payload") or {})
@@ -131,3 +131,69 @@ def pieces_of(source: Any, block: int) -> tuple[Iterator[bytes | memoryview], in
             yield piece
 
     return blocks(), total
+
+
+class DataMethods:
+    """An interface proxy's uploads and reads (mixed into :class:`~portico.client.InterfaceProxy`,
+    which provides the connection)."""
+
+    def _connection(self) -> Connection:
+        raise NotImplementedError
+
+    def upload(
+        self,
+        path: str,
+        data: bytes | bytearray | memoryview | str | os.PathLike[str] | BinaryIO,
+        mode: str = "write",
+        progress: Callable[[int, int | None], Any] | None = None,
+        block: int = 1 << 20,
+    ) -> dict[str, Any]:
+        """Streams bytes to ``path`` inside the interface's folder; returns the ``chunk_done``
+        payload (``{"path", "bytes_written", "mode"}``) once they are durable.
+
+        ``data``: bytes-like, a local file path (``str`` or path-like), or a binary file object
+        (read in ``block``-byte pieces, never all at once). ``mode``: ``"write"`` replaces the
+        file, ``"append"`` adds to it. ``progress(bytes_sent, total)`` is called after each block
+        (``total`` is None for a file object of unknown size). If the upload is cut off on this
+        side, the socket is dropped, so the gateway leaves the target as it was.
+        """
+        if mode not in ("write", "append"):
+            raise ValueError(f"mode is 'write' or 'append', not {mode!r}")
+        if block < 1:
+            raise ValueError("block must be positive")
+        opened: BinaryIO | None = None
+        if isinstance(data, (str, os.PathLike)):
+            opened = open(data, "rb")  # noqa: SIM115 - closed below
+            source: Any = opened
+        else:
+            source = data
+        try:
+            pieces, total = pieces_of(source, block)
+            return upload(self._connection(), path, pieces, total, mode, progress)
+        finally:
+            if opened is not None:
+                opened.close()
+
+    def read(self, params: Mapping[str, Any] | None = None, progress: Callable[[int, None], Any] | None = None) -> bytes:
+        """The bytes the interface's ``read(params)`` hook serves (``chunk_start`` mode read).
+
+        ``progress(bytes_so_far, None)`` is called per received frame. For large data use
+        :meth:`read_to`, which never holds it all.
+        """
+        parts: list[bytes] = []
+        read(self._connection(), params, parts.append, progress)
+        return b"".join(parts)
+
+    def read_to(
+        self,
+        params: Mapping[str, Any] | None,
+        file: str | os.PathLike[str] | BinaryIO,
+        progress: Callable[[int, None], Any] | None = None,
+    ) -> int:
+        """Streams what ``read(params)`` serves into ``file`` (a path, or a binary file object),
+        a frame at a time; returns the number of bytes written. The socket stops reading while
+        the file is behind, so memory stays bounded."""
+        if isinstance(file, (str, os.PathLike)):
+            with open(file, "wb") as handle:
+                return read(self._connection(), params, handle.write, progress)
+        return read(self._connection(), params, file.write, progress)

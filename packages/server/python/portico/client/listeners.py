@@ -1,0 +1,66 @@
+"""A proxy's listeners: callbacks by kind (``event``, ``widget_change``, ``instance_restarted``),
+run in order on one thread of their own, so that a slow or calling callback never stalls the
+socket's reader. The proxy owns one; its connection holds it weakly (``connection.py``) and
+dispatches what arrives, without knowing the proxy.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from typing import Any, Callable
+
+log = logging.getLogger("portico.client")
+
+KINDS = ("event", "widget_change", "instance_restarted")
+
+
+class Listeners:
+    """Callbacks by kind, and the thread that runs them."""
+
+    def __init__(self) -> None:
+        self.callbacks: dict[str, list[Callable[[Any], Any]]] = {kind: [] for kind in KINDS}
+        self.queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self.thread: threading.Thread | None = None
+        self.lock = threading.Lock()
+
+    def add(self, kind: str, callback: Callable[[Any], Any]) -> None:
+        self.callbacks[kind].append(callback)
+
+    def remove(self, kind: str, callback: Callable[[Any], Any]) -> None:
+        if callback in self.callbacks[kind]:
+            self.callbacks[kind].remove(callback)
+
+    def any(self) -> bool:
+        """Whether anybody listens (a socket with listeners stays open while idle)."""
+        return any(self.callbacks.values())
+
+    def dispatch(self, kind: str, value: Any) -> None:
+        """Runs the callbacks of ``kind`` with ``value``, later, on the listeners' thread."""
+        callbacks = list(self.callbacks[kind])
+        if not callbacks:
+            return
+        with self.lock:
+            if self.thread is None or not self.thread.is_alive():
+                self.thread = threading.Thread(target=self._run, name="portico-client-callbacks", daemon=True)
+                self.thread.start()
+        self.queue.put((callbacks, value))
+
+    def stop(self) -> None:
+        with self.lock:
+            if self.thread is not None:
+                self.queue.put(None)
+                self.thread = None
+
+    def _run(self) -> None:
+        while True:
+            item = self.queue.get()
+            if item is None:
+                return
+            callbacks, value = item
+            for callback in callbacks:
+                try:
+                    callback(value)
+                except Exception:
+                    log.exception("portico.client: a listener callback raised")
