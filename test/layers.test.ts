@@ -141,6 +141,18 @@ describe('the layering of DESIGN.md §2', () => {
     expect(violations()).toEqual([]);
   });
 
+  it('transports reach the store and the run folders only through services (not through a bound project)', () => {
+    const found: string[] = [];
+    for (const file of sourceFiles(SRC).filter((f) => ['http', 'ws'].includes(folderOf(f)))) {
+      readFileSync(file, 'utf8')
+        .split('\n')
+        .forEach((text, index) => {
+          if (/\.project\.(store|runs)\b/.test(text)) found.push(`${path.relative(SRC, file)}:${index + 1}: ${text.trim()}`);
+        });
+    }
+    expect(found).toEqual([]);
+  });
+
   it('no file imports itself back through others (no import cycle)', () => {
     expect(cycles()).toEqual([]);
   });

@@ -144,6 +144,11 @@ export class ExecutionService {
     return request.include_status ? { ...page, items: await this.withRunStatus(ctx, page.items) } : page;
   }
 
+  /** The run's events (events.jsonl lines: emit() payloads and their bundles) from a byte offset, and where the next read starts. */
+  async events(ctx: RequestContext, uuid: string, offset: number): Promise<{ events: unknown[]; next: number }> {
+    return ctx.project.runs.events(uuid, offset);
+  }
+
   /** draft (no usable run), running, cached (a run finished) or failed (the latest run did not). */
   async lifecycle(ctx: RequestContext, record: { uuid: string } | undefined): Promise<{ status: Lifecycle; execution_uuid: string | null }> {
     if (!record) return { status: 'draft', execution_uuid: null };

@@ -64,7 +64,7 @@ export class ExecutionSession extends SocketSession<ExecutionClientFrame> {
           this.send({ type: 'output', payload: { output: window.output, offset: window.offset, size: window.size } });
           offset = window.offset + Math.min(window.limit, window.size - window.offset); // bytes, not decoded text
         }
-        const { events, next } = await ctx.project.runs.events(uuid, eventOffset);
+        const { events, next } = await executions.events(ctx, uuid, eventOffset);
         eventOffset = next;
         for (const event of events) this.send({ type: 'event', payload: event });
         if (info.status !== lastStatus) {
