@@ -42,7 +42,7 @@ describe('an unknown module', () => {
     const all = await answers('countr');
     const expected = {
       code: 'unknown_module',
-      message: "Unknown module 'countr': did you mean 'counter'? The interface modules of this project: counter, faulty, files, slow, streamer, trainer, wave.",
+      message: "Unknown module 'countr': did you mean 'counter'? The interface modules of this project: counter, faulty, files, gallery, slow, streamer, trainer, wave.",
     };
     for (const [surface, { status, detail }] of Object.entries(all)) {
       expect(status, surface).toBe(400);
@@ -52,7 +52,7 @@ describe('an unknown module', () => {
 
   it('names the nearest modules only when some are near; a module that defines no interface is not offered', async () => {
     const far = await api(g, 'POST', '/v1/interfaces/resolve', { target: 'zzzzzzzz' });
-    expect(far.body.detail.message).toBe("Unknown module 'zzzzzzzz'. The interface modules of this project: counter, faulty, files, slow, streamer, trainer, wave.");
+    expect(far.body.detail.message).toBe("Unknown module 'zzzzzzzz'. The interface modules of this project: counter, faulty, files, gallery, slow, streamer, trainer, wave.");
     const two = await api(g, 'POST', '/v1/interfaces', { target: 'slaw' });
     expect(two.body.detail.message).toMatch(/^Unknown module 'slaw': did you mean 'slow'\?/);
     const helper = await api(g, 'POST', '/v1/interfaces', { target: 'helpr' });
