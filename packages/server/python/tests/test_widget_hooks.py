@@ -5,11 +5,11 @@ from __future__ import annotations
 import unittest
 from typing import Any
 
-
 import portico
 from portico import Interface, NotFound, ReadOnly
 from portico._view import ConfigView
 from portico.interface import Binding, attach
+
 
 class Counter(Interface):
     class Config:
