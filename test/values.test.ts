@@ -11,7 +11,7 @@
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectWith } from '../packages/widget-runtime/src/connect.js';
-import type { WebSocketConstructor } from '../packages/widget-runtime/src/net/session.js';
+import type { WebSocketConstructor } from '../packages/widget-runtime/src/net/socket.js';
 import { api, Client, cleanup, gateway, tempProject } from './helpers.js';
 import { TEST_PYTHON } from './notebook.js';
 

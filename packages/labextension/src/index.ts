@@ -6,6 +6,6 @@
 export { PACKAGE_NAME, PACKAGE_VERSION, PORTICO_WIDGET_MIME } from './version.js';
 export { GatewayClient, GatewayError, type GatewayConnection } from './gateway/client.js';
 export { followExecution, type FollowHandlers, type FollowState } from './gateway/follow.js';
-export type { ExecutionInfo, FindRequest, InterfaceInfo, OutputChunk, SearchResponse } from './gateway/types.js';
+export type { ExecutionInfo, FindRequest, InterfaceInfo, OutputChunk, SearchResponse } from '@portico/protocol';
 export { parseBundle, type WidgetBundle } from './mime/bundle.js';
 export { DEFAULT_SETTINGS, tokenFor, type GatewaySettings } from './settings.js';

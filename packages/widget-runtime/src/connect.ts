@@ -11,9 +11,10 @@
  */
 import type { WidgetRuntimeError } from './errors.js';
 import { withDefaults, type Limits } from './limits.js';
-import { Session, type ConnectOptions, type ConnectionStatus, type SessionEvents, type WebSocketConstructor } from './net/session.js';
+import { Session, type ConnectOptions, type ConnectionStatus, type SessionEvents } from './net/session.js';
+import type { WebSocketConstructor } from './net/socket.js';
 import { DataPlane, type InterfaceCalls } from './net/transfers.js';
-import type { InterfaceInfo } from './protocol.js';
+import type { InterfaceInfo } from '@portico/protocol';
 
 /**
  * Events a connection (or a widget handle) reports; `on` returns the function that unsubscribes.

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { connectWith } from './connect.js';
 import { Display, chooseRepresentation, valueOfFrame } from './display.js';
-import type { WebSocketLike } from './net/session.js';
+import type { WebSocketLike } from './net/socket.js';
 
 const PNG = Uint8Array.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13]);
 const JPEG = Uint8Array.from([0xff, 0xd8, 0xff, 0xe0, 0, 16]);

@@ -8,7 +8,7 @@
  * MIME type says show an error notice (and the next representation), never a broken page.
  */
 import { WidgetRuntimeError } from './errors.js';
-import type { DisplayFields, JsonObject } from './protocol.js';
+import type { DisplayFields, JsonObject } from '@portico/protocol';
 
 /** Image types shown as <img>, in the order they are preferred; the bytes must start with `magic`. */
 const IMAGES: ReadonlyArray<{ mime: string; name: string; magic?: (bytes: Uint8Array) => boolean }> = [

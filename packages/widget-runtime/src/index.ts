@@ -15,4 +15,4 @@ export { defineElement, type DefineElementOptions, type PorticoWidgetElement } f
 export { WidgetRuntimeError, RUNTIME_ERROR_CODES, type RuntimeErrorCode } from './errors.js';
 export type { PorticoModel } from './model/model.js';
 export type { ConnectionStatus } from './net/session.js';
-export type { InstanceRestart, InterfaceInfo, JsonObject, UploadResult, Version } from './protocol.js';
+export type { InstanceRestart, InterfaceInfo, JsonObject, UploadResult, Version } from '@portico/protocol';

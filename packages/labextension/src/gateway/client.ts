@@ -3,7 +3,7 @@
  * `Authorization: Bearer <token>` when a token is set and `?project=` when a project is set.
  * Failures reject with a `GatewayError` that keeps the gateway's stable error code.
  */
-import type { ExecutionInfo, FindRequest, InterfaceInfo, OutputChunk, ProjectIndex, SearchResponse } from './types.js';
+import type { ExecutionInfo, FindRequest, InterfaceInfo, OutputChunk, ProjectIndex, SearchResponse } from '@portico/protocol';
 
 export interface GatewayConnection {
   /** Base URL, e.g. `http://127.0.0.1:8000` (a path prefix is kept). */

@@ -5,7 +5,7 @@
  * signal closes it.
  */
 import { GatewayError, type GatewayConnection } from './client.js';
-import { ENDED_STATUSES, type ExecutionInfo, type RunEvent } from './types.js';
+import { ENDED_STATUSES, type ExecutionClientFrames, type ExecutionInfo, type ExecutionServerFrames, type RunEvent } from '@portico/protocol';
 
 export type FollowState = 'connecting' | 'open' | 'reconnecting' | 'closed';
 
@@ -106,7 +106,8 @@ export function followExecution(
       return finish(new GatewayError('invalid_argument', `Cannot open the output socket: ${(err as Error).message}`));
     }
     socket.onopen = () => {
-      socket?.send(JSON.stringify({ type: 'connect', id: 'follow', target: execution, offset: nextOffset }));
+      const connect: ExecutionClientFrames['connect'] = { type: 'connect', id: 'follow', target: execution, offset: nextOffset };
+      socket?.send(JSON.stringify(connect));
     };
     socket.onmessage = (message) => {
       let frame: { type?: string; id?: unknown; payload?: any; display?: unknown; metadata?: unknown };
@@ -128,7 +129,7 @@ export function followExecution(
           break;
         }
         case 'output': {
-          const { output, offset, size } = frame.payload as { output: string; offset: number; size: number };
+          const { output, offset, size } = frame.payload as ExecutionServerFrames['output']['payload'];
           nextOffset = Math.min(size, offset + utf8.encode(output).length);
           handlers.output?.({ output, offset, size });
           break;

@@ -3,10 +3,11 @@
  * its runs with a live output tail and cancel.
  */
 import { renderDisplay, type WidgetHandle } from '@portico/widget-runtime';
-import { ENDED_STATUSES, type ExecutionInfo, type InterfaceInfo, type RunEvent } from '../gateway/types.js';
+import { ENDED_STATUSES, type ExecutionInfo, type InterfaceInfo, type RunEvent } from '@portico/protocol';
 import { mountLiveWidget } from '../live-widget.js';
 import { h, shortDate, shortId } from './dom.js';
-import type { FollowedRun, SidebarModel } from './model.js';
+import type { FollowedRun } from './followed-run.js';
+import type { SidebarModel } from './model.js';
 
 const json = (value: unknown) => JSON.stringify(value, null, 2);
 const isEmpty = (value: Record<string, unknown>) => Object.keys(value).length === 0;

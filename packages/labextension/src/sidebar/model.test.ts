@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import type { InterfaceInfo } from '@portico/protocol';
 import { GatewayClient } from '../gateway/client.js';
-import type { InterfaceInfo } from '../gateway/types.js';
 import { SettingsStore } from '../settings.js';
 import { SidebarModel } from './model.js';
 
@@ -16,6 +16,7 @@ const info = (uuid: string, extra: Partial<InterfaceInfo> = {}): InterfaceInfo =
   created_by: 'ada',
   created_at: '2026-01-01T00:00:00Z',
   archived: false,
+  cli: `portico get ${uuid}`,
   ...extra,
 });
 
@@ -117,7 +118,7 @@ describe('SidebarModel', () => {
 
 describe('progressOf', () => {
   it('reads {progress: 0..1, message?} and nothing else', async () => {
-    const { progressOf } = await import('./model.js');
+    const { progressOf } = await import('./followed-run.js');
     expect(progressOf({ progress: 0.25, message: 'epoch 1/4' })).toEqual({ value: 0.25, message: 'epoch 1/4' });
     expect(progressOf({ progress: 1 })).toEqual({ value: 1, message: null });
     for (const other of [null, 0.5, [0.5], { progress: '0.5' }, { progress: 1.5 }, { progress: -0.1 }, { progress: Number.NaN }]) expect(progressOf(other)).toBeNull();

@@ -1,48 +1,22 @@
 /**
  * The sidebar's state and operations, free of DOM: search results with paging, the open
  * interface, its runs, and the run whose output is followed live. Views listen to `changed` and
- * read the fields; every network operation aborts the one it supersedes.
+ * read the fields; every network operation aborts the one it supersedes. The followed run's
+ * stream is followed-run.ts.
  */
 import type { IDisposable } from '@lumino/disposable';
 import { Signal, type ISignal } from '@lumino/signaling';
+import type { ExecutionInfo, InterfaceInfo, ProjectModule } from '@portico/protocol';
 import { GatewayClient, GatewayError } from '../gateway/client.js';
-import { followExecution, type FollowState } from '../gateway/follow.js';
-import type { ExecutionInfo, InterfaceInfo, ProjectModule, RunEvent } from '../gateway/types.js';
 import { settingsStore, type GatewaySettings, type SettingsStore } from '../settings.js';
+import { followRun, newFollowedRun, type FollowedRun } from './followed-run.js';
 import { EMPTY_QUERY, toFindRequest, type SearchQuery } from './query.js';
 
-/** Characters of a followed run's output kept on screen (older text is dropped from the top). */
-export const OUTPUT_TAIL_CHARS = 64 * 1024;
 /** Runs listed for an interface. */
 export const EXECUTIONS_LIMIT = 50;
-/** Figures of a followed run kept on screen (the newest). */
-export const FIGURES_KEPT = 20;
 
 /** What changed, so a view redraws only its part. */
 export type SidebarChange = 'settings' | 'modules' | 'results' | 'selection' | 'executions' | 'output';
-
-export interface FollowedRun {
-  uuid: string;
-  info: ExecutionInfo | null;
-  /** The last OUTPUT_TAIL_CHARS characters received. */
-  output: string;
-  /** True when older output was dropped from `output`. */
-  truncated: boolean;
-  state: FollowState;
-  error: string | null;
-  /** The events with a MIME bundle (figures, images, tables) the run emitted, the last FIGURES_KEPT. */
-  figures: RunEvent[];
-  /** The last progress event (`{progress: 0..1, message?}`), if any. */
-  progress: { value: number; message: string | null } | null;
-}
-
-/** A progress event's payload (README "Rich results": `{progress: 0..1, message?}`), else null. */
-export function progressOf(payload: unknown): FollowedRun['progress'] {
-  if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) return null;
-  const { progress, message } = payload as { progress?: unknown; message?: unknown };
-  if (typeof progress !== 'number' || !(progress >= 0 && progress <= 1)) return null;
-  return { value: progress, message: typeof message === 'string' ? message : null };
-}
 
 type ClientFactory = (settings: GatewaySettings) => GatewayClient;
 
@@ -245,49 +219,16 @@ export class SidebarModel implements IDisposable {
   follow(execution: string): void {
     this.stopFollowing();
     const abort = (this.followAbort = new AbortController());
-    const run: FollowedRun = {
-      uuid: execution,
-      info: this.executions.find((item) => item.uuid === execution) ?? null,
-      output: '',
-      truncated: false,
-      state: 'connecting',
-      error: null,
-      figures: [],
-      progress: null,
-    };
-    this.followed = run;
+    const run = (this.followed = newFollowedRun(execution, this.executions.find((item) => item.uuid === execution) ?? null));
     this.emit('output');
-    const { gatewayUrl, token, project } = this.store.current;
-    followExecution(
-      { url: gatewayUrl, token, project },
-      execution,
-      {
-        info: (info) => {
-          run.info = info;
-          this.executions = this.executions.map((item) => (item.uuid === info.uuid ? info : item));
-          this.emit('executions');
-          this.emit('output');
-        },
-        output: ({ output }) => {
-          const text = run.output + output;
-          run.truncated ||= text.length > OUTPUT_TAIL_CHARS;
-          run.output = text.length > OUTPUT_TAIL_CHARS ? text.slice(text.length - OUTPUT_TAIL_CHARS) : text;
-          this.emit('output');
-        },
-        event: (event) => {
-          const progress = progressOf(event.payload);
-          if (progress) run.progress = progress;
-          if (event.display) run.figures = [...run.figures, event].slice(-FIGURES_KEPT);
-          if (progress || event.display) this.emit('output');
-        },
-        state: (state, error) => {
-          run.state = state;
-          run.error = error ? `${error.code}: ${error.message}` : null;
-          this.emit('output');
-        },
+    const hooks = {
+      info: (info: ExecutionInfo) => {
+        this.executions = this.executions.map((item) => (item.uuid === info.uuid ? info : item));
+        this.emit('executions');
       },
-      abort.signal,
-    );
+      changed: () => this.emit('output'),
+    };
+    followRun(this.store.current, run, hooks, abort.signal);
   }
 
   stopFollowing(): void {

@@ -3,7 +3,7 @@
  * Module, label and creator match as case-sensitive substrings (`contains` on record fields);
  * each config row is one `ConfigFilter` on the resolved config.
  */
-import type { FilterOp, FindRequest } from '../gateway/types.js';
+import type { FilterOp, FindRequest } from '@portico/protocol';
 
 export interface ConfigFilterRow {
   /** Path in the resolved config, e.g. `optimizer.lr` or `stages[0].epochs`. */

@@ -2,7 +2,7 @@
  * The search half of the sidebar: the form (module, label, creator, archived, config filters)
  * and the results list. Submitting runs the search; clicking a result opens it.
  */
-import { FILTER_OPS, type FilterOp, type InterfaceInfo } from '../gateway/types.js';
+import { FILTER_OPS, type FilterOp, type InterfaceInfo } from '@portico/protocol';
 import { h, shortDate, shortId } from './dom.js';
 import type { SidebarModel } from './model.js';
 import type { ConfigFilterRow, SearchQuery } from './query.js';

@@ -91,7 +91,8 @@ export const ClientFrames = {
 export type ClientFrameType = keyof typeof ClientFrames;
 export type ClientFrame = { [K in ClientFrameType]: z.infer<(typeof ClientFrames)[K]> }[ClientFrameType];
 
-const Payload = (schema: z.ZodType, description: string) => schema.describe(description);
+/** A payload schema with its description; it keeps the schema's type, so z.infer of a server frame is its real shape. */
+const Payload = <S extends z.ZodType>(schema: S, description: string): S => schema.describe(description);
 
 /** The display bundle a result, stream item or event carries when IPython could display its value (README "Rich results"). */
 const Shown = {

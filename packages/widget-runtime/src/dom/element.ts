@@ -14,7 +14,7 @@
  * The element class is created on first definition, so importing this module needs no DOM.
  */
 import { WidgetRuntimeError } from '../errors.js';
-import type { Version } from '../protocol.js';
+import type { Version } from '@portico/protocol';
 import { mount, type MountOptions, type WidgetHandle } from './mount.js';
 import { showNotice } from './notice.js';
 

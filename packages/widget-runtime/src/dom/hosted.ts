@@ -12,7 +12,8 @@
  */
 import { WidgetRuntimeError, toRuntimeError } from '../errors.js';
 import { withDefaults, type Limits } from '../limits.js';
-import { Session, type ConnectOptions, type WebSocketConstructor } from '../net/session.js';
+import { Session, type ConnectOptions } from '../net/session.js';
+import type { WebSocketConstructor } from '../net/socket.js';
 import { DataPlane } from '../net/transfers.js';
 import { fetchStylesheet, fetchWidgetModule, importSource, type FetchLike, type WidgetModuleSource } from '../net/assets.js';
 import { gatewayUrls, type WidgetAsset } from '../net/urls.js';
@@ -20,7 +21,7 @@ import { createExperimental } from '../widget/invoke.js';
 import { WidgetBinding, type View } from '../widget/lifecycle.js';
 import type { WidgetRegistry } from '../widget/registry.js';
 import { clearNotice, flashNotice, showNotice } from './notice.js';
-import type { InstanceRestart } from '../protocol.js';
+import type { InstanceRestart } from '@portico/protocol';
 
 export interface HostDeps {
   registry: WidgetRegistry;

@@ -8,7 +8,7 @@ import { WidgetRuntimeError, toRuntimeError } from '../errors.js';
 import type { PorticoModel } from '../model/model.js';
 import type { ConnectOptions, ConnectionStatus } from '../net/session.js';
 import type { InterfaceCalls } from '../net/transfers.js';
-import type { InterfaceInfo } from '../protocol.js';
+import type { InterfaceInfo } from '@portico/protocol';
 import { WidgetRegistry } from '../widget/registry.js';
 import { acquireHosted, type HostDeps, type HostedWidget, type HostView } from './hosted.js';
 import { explainFailure } from '../net/diagnose.js';

@@ -4,9 +4,8 @@
  * binary values travel apart, as buffers, and `buffer_paths` says where each one goes back
  * (`[["image"], ["layers", 2, "data"]]`); widgets receive them as DataViews, as in Jupyter.
  */
-import type { JsonObject } from '../protocol.js';
+import type { BufferPath, JsonObject } from '@portico/protocol';
 
-export type BufferPath = Array<string | number>;
 export type Binary = ArrayBuffer | ArrayBufferView;
 
 export function isBinary(value: unknown): value is Binary {

@@ -1,5 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
-import type { FrameId, ModelFrame } from '../protocol.js';
+import type { FrameId } from '@portico/protocol';
+import type { ModelFrame } from '../protocol.js';
 import { WidgetModel } from './model.js';
 
 /** An outbox that records frames; `online` decides whether send() succeeds. */

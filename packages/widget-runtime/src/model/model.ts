@@ -20,7 +20,8 @@ import type { AnyModel } from '@anywidget/types';
 import { bytesOf, removeBuffers } from './buffers.js';
 import { WidgetRuntimeError } from '../errors.js';
 import { DEFAULT_LIMITS } from '../limits.js';
-import type { FrameId, JsonObject, ModelFrame } from '../protocol.js';
+import type { FrameId, JsonObject } from '@portico/protocol';
+import type { ModelFrame } from '../protocol.js';
 import { deepEqual } from './equal.js';
 import { Events, type EventHandler } from './events.js';
 

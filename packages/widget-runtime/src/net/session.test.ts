@@ -1,79 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { WidgetRuntimeError } from '../errors.js';
-import { WidgetRegistry } from '../widget/registry.js';
-import { Session, type ConnectOptions, type ConnectionStatus, type WebSocketLike } from './session.js';
-
-/** A WebSocket stand-in driven by the test: it records frames and plays the gateway's answers. */
-function socketClass() {
-  const sockets: FakeSocket[] = [];
-  class FakeSocket implements WebSocketLike {
-    readyState = 0;
-    readonly sent: Array<Record<string, any>> = [];
-    /** Binary frames sent, as bytes, with the number of text frames sent before each. */
-    readonly binary: Array<{ after: number; bytes: number[] }> = [];
-    closedWith: number | undefined;
-    onopen: WebSocketLike['onopen'] = null;
-    onmessage: WebSocketLike['onmessage'] = null;
-    onclose: WebSocketLike['onclose'] = null;
-    onerror: WebSocketLike['onerror'] = null;
-    constructor(
-      readonly url: string,
-      readonly protocols?: string | string[],
-    ) {
-      sockets.push(this);
-    }
-    send(data: string | ArrayBufferView) {
-      if (typeof data === 'string') this.sent.push(JSON.parse(data));
-      else this.binary.push({ after: this.sent.length, bytes: [...new Uint8Array(data.buffer, data.byteOffset, data.byteLength)] });
-    }
-    close(code?: number) {
-      this.readyState = 3;
-      this.closedWith = code;
-    }
-    open() {
-      this.readyState = 1;
-      this.onopen?.({});
-    }
-    receive(frame: object) {
-      this.onmessage?.({ data: JSON.stringify(frame) });
-    }
-    receiveBinary(bytes: number[]) {
-      this.onmessage?.({ data: new Uint8Array(bytes).buffer });
-    }
-    drop(code = 1006) {
-      this.readyState = 3;
-      this.onclose?.({ code, reason: '' });
-    }
-    last(type: string) {
-      return [...this.sent].reverse().find((f) => f.type === type)!;
-    }
-    /** Plays connect → connected → widget_get → widget_state. */
-    handshake(state: Record<string, unknown>, uuid = 'uuid-1') {
-      this.open();
-      this.receive({ type: 'connected', id: this.last('connect').id, payload: { uuid, module: 'counter', config: {}, label: null } });
-      this.receive({ type: 'widget_state', id: this.last('widget_get').id, payload: { state } });
-    }
-  }
-  return { FakeSocket, sockets };
-}
-
-function setup(options: Partial<ConnectOptions> = {}) {
-  const { FakeSocket, sockets } = socketClass();
-  const session = new Session(
-    { url: 'http://gw.test/base/', target: 'counter', ...options },
-    {
-      widgetManager: new WidgetRegistry().widgetManager,
-      WebSocket: FakeSocket,
-      limits: { reconnectBaseMs: 100, reconnectMaxMs: 1000, reconnectJitter: 0.5, pingIntervalMs: 10_000, handshakeTimeoutMs: 5_000 },
-      random: () => 0,
-    },
-  );
-  const statuses: string[] = [];
-  const errors: WidgetRuntimeError[] = [];
-  session.events.on('status', (status: ConnectionStatus, error) => statuses.push(error ? `${status} (${error.code})` : status));
-  session.events.on('error', (error) => errors.push(error));
-  return { session, sockets, statuses, errors, socket: () => sockets[sockets.length - 1]! };
-}
+import { setupSession } from '../testing/session-harness.js';
 
 beforeEach(() => {
   vi.useFakeTimers();
@@ -86,7 +12,7 @@ afterEach(() => {
 
 describe('Session: handshake', () => {
   it('opens the socket with the bearer subprotocol and the project, then connect → widget_get → state', async () => {
-    const { session, socket, statuses } = setup({ token: 'tok.en', project: 'proj', version: ['~big'] });
+    const { session, socket, statuses } = setupSession({ token: 'tok.en', project: 'proj', version: ['~big'] });
     const opened = session.open();
     expect(socket().url).toBe('ws://gw.test/base/v1/interfaces/ws?project=proj');
     expect(socket().protocols).toEqual(['bearer', 'tok.en']);
@@ -103,7 +29,7 @@ describe('Session: handshake', () => {
 
   it('a change pushed while widget_get is answered is newer than the snapshot, and wins', async () => {
     // The worker took the snapshot (count 15) before a concurrent call added 2 and pushed 17.
-    const { session, socket } = setup();
+    const { session, socket } = setupSession();
     const opened = session.open();
     socket().open();
     socket().receive({ type: 'connected', id: socket().last('connect').id, payload: { uuid: 'u', module: 'counter', config: {}, label: null } });
@@ -118,25 +44,25 @@ describe('Session: handshake', () => {
   });
 
   it('without a token, no subprotocol is offered', () => {
-    const { session, socket } = setup();
+    const { session, socket } = setupSession();
     void session.open();
     expect(socket().protocols).toBeUndefined();
   });
 
   it('a uuid alone connects with target = uuid; with a target it is the uuid to create under', () => {
-    const byUuid = setup({ target: undefined, uuid: 'u-9' });
+    const byUuid = setupSession({ target: undefined, uuid: 'u-9' });
     void byUuid.session.open();
     byUuid.socket().open();
     expect(byUuid.socket().last('connect')).toMatchObject({ target: 'u-9' });
     expect(byUuid.socket().last('connect').uuid).toBeUndefined();
-    const create = setup({ target: 'counter', uuid: 'u-9' });
+    const create = setupSession({ target: 'counter', uuid: 'u-9' });
     void create.session.open();
     create.socket().open();
     expect(create.socket().last('connect')).toMatchObject({ target: 'counter', uuid: 'u-9' });
   });
 
   it('a first connection that closes rejects with connection_failed and does not retry', async () => {
-    const { session, socket, sockets, statuses } = setup();
+    const { session, socket, sockets, statuses } = setupSession();
     const opened = session.open();
     socket().drop();
     await expect(opened).rejects.toMatchObject({ code: 'connection_failed' });
@@ -146,7 +72,7 @@ describe('Session: handshake', () => {
   });
 
   it('a refused connect rejects with the gateway code', async () => {
-    const { session, socket } = setup();
+    const { session, socket } = setupSession();
     const opened = session.open();
     socket().open();
     socket().receive({ type: 'error', id: socket().last('connect').id, payload: { code: 'not_found', message: 'no module counter' } });
@@ -154,7 +80,7 @@ describe('Session: handshake', () => {
   });
 
   it('a handshake with no answer times out', async () => {
-    const { session, socket } = setup();
+    const { session, socket } = setupSession();
     const opened = session.open();
     socket().open();
     const failed = expect(opened).rejects.toMatchObject({ code: 'handshake_timeout' });
@@ -165,7 +91,7 @@ describe('Session: handshake', () => {
 
 describe('Session: sync', () => {
   it("widget_change with the setter's id acknowledges the set; without id it is a remote change", async () => {
-    const { session, socket } = setup();
+    const { session, socket } = setupSession();
     const opened = session.open();
     socket().handshake({ count: 0 });
     await opened;
@@ -181,7 +107,7 @@ describe('Session: sync', () => {
   });
 
   it('an error answering a widget_set rolls it back and is reported', async () => {
-    const { session, socket, errors } = setup();
+    const { session, socket, errors } = setupSession();
     const opened = session.open();
     socket().handshake({ count: 0 });
     await opened;
@@ -193,7 +119,7 @@ describe('Session: sync', () => {
   });
 
   it('widget_msg reaches msg:custom with DataView buffers; event and widget_reload are emitted', async () => {
-    const { session, socket } = setup();
+    const { session, socket } = setupSession();
     const opened = session.open();
     socket().handshake({});
     await opened;
@@ -208,7 +134,7 @@ describe('Session: sync', () => {
   });
 
   it('widget_msg_done (a message answered without a reply) fires no msg:custom', async () => {
-    const { session, socket } = setup();
+    const { session, socket } = setupSession();
     const opened = session.open();
     socket().handshake({});
     await opened;
@@ -221,7 +147,7 @@ describe('Session: sync', () => {
   });
 
   it('model.send goes out as widget_msg followed at once by its buffers as binary frames', async () => {
-    const { session, socket } = setup();
+    const { session, socket } = setupSession();
     const opened = session.open();
     socket().handshake({});
     await opened;
@@ -236,7 +162,7 @@ describe('Session: sync', () => {
   });
 
   it('binary frames after a widget frame are its buffers: DataViews in msg:custom and at buffer_paths in the state', async () => {
-    const { session, socket } = setup();
+    const { session, socket } = setupSession();
     const opened = session.open();
     socket().open();
     socket().receive({ type: 'connected', id: socket().last('connect').id, payload: { uuid: 'u', module: 'm', config: {}, label: null } });
@@ -256,7 +182,7 @@ describe('Session: sync', () => {
   });
 
   it('a widget frame whose buffers are cut short by a text frame is dropped and reported; the text frame still counts', async () => {
-    const { session, socket } = setup();
+    const { session, socket } = setupSession();
     const opened = session.open();
     socket().handshake({ n: 0 });
     await opened;
@@ -275,7 +201,7 @@ describe('Session: sync', () => {
 
 describe('Session: reconnect', () => {
   async function connected() {
-    const s = setup();
+    const s = setupSession();
     const opened = s.session.open();
     s.socket().handshake({ count: 0, label: 'a' });
     await opened;
@@ -381,124 +307,5 @@ describe('Session: reconnect', () => {
     await vi.advanceTimersByTimeAsync(60_000);
     expect(sockets).toHaveLength(1);
     expect(statuses).toEqual(['open', 'closed']);
-  });
-});
-
-describe('Session: instance_restarted', () => {
-  const restarted = (uuid = 'uuid-1', reason = 'worker_crashed') => ({ type: 'instance_restarted', payload: { uuid, reason, message: 'the worker exited (SIGKILL)' } });
-
-  async function connected(state: Record<string, unknown> = { count: 5, step: 1, label: 'a' }) {
-    const s = setup();
-    const opened = s.session.open();
-    s.socket().handshake(state);
-    await opened;
-    return s;
-  }
-
-  it('reads the state again on the same socket: the model ends with it, change:<key> only for keys that changed', async () => {
-    const { session, socket, sockets, statuses } = await connected();
-    const events: string[] = [];
-    session.model.on('change:count', (_m: unknown, v: unknown) => events.push(`count=${v}`));
-    session.model.on('change:step', (_m: unknown, v: unknown) => events.push(`step=${v}`));
-    session.model.on('change:label', (_m: unknown, v: unknown) => events.push(`label=${v}`));
-    session.model.on('change', () => events.push('change'));
-    const heard: unknown[] = [];
-    session.events.on('instance_restarted', (restart) => heard.push(restart));
-    const resynced = vi.fn();
-    session.events.on('resynced', resynced);
-    const before = socket().sent.length;
-
-    socket().receive(restarted());
-    expect(socket().sent.slice(before)).toEqual([{ type: 'widget_get', id: expect.any(Number) }]);
-    expect(heard).toEqual([{ uuid: 'uuid-1', reason: 'worker_crashed', message: 'the worker exited (SIGKILL)' }]);
-    expect(events).toEqual([]); // nothing changes before the answer
-
-    socket().receive({ type: 'widget_state', id: socket().last('widget_get').id, payload: { state: { count: 0, step: 1, label: 'b' } } });
-    expect(events).toEqual(['count=0', 'label=b', 'change']);
-    expect([session.model.get('count'), session.model.get('step'), session.model.get('label')]).toEqual([0, 1, 'b']);
-    // no reconnect, no status change, and it is no reconnect's resync
-    expect(sockets).toHaveLength(1);
-    expect(statuses).toEqual(['open']);
-    expect(resynced).not.toHaveBeenCalled();
-
-    // the model follows pushes as before; a state equal to the model's fires nothing
-    socket().receive({ type: 'widget_change', payload: { changes: { count: 1 } } });
-    expect(session.model.get('count')).toBe(1);
-    events.length = 0;
-    socket().receive(restarted());
-    socket().receive({ type: 'widget_state', id: socket().last('widget_get').id, payload: { state: { count: 1, step: 1, label: 'b' } } });
-    expect(events).toEqual([]);
-  });
-
-  it('a change pushed while the state is read again wins over the older snapshot; a local write is kept', async () => {
-    const { session, socket } = await connected();
-    session.model.set('label', 'mine');
-    session.model.save_changes();
-    const set = socket().last('widget_set');
-    socket().receive(restarted());
-    socket().receive({ type: 'widget_change', payload: { changes: { count: 9 } } });
-    socket().receive({ type: 'widget_state', id: socket().last('widget_get').id, payload: { state: { count: 0, step: 1, label: 'a' } } });
-    expect(session.model.get('count')).toBe(9);
-    expect(session.model.get('label')).toBe('mine'); // its set is still unanswered
-    // the set died with the worker: its error rolls it back to what the server now holds
-    socket().receive({ type: 'error', id: set.id, payload: { code: 'worker_crashed', message: 'the worker died' } });
-    expect(session.model.get('label')).toBe('a');
-  });
-
-  it('only the answer to the latest read applies; an older widget_state is ignored', async () => {
-    const { session, socket } = await connected();
-    socket().receive(restarted());
-    const first = socket().last('widget_get').id;
-    socket().receive(restarted('uuid-1', 'worker_wedged'));
-    const second = socket().last('widget_get').id;
-    expect(second).not.toEqual(first);
-    socket().receive({ type: 'widget_state', id: second, payload: { state: { count: 2, step: 1, label: 'a' } } });
-    socket().receive({ type: 'widget_state', id: first, payload: { state: { count: 1, step: 1, label: 'a' } } });
-    expect(session.model.get('count')).toBe(2);
-  });
-
-  it('a refused read drops the socket and the reconnect reads the state again', async () => {
-    const { session, socket, sockets, statuses } = await connected();
-    socket().receive(restarted());
-    expect(socket().sent.filter((f) => f.type === 'widget_get')).toHaveLength(2);
-    socket().receive({ type: 'error', id: socket().last('widget_get').id, payload: { code: 'worker_unavailable', message: 'backing off' } });
-    expect(statuses).toEqual(['open', 'reconnecting (worker_unavailable)']);
-    await vi.advanceTimersByTimeAsync(100);
-    expect(sockets).toHaveLength(2);
-    socket().handshake({ count: 3, step: 1, label: 'a' });
-    expect(session.model.get('count')).toBe(3);
-    expect(session.status).toBe('open');
-  });
-
-  it('a restart during the handshake replaces the read in flight, whose answer may predate it', async () => {
-    const { session, socket } = setup();
-    const opened = session.open();
-    socket().open();
-    socket().receive({ type: 'connected', id: socket().last('connect').id, payload: { uuid: 'uuid-1', module: 'counter', config: {}, label: null } });
-    const stale = socket().last('widget_get').id;
-    socket().receive(restarted());
-    const fresh = socket().last('widget_get').id;
-    expect(fresh).not.toEqual(stale);
-    socket().receive({ type: 'widget_state', id: stale, payload: { state: { count: 8 } } });
-    socket().receive({ type: 'widget_state', id: fresh, payload: { state: { count: 0 } } });
-    await opened;
-    expect(session.model.get('count')).toBe(0);
-  });
-
-  it('a connection without a widget reports the restart and sends nothing', async () => {
-    const { FakeSocket, sockets } = socketClass();
-    const session = new Session({ url: 'http://gw.test/', target: 'files' }, { WebSocket: FakeSocket, widget: false });
-    const opened = session.open();
-    const socket = sockets[0]!;
-    socket.open();
-    socket.receive({ type: 'connected', id: socket.last('connect').id, payload: { uuid: 'u-2', module: 'files', config: {}, label: null } });
-    await opened;
-    const heard: unknown[] = [];
-    session.events.on('instance_restarted', (restart) => heard.push(restart.reason));
-    const before = socket.sent.length;
-    socket.receive(restarted('u-2', 'worker_wedged'));
-    expect(heard).toEqual(['worker_wedged']);
-    expect(socket.sent.length).toBe(before);
-    session.close();
   });
 });

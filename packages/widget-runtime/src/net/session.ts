@@ -24,58 +24,25 @@
  * with that frame. The socket asks for buffers that way (connect `buffers: binary`); base64
  * buffers in the payload, from older gateways, are read too.
  *
- * The WebSocket constructor is injectable, so this runs without a browser.
+ * The WebSocket constructor is injectable, so this runs without a browser. Its parts sit beside it:
+ * socket.ts (the socket and how a frame goes out), inbox.ts (a frame in, with its buffers),
+ * exchanges.ts (requests in flight), widget-sync.ts (the model and its reads), heartbeat.ts.
  */
-import { decodeBuffers } from '../base64.js';
+import type { ClientFrame, ErrorPayload, FrameId, InstanceRestart, InterfaceInfo, JsonObject, ServerFrame, Version } from '@portico/protocol';
 import { valueOfFrame } from '../display.js';
 import { WidgetRuntimeError, abortError, toRuntimeError } from '../errors.js';
 import { withDefaults, type Limits } from '../limits.js';
 import { TypedEvents } from '../model/events.js';
-import { putBuffers } from '../model/buffers.js';
-import { WidgetModel, type ModelOutbox, type WidgetManager } from '../model/model.js';
-import {
-  parseServerFrame,
-  type ClientFrame,
-  type ErrorPayload,
-  type FrameId,
-  type InstanceRestart,
-  type InterfaceInfo,
-  type JsonObject,
-  type ServerFrame,
-  type Version,
-} from '../protocol.js';
+import type { ModelOutbox, WidgetManager, WidgetModel } from '../model/model.js';
 import { backoffDelay } from './backoff.js';
+import { Exchanges, channel, type Channel, type Exchange } from './exchanges.js';
+import { Heartbeat } from './heartbeat.js';
+import { Inbox } from './inbox.js';
+import { CLOSING, OPEN, openSocket, sendFrame, type WebSocketConstructor, type WebSocketLike } from './socket.js';
 import { gatewayUrls } from './urls.js';
+import { WidgetSync } from './widget-sync.js';
 
 export type ConnectionStatus = 'connecting' | 'open' | 'reconnecting' | 'closed';
-
-/**
- * The JSON text of a frame the page sends. NaN and ±Infinity, which JSON.stringify writes as null,
- * go as the strings Python's worker writes them as and reads back where a float is declared
- * ("NaN", "Infinity", "-Infinity": README "Values"). Only a text with a null in it can have lost
- * one, so only that is written again with the replacer.
- */
-function frameText(frame: object): string {
-  const text = JSON.stringify(frame);
-  return text.includes('null') ? JSON.stringify(frame, (_key, value: unknown) => (typeof value === 'number' && !Number.isFinite(value) ? String(value) : value)) : text;
-}
-
-/** The part of the browser WebSocket the session uses. */
-export interface WebSocketLike {
-  readonly readyState: number;
-  /** Bytes queued by send() and not yet on the network (absent: treated as 0). */
-  readonly bufferedAmount?: number;
-  /** Set to 'arraybuffer' so binary frames arrive as ArrayBuffers (Blobs are accepted too). */
-  binaryType?: string;
-  send(data: string | ArrayBuffer | ArrayBufferView | Blob): void;
-  close(code?: number, reason?: string): void;
-  onopen: ((event: any) => void) | null;
-  onmessage: ((event: { data: unknown }) => void) | null;
-  onclose: ((event: { code: number; reason: string }) => void) | null;
-  onerror: ((event: any) => void) | null;
-}
-
-export type WebSocketConstructor = new (url: string, protocols?: string | string[]) => WebSocketLike;
 
 /** Which interface to connect to, and how. */
 export interface ConnectOptions {
@@ -104,31 +71,6 @@ export interface SessionDeps {
   widget?: boolean;
 }
 
-/** What answers one request (a call or a transfer), until it is finished or the socket goes. */
-export interface Exchange {
-  /** A text frame carrying this request's id (result, stream, chunk_done or error), with the binary frames that followed it (`binary_buffers`). */
-  frame(frame: ServerFrame, views: DataView[]): void;
-  /** A binary frame (only for a request made with `binary: true`). */
-  binary?(data: ArrayBuffer | Blob): void;
-  /** The socket went away (or the session closed) before the exchange finished. */
-  lost(error: WidgetRuntimeError): void;
-}
-
-/** One request's hold on the socket it went out on. */
-export interface Channel {
-  readonly id: FrameId;
-  /** Sends a text frame on the request's socket; false once that socket is gone. */
-  send(frame: Record<string, unknown> & { type: string }): boolean;
-  /** Sends a binary frame on the request's socket; false once that socket is gone. */
-  sendBinary(data: ArrayBuffer | ArrayBufferView): boolean;
-  /** Bytes handed to the socket and not yet sent (0 once it is gone). */
-  readonly bufferedAmount: number;
-  /** Stops routing frames to the exchange (call once it settled). */
-  finish(): void;
-  /** Closes the socket, which is the only way to cancel a transfer; the session reconnects. */
-  abort(error: WidgetRuntimeError): void;
-}
-
 export type SessionEvents = {
   status: [status: ConnectionStatus, error: WidgetRuntimeError | undefined];
   /** What the interface passed to emit(): its JSON payload, or a `Display` when it has a MIME bundle (a figure). */
@@ -146,17 +88,41 @@ export type SessionEvents = {
   error: [error: WidgetRuntimeError];
 };
 
-/** A widget frame and the buffers of it received so far. */
-interface Awaiting {
-  frame: ServerFrame;
-  count: number;
-  views: DataView[];
+/** First time: the caller's target (and uuid/version); after that: the uuid it resolved to. */
+function connectFrame(options: ConnectOptions, info: InterfaceInfo | undefined): Omit<Extract<ClientFrame, { type: 'connect' }>, 'id'> {
+  const { target, uuid, version, project } = options;
+  const binding = { ...(project ? { project } : {}), buffers: 'binary' as const };
+  if (info) return { type: 'connect', target: info.uuid, ...binding };
+  return {
+    type: 'connect',
+    target: (target ?? uuid)!,
+    ...(target && uuid ? { uuid } : {}),
+    ...(version ? { version } : {}),
+    ...binding,
+  };
+}
+
+/** Resolves at the next `open` status; rejects at `closed`, or when `signal` aborts. */
+function nextOpen(events: TypedEvents<SessionEvents>, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const settle = (error?: WidgetRuntimeError) => {
+      unsubscribe();
+      signal?.removeEventListener('abort', onAbort);
+      if (error) reject(error);
+      else resolve();
+    };
+    const onAbort = () => settle(abortError(signal!));
+    const unsubscribe = events.on('status', (status, error) => {
+      if (status === 'open') settle();
+      else if (status === 'closed') settle(new WidgetRuntimeError('closed', `The connection is closed${error ? `: ${error.message}` : ''}`, { cause: error }));
+    });
+    if (signal?.aborted) onAbort();
+    else signal?.addEventListener('abort', onAbort, { once: true });
+  });
 }
 
 /** Handshake refusals that retrying cannot fix. */
 const FATAL_CODES = new Set(['unauthorized', 'forbidden', 'not_found', 'unknown_module']);
-const OPEN = 1;
-const CLOSING = 2;
 
 export class Session {
   readonly events = new TypedEvents<SessionEvents>();
@@ -167,39 +133,19 @@ export class Session {
   #socket: WebSocketLike | undefined;
   #status: ConnectionStatus = 'connecting';
   #info: InterfaceInfo | undefined;
-  #model: WidgetModel | undefined;
   #nextId = 1;
   #connectId: FrameId | undefined;
-  #getId: FrameId | undefined;
-  /**
-   * Changes pushed while our `widget_get` is answered: the worker may take its snapshot before a
-   * concurrent call changes the state and pushes it, so the snapshot can arrive after (and be
-   * older than) the push. Those keys keep the pushed value.
-   */
-  #pushedDuringGet: JsonObject | undefined;
   #ready = false;
   #everReady = false;
   #closed = false;
   #attempt = 0;
-  #awaitingPong = false;
-  /** Something arrived, or upload bytes left, since the last heartbeat tick. */
-  #activity = false;
-  /** Binary bytes handed to the current socket, and the most of them seen gone (for the heartbeat). */
-  #binaryHanded = 0;
-  #binaryGone = 0;
-  readonly #exchanges = new Map<FrameId, Exchange>();
-  /** The exchange that binary frames belong to (the active read). */
-  #receiver: Exchange | undefined;
-  /** A widget frame whose buffers (the binary frames right after it) are still coming. */
-  #awaiting: Awaiting | undefined;
+  readonly #exchanges = new Exchanges();
+  readonly #inbox = new Inbox((frame, views) => this.#deliver(frame, views), (error) => this.#report(error));
+  readonly #heartbeat: Heartbeat;
+  readonly #sync: WidgetSync;
   #handshakeTimer: ReturnType<typeof setTimeout> | undefined;
   #retryTimer: ReturnType<typeof setTimeout> | undefined;
-  #pingTimer: ReturnType<typeof setInterval> | undefined;
   #opening: { resolve: () => void; reject: (error: WidgetRuntimeError) => void } | undefined;
-
-  readonly #outbox: ModelOutbox = {
-    send: ({ buffers, ...frame }) => (this.#ready ? this.#sendNow(frame, buffers) : undefined),
-  };
 
   constructor(options: ConnectOptions, deps: SessionDeps) {
     if (!options.target && !options.uuid) throw new WidgetRuntimeError('invalid_argument', 'Give a target (module name or uuid) or a uuid');
@@ -208,6 +154,14 @@ export class Session {
     this.#deps = deps;
     this.#limits = withDefaults(deps.limits);
     this.#socketUrl = gatewayUrls(options.url, options.project).socket;
+    this.#heartbeat = new Heartbeat(this.#limits.pingIntervalMs, {
+      socket: () => this.#socket,
+      ping: () => this.#sendNow({ type: 'ping' }),
+      dead: (socket) => this.#drop(socket, new WidgetRuntimeError('connection_failed', 'The gateway stopped answering pings')),
+    });
+    const outbox: ModelOutbox = { send: ({ buffers, ...frame }) => (this.#ready ? this.#sendNow(frame, buffers) : undefined) };
+    const { offlineQueueMessages } = this.#limits;
+    this.#sync = new WidgetSync({ outbox, widgetManager: deps.widgetManager as WidgetManager, offlineQueueMessages, send: (frame) => this.#sendNow(frame), report: (error) => this.#report(error) });
   }
 
   get status(): ConnectionStatus {
@@ -222,31 +176,18 @@ export class Session {
 
   /** The synced model (after `open()` resolved; sessions with `widget: false` have none). */
   get model(): WidgetModel {
-    if (!this.#model) {
+    const model = this.#sync.model;
+    if (!model) {
       throw new WidgetRuntimeError('connection_failed', this.#deps.widget === false ? 'This connection syncs no widget' : 'The session is not connected yet');
     }
-    return this.#model;
+    return model;
   }
 
   /** Resolves once the session is open (now, or after the reconnect under way); rejects once closed. */
   whenOpen(signal?: AbortSignal): Promise<void> {
     if (this.#closed) return Promise.reject(new WidgetRuntimeError('closed', 'The connection is closed'));
     if (this.#ready && this.#socket?.readyState === OPEN) return Promise.resolve();
-    return new Promise((resolve, reject) => {
-      const settle = (error?: WidgetRuntimeError) => {
-        unsubscribe();
-        signal?.removeEventListener('abort', onAbort);
-        if (error) reject(error);
-        else resolve();
-      };
-      const onAbort = () => settle(abortError(signal!));
-      const unsubscribe = this.events.on('status', (status, error) => {
-        if (status === 'open') settle();
-        else if (status === 'closed') settle(new WidgetRuntimeError('closed', `The connection is closed${error ? `: ${error.message}` : ''}`, { cause: error }));
-      });
-      if (signal?.aborted) onAbort();
-      else signal?.addEventListener('abort', onAbort, { once: true });
-    });
+    return nextOpen(this.events, signal);
   }
 
   /**
@@ -261,27 +202,13 @@ export class Session {
       const id = this.#sendNow(frame);
       // The socket closed between the open status and now: wait for the next one.
       if (id === undefined) continue;
-      this.#exchanges.set(id, exchange);
-      if (options.binary) this.#receiver = exchange;
-      const current = () => socket === this.#socket && socket.readyState === OPEN;
-      return {
-        id,
-        send: (next) => current() && (socket.send(frameText({ ...next, id })), true),
-        sendBinary: (data) => {
-          if (!current()) return false;
-          socket.send(data);
-          this.#binaryHanded += data.byteLength;
-          return true;
-        },
-        get bufferedAmount() {
-          return current() ? (socket.bufferedAmount ?? 0) : 0;
-        },
-        finish: () => {
-          if (this.#exchanges.get(id) === exchange) this.#exchanges.delete(id);
-          if (this.#receiver === exchange) this.#receiver = undefined;
-        },
+      this.#exchanges.add(id, exchange, options.binary === true);
+      return channel(id, socket, {
+        current: () => socket === this.#socket && socket.readyState === OPEN,
+        handed: (bytes) => this.#heartbeat.handed(bytes),
+        finish: () => this.#exchanges.finish(id, exchange),
         abort: (error) => this.#drop(socket, error),
-      };
+      });
     }
   }
 
@@ -300,34 +227,30 @@ export class Session {
 
   #dial(): void {
     this.#retryTimer = undefined;
-    const { token } = this.#options;
-    const WebSocketImpl = this.#deps.WebSocket ?? (globalThis.WebSocket as unknown as WebSocketConstructor | undefined);
     let socket: WebSocketLike;
     try {
-      if (!WebSocketImpl) throw new Error('this environment has no WebSocket');
-      socket = token ? new WebSocketImpl(this.#socketUrl, ['bearer', token]) : new WebSocketImpl(this.#socketUrl);
+      socket = openSocket(this.#deps.WebSocket, this.#socketUrl, this.#options.token);
     } catch (error) {
       // A token with characters a subprotocol cannot carry makes the constructor throw.
       this.#end(toRuntimeError(error, 'connection_failed'));
       return;
     }
     this.#socket = socket;
-    this.#binaryHanded = this.#binaryGone = 0;
-    if ('binaryType' in socket) socket.binaryType = 'arraybuffer';
+    this.#heartbeat.newSocket();
     this.#handshakeTimer = setTimeout(
       () => this.#drop(socket, new WidgetRuntimeError('handshake_timeout', `No answer from ${this.#socketUrl} within ${this.#limits.handshakeTimeoutMs} ms`)),
       this.#limits.handshakeTimeoutMs,
     );
     socket.onopen = () => {
-      this.#connectId = this.#sendNow(this.#connectFrame());
+      this.#connectId = this.#sendNow(connectFrame(this.#options, this.#info));
     };
     socket.onmessage = (event) => {
       if (socket !== this.#socket) return;
-      this.#activity = true;
+      this.#heartbeat.activity();
       const { data } = event;
-      if (typeof data === 'string') this.#receive(data);
-      else if (this.#awaiting && data instanceof ArrayBuffer) this.#collect(this.#awaiting, data);
-      else if (data instanceof ArrayBuffer || (typeof Blob !== 'undefined' && data instanceof Blob)) this.#receiver?.binary?.(data);
+      if (typeof data === 'string') this.#inbox.text(data);
+      else if (this.#inbox.buffer(data)) return;
+      else if (data instanceof ArrayBuffer || (typeof Blob !== 'undefined' && data instanceof Blob)) this.#exchanges.binary(data);
     };
     socket.onclose = (event) => {
       const reason = event.reason ? `: ${event.reason}` : '';
@@ -337,85 +260,29 @@ export class Session {
     socket.onerror = () => undefined;
   }
 
-  /** First time: the caller's target (and uuid/version); after that: the uuid it resolved to. */
-  #connectFrame(): Omit<Extract<ClientFrame, { type: 'connect' }>, 'id'> {
-    const { target, uuid, version, project } = this.#options;
-    const binding = { ...(project ? { project } : {}), buffers: 'binary' as const };
-    if (this.#info) return { type: 'connect', target: this.#info.uuid, ...binding };
-    return {
-      type: 'connect',
-      target: (target ?? uuid)!,
-      ...(target && uuid ? { uuid } : {}),
-      ...(version ? { version } : {}),
-      ...binding,
-    };
-  }
-
   /** Sends a frame with a fresh id; `buffers` go as binary frames right after it, in the same step. */
   #sendNow(frame: Record<string, unknown> & { type: string }, buffers?: Uint8Array[]): FrameId | undefined {
     const socket = this.#socket;
     if (!socket || socket.readyState !== OPEN) return undefined;
     const id = this.#nextId++;
-    if (!buffers?.length) {
-      socket.send(frameText({ ...frame, id }));
-      return id;
-    }
-    socket.send(frameText({ ...frame, id, binary_buffers: buffers.length }));
-    for (const buffer of buffers) socket.send(buffer);
+    sendFrame(socket, { ...frame, id }, buffers);
     return id;
-  }
-
-  #receive(text: string): void {
-    if (this.#awaiting) {
-      const { frame, count, views } = this.#awaiting;
-      this.#awaiting = undefined;
-      this.#report(new WidgetRuntimeError('invalid_frame', `A ${frame.type} frame announced ${count} buffers but the next frame came after ${views.length}`));
-    }
-    const frame = parseServerFrame(text);
-    if (!frame) return;
-    const count = 'binary_buffers' in frame ? frame.binary_buffers : undefined;
-    if (typeof count === 'number' && count > 0) {
-      this.#awaiting = { frame, count, views: [] };
-      return;
-    }
-    this.#deliver(frame, []);
-  }
-
-  #collect(awaiting: Awaiting, data: ArrayBuffer): void {
-    awaiting.views.push(new DataView(data));
-    if (awaiting.views.length < awaiting.count) return;
-    this.#awaiting = undefined;
-    this.#deliver(awaiting.frame, awaiting.views);
   }
 
   /** Routes one frame; `views` are the buffers that came as binary frames after it. */
   #deliver(frame: ServerFrame, views: DataView[]): void {
-    const exchange = 'id' in frame && frame.id !== undefined ? this.#exchanges.get(frame.id) : undefined;
-    if (exchange) {
-      exchange.frame(frame, views);
-      return;
-    }
+    if (this.#exchanges.route(frame, views)) return;
     switch (frame.type) {
       case 'connected':
         if (frame.id === this.#connectId) this.#onConnected(frame.payload);
         return;
-      case 'widget_state': {
-        const state = this.#withBuffers(frame, frame.payload.state, views);
-        if (!state || frame.id === undefined || frame.id !== this.#getId) return;
-        if (this.#ready) this.#applyState(state); // the re-read after instance_restarted
-        else this.#onState(state);
-        return;
-      }
-      case 'widget_change': {
-        const changes = this.#withBuffers(frame, frame.payload.changes, views);
-        if (!changes) return;
-        if (this.#pushedDuringGet) Object.assign(this.#pushedDuringGet, changes);
-        this.#model?.applyChanges(changes, frame.id);
-        return;
-      }
+      case 'widget_state':
+      case 'widget_change':
       case 'widget_msg': {
-        const buffers = this.#buffersOf(frame, views);
-        if (buffers) this.#model?.receiveMessage(frame.payload.content, buffers);
+        const state = this.#sync.receive(frame, views);
+        if (!state) return;
+        if (this.#ready) this.#sync.apply(state); // the re-read after instance_restarted
+        else this.#onState(state);
         return;
       }
       case 'widget_reload':
@@ -436,7 +303,7 @@ export class Session {
         return;
       }
       case 'pong':
-        this.#awaitingPong = false;
+        this.#heartbeat.pong();
         return;
       case 'error':
         this.#onError(frame.id, frame.payload);
@@ -449,54 +316,27 @@ export class Session {
 
   #onConnected(info: InterfaceInfo): void {
     this.#info = info;
-    if (this.#deps.widget === false) {
-      this.#onState(undefined);
-      return;
-    }
-    this.#model ??= new WidgetModel(info.uuid, {
-      outbox: this.#outbox,
-      widgetManager: this.#deps.widgetManager!,
-      offlineQueueMessages: this.#limits.offlineQueueMessages,
-    });
-    this.#readState();
+    if (this.#deps.widget === false) this.#onState(undefined);
+    else this.#sync.connected(info.uuid);
   }
 
-  /** Asks for the widget's full state (`widget_get`); its `widget_state` resyncs the model. */
-  #readState(): void {
-    this.#pushedDuringGet = {};
-    this.#getId = this.#sendNow({ type: 'widget_get' });
-  }
-
-  /**
-   * The full state answering our `widget_get` into the model: keys that differ change (with their
-   * events), keys with a local write keep it, and changes pushed while the read was answered win.
-   */
-  #applyState(state: JsonObject): void {
-    this.#model?.resync({ ...state, ...this.#pushedDuringGet });
-    this.#pushedDuringGet = undefined;
-  }
-
-  /**
-   * The instance died with its worker. Its state is read again as after a reconnect (during a
-   * handshake, the read replaces the one in flight, which the death may have cut short).
-   */
+  /** The instance died with its worker: its state is read again (widget_get), the page is told. */
   #onRestarted(restart: InstanceRestart): void {
     if (this.#info && restart.uuid !== this.#info.uuid) return;
-    if (this.#model && (this.#ready || this.#getId !== undefined)) this.#readState();
+    this.#sync.restarted(this.#ready);
     this.events.emit('instance_restarted', restart);
   }
 
   #onState(state: JsonObject | undefined): void {
     clearTimeout(this.#handshakeTimer);
-    const model = this.#model;
-    if (state) this.#applyState(state);
+    if (state) this.#sync.apply(state);
     this.#ready = true;
     this.#attempt = 0;
     const first = !this.#everReady;
     this.#everReady = true;
-    this.#startHeartbeat();
+    this.#heartbeat.start();
     this.#setStatus('open', undefined);
-    model?.flush();
+    this.#sync.model?.flush();
     if (first) {
       this.#opening?.resolve();
       this.#opening = undefined;
@@ -505,71 +345,23 @@ export class Session {
     }
   }
 
-  /** A frame's buffers: the binary frames that followed it, else its base64 ones; undefined (reported) when malformed. */
-  #buffersOf(frame: ServerFrame & { payload: { buffers?: string[] } }, views: DataView[]): DataView[] | undefined {
-    if (views.length > 0) return views;
-    try {
-      return decodeBuffers(frame.payload.buffers);
-    } catch (error) {
-      this.#report(new WidgetRuntimeError('invalid_frame', `A ${frame.type} frame carried buffers that are not base64`, { cause: error }));
-      return undefined;
-    }
-  }
-
-  /** State or changes with their binary values back in place (DataViews at `buffer_paths`). */
-  #withBuffers(frame: ServerFrame & { payload: { buffers?: string[]; buffer_paths?: unknown } }, values: JsonObject, views: DataView[]): JsonObject | undefined {
-    const buffers = this.#buffersOf(frame, views);
-    if (!buffers) return undefined;
-    try {
-      return putBuffers(values, frame.payload.buffer_paths, buffers);
-    } catch (error) {
-      this.#report(new WidgetRuntimeError('invalid_frame', `A ${frame.type} frame's buffer_paths do not fit its buffers: ${(error as Error).message}`, { cause: error }));
-      return undefined;
-    }
-  }
-
   #onError(id: FrameId | undefined, payload: ErrorPayload): void {
     const error = new WidgetRuntimeError(payload.code, payload.message);
     // Binary frames of an upload the gateway already refused: that refusal reached its caller.
     if (id === undefined && payload.code === 'no_active_upload') return;
-    if (id !== undefined && (id === this.#connectId || id === this.#getId)) {
+    if (id !== undefined && (id === this.#connectId || this.#sync.isRead(id))) {
       if (!this.#everReady || FATAL_CODES.has(payload.code)) this.#end(error);
       else if (this.#socket) this.#drop(this.#socket, error);
       return;
     }
     // A rejected widget_set (e.g. read_only) has already been rolled back by the model.
-    if (id !== undefined) this.#model?.reject(id);
+    if (id !== undefined) this.#sync.model?.reject(id);
     this.#report(error);
   }
 
   #report(error: WidgetRuntimeError): void {
     console.warn(`[portico-widget] ${error.code}: ${error.message}`);
     this.events.emit('error', error);
-  }
-
-  #startHeartbeat(): void {
-    clearInterval(this.#pingTimer);
-    this.#awaitingPong = false;
-    this.#activity = false;
-    this.#pingTimer = setInterval(() => {
-      const socket = this.#socket;
-      if (!socket) return;
-      // A ping can wait behind megabytes of a transfer on a slow link: bytes still moving in
-      // either direction prove the socket alive as well as a pong does.
-      const gone = this.#binaryHanded - (socket.bufferedAmount ?? 0);
-      if (gone > this.#binaryGone) {
-        this.#binaryGone = gone;
-        this.#activity = true;
-      }
-      if (this.#awaitingPong && !this.#activity) {
-        this.#drop(socket, new WidgetRuntimeError('connection_failed', 'The gateway stopped answering pings'));
-        return;
-      }
-      this.#activity = false;
-      if (this.#awaitingPong) return;
-      this.#awaitingPong = true;
-      this.#sendNow({ type: 'ping' });
-    }, this.#limits.pingIntervalMs);
   }
 
   /** The socket is gone (closed, timed out, or refused): reconnect later, or end if it never worked. */
@@ -593,21 +385,13 @@ export class Session {
   #release(cause: WidgetRuntimeError | undefined): void {
     const socket = this.#socket;
     this.#socket = undefined;
-    const exchanges = [...this.#exchanges.values()];
-    this.#exchanges.clear();
-    this.#receiver = undefined;
-    this.#awaiting = undefined;
-    if (exchanges.length > 0) {
-      const lost = cause
-        ? new WidgetRuntimeError('connection_lost', `The connection was lost before the answer came (${cause.message})`, { cause })
-        : new WidgetRuntimeError('closed', 'The connection was closed before the answer came');
-      for (const exchange of exchanges) exchange.lost(lost);
-    }
+    this.#inbox.reset();
+    this.#exchanges.lose(cause);
     clearTimeout(this.#handshakeTimer);
-    clearInterval(this.#pingTimer);
+    this.#heartbeat.stop();
     this.#ready = false;
-    this.#connectId = this.#getId = this.#pushedDuringGet = undefined;
-    this.#model?.disconnected();
+    this.#connectId = undefined;
+    this.#sync.disconnected();
     if (!socket) return;
     socket.onopen = socket.onmessage = socket.onclose = socket.onerror = null;
     try {
@@ -636,4 +420,3 @@ export class Session {
     this.events.emit('status', status, error);
   }
 }
-

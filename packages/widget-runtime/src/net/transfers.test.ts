@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { connectWith, type Connection } from '../connect.js';
 import type { WidgetRuntimeError } from '../errors.js';
 import type { Limits } from '../limits.js';
-import type { WebSocketLike } from './session.js';
+import type { WebSocketLike } from './socket.js';
 
 type Frame = Record<string, any>;
 

@@ -25,8 +25,9 @@
 import { valueOfFrame } from '../display.js';
 import { WidgetRuntimeError, abortError } from '../errors.js';
 import type { Limits } from '../limits.js';
-import type { JsonObject, ServerFrame, UploadResult } from '../protocol.js';
-import type { Channel, Exchange, Session } from './session.js';
+import type { JsonObject, ServerFrame, UploadResult } from '@portico/protocol';
+import type { Channel, Exchange } from './exchanges.js';
+import type { Session } from './session.js';
 
 export type UploadData = Blob | ArrayBuffer | ArrayBufferView;
 
