@@ -178,7 +178,7 @@ describe('every refusal the worker can make has a gateway code', () => {
     for (const name of await readdir(folder)) {
       if (!name.endsWith('.py')) continue;
       const text = await readFile(path.join(folder, name), 'utf8');
-      for (const match of text.matchAll(/_Refusal\(\s*"([a-z_]+)"/g)) codes.add(match[1]!);
+      for (const match of text.matchAll(/\bRefusal\(\s*"([a-z_]+)"/g)) codes.add(match[1]!);
       for (const match of text.matchAll(/_answer_failure\([^)]*?"([a-z_]+)"/gs)) codes.add(match[1]!);
     }
     const readme = await readFile(path.join(ROOT, 'packages/server/src/kernel/README.md'), 'utf8');

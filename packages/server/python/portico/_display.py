@@ -36,6 +36,7 @@ from typing import Any, Callable, NamedTuple, TypeVar
 
 from ._buffers import join_body
 from ._frames import encode_frame
+from . import shared
 from ._json import dumps
 
 __all__ = [
@@ -69,8 +70,8 @@ REPR_METHODS: dict[str, str] = {
 BINARY_TYPES = frozenset({"image/png", "image/jpeg", "application/pdf"})
 _JSON_TYPES = frozenset({"application/json"})
 #: The largest bundle: binary data raw, text as UTF-8, JSON values as their text. The gateway's
-#: ``limits.displayMaxBytes`` (config/constants.ts); test/rich-results.test.ts checks they agree.
-DISPLAY_MAX_BYTES = 32 * 1024 * 1024
+#: ``limits.displayMaxBytes``: both read it from shared.json.
+DISPLAY_MAX_BYTES = shared.LIMITS["display_max_bytes"]
 _ALL_METHODS = ("_repr_mimebundle_", *REPR_METHODS.values())
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from ._json import dumps
 
-__all__ = ["OutsideFolder", "data_path", "load_file", "save_file"]
+__all__ = ["OutsideFolder", "atomic_write", "data_path", "load_file", "save_file"]
 
 # A client may choose its own uuid, so it reaches the file system only if it is one plain name.
 _SAFE_UUID = re.compile(r"[A-Za-z0-9_.-]+")
@@ -76,7 +76,7 @@ def _fsync_directory(path: str) -> None:
         os.close(fd)
 
 
-def _atomic_write(path: str, data: bytes) -> None:
+def atomic_write(path: str, data: bytes) -> None:
     """Readers see the old file or the new one, never a torn one, even after a crash."""
     directory, base = os.path.split(path)
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{base}.", suffix=".tmp")
@@ -113,7 +113,7 @@ def save_file(project: str, uuid: str, name: str, data: Any) -> str:
     else:
         raise TypeError(f"save_file({name!r}) stores str or bytes; use a '.json' name to store {type(data).__name__}")
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    _atomic_write(path, raw)
+    atomic_write(path, raw)
     return path
 
 

@@ -20,7 +20,7 @@ from typing import Any, Callable
 from support import TIMEOUT, WorkerProcess, encode, make_project
 from portico._frames import HEADER_MAX_BYTES, FrameReader
 from portico.worker import pipe as pipe_module
-from portico.worker.dispatch import Worker
+from portico.worker.dispatch import Op, Worker
 
 #: Waits for answers that take milliseconds; a reader that died never gives them.
 SHORT = 5.0
@@ -270,7 +270,7 @@ class DispatchFailureTest(unittest.TestCase):
         def broken(header: dict[str, Any]) -> None:
             raise RuntimeError("handler bug")
 
-        served.worker._handlers["call"] = broken
+        served.worker._ops["call"] = Op(broken)
         served.send({"op": "call", "id": 1, "uuid": "u", "module": "m", "method": "f", "args": []})
         self.assertEqual(
             served.wait_for(lambda f: f.get("id") == 1),
@@ -299,7 +299,7 @@ class DispatchFailureTest(unittest.TestCase):
                 return work
             raise KeyError("handler bug")
 
-        worker._handlers["call"] = handler
+        worker._ops["call"] = Op(handler)
         served.send({"op": "call", "id": 1, "method": "sleep"})
         time.sleep(0.1)  # handed over meanwhile
         served.send({"op": "call", "id": 2, "method": "boom"})
@@ -307,7 +307,7 @@ class DispatchFailureTest(unittest.TestCase):
         self.assertEqual(readers[0], "first-reader")
         self.assertTrue(readers[1].startswith("portico-reader"), readers)
         # A failure handling an op whose id names another request is logged, not answered to it.
-        worker._handlers["cancel"] = handler
+        worker._ops["cancel"] = Op(handler, request=False)
         served.send({"op": "cancel", "id": 1, "method": "boom"})
         served.send({"op": "heartbeat", "id": 3})
         self.assertEqual(served.wait_for(lambda f: f.get("id") == 3), {"op": "heartbeat", "id": 3})
@@ -324,7 +324,7 @@ class DispatchFailureTest(unittest.TestCase):
         def broken(header: dict[str, Any]) -> None:
             raise RuntimeError("handler bug")
 
-        served.worker._handlers["call"] = broken
+        served.worker._ops["call"] = Op(broken)
         served.send({"op": "call", "id": float("nan")})  # written back as "NaN", as every value is (_json)
         served.send({"op": "heartbeat", "id": 5})
         self.assertEqual(served.wait_for(lambda f: f.get("id") == 5), {"op": "heartbeat", "id": 5})

@@ -3,6 +3,8 @@
  * GET /v1/protocol (`limits`) are generated from or checked against this module.
  */
 
+import { SHARED } from './shared.js';
+
 export const VERSION = '0.1.0';
 /** The REST API version (spec: Versioning). */
 export const API_VERSION = '5.1.0';
@@ -32,8 +34,8 @@ export const LIMITS = {
   jsonDepthMax: 64,
   /** A call that runs longer than this is cancelled and answers `timeout` (ms). */
   callTimeoutMs: 10 * 60 * 1000,
-  /** Items a streaming call may have in flight before the generator pauses (bridge window). */
-  streamWindow: 16,
+  /** Items a streaming call may have in flight before the generator pauses (bridge window; python/portico/shared.json, the worker reads it too). */
+  streamWindow: SHARED.limits.stream_window.value,
   /**
    * How often the gateway pings each WebSocket (ms). A socket that has not answered one ping by
    * the next is a dead peer (a laptop gone to sleep, a dropped network) and is closed, releasing
@@ -93,9 +95,9 @@ export const LIMITS = {
   workerStopGraceMs: 2 * 1000,
   /** Largest frame the worker may send the gateway, in bytes. */
   maxBridgeFrameBytes: 256 * 1024 * 1024,
-  /** Bytes of an execution's output.log one window returns by default, and at most. */
+  /** Bytes of an execution's output.log one window returns by default, and at most (python/portico/shared.json: the Python client follows output in windows this big). */
   outputWindowDefault: 64 * 1024,
-  outputWindowMax: 256 * 1024,
+  outputWindowMax: SHARED.limits.output_window_max_bytes.value,
   /** Most bytes one response of GET /v1/interfaces/{uuid}/files/{path} carries (larger files: Range). */
   fileReadMax: 16 * 1024 * 1024,
   /** Default largest WebSocket upload (`--upload-max`), in bytes. */
@@ -111,9 +113,9 @@ export const LIMITS = {
   /**
    * Most bytes of one display bundle of a result, stream item or event (README "Rich results"): its
    * binary data (image/png, …) raw, its text as UTF-8, together; more answers payload_too_large.
-   * The worker holds the same bound (python/portico/_display.py DISPLAY_MAX_BYTES).
+   * The worker holds the same bound: both read it from python/portico/shared.json.
    */
-  displayMaxBytes: 32 * 1024 * 1024,
+  displayMaxBytes: SHARED.limits.display_max_bytes.value,
   /** Bytes an upload may have received but not yet written before the socket stops reading (backpressure). */
   uploadHighWaterBytes: 16 * 1024 * 1024,
   /**
@@ -128,8 +130,8 @@ export const LIMITS = {
    * every quarter of it.
    */
   uploadLeaseMs: 60 * 60 * 1000,
-  /** Bytes of one binary frame of a read (chunk_start mode read); the worker never sends a larger chunk. */
-  readBlockBytes: 1024 * 1024,
+  /** Bytes of one binary frame of a read (chunk_start mode read); the worker never sends a larger chunk (python/portico/shared.json, the worker's default block). */
+  readBlockBytes: SHARED.limits.read_block_bytes.value,
   /**
    * A read's chunks are credited back to the worker this many at a time (at most streamWindow):
    * each credit wakes the worker, and a wake-up per chunk cost more than the chunk's bytes.

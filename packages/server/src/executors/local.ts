@@ -7,6 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
 import path from 'node:path';
 import { PYTHON_DIR } from '../kernel/worker.js';
+import { RUN_FILES } from '../store/run-folder.js';
 import type { RunStore } from '../store/runs.js';
 import type { EngineView, Executor, RunToStart } from './executor.js';
 
@@ -25,7 +26,7 @@ export class LocalExecutor implements Executor {
 
   async start({ uuid, runs, project, python }: RunToStart): Promise<void> {
     const dir = runs.dir(uuid);
-    const log = openSync(path.join(dir, 'output.log'), 'a');
+    const log = openSync(path.join(dir, RUN_FILES.output), 'a');
     let child: ChildProcess;
     try {
       child = spawn(python, ['-m', 'portico.run', dir], {

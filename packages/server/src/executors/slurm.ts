@@ -10,6 +10,7 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { LIMITS } from '../config/constants.js';
 import { PorticoError } from '../errors.js';
+import { RUN_FILES } from '../store/run-folder.js';
 import type { RunStore } from '../store/runs.js';
 import type { EngineView, Executor, RunToStart } from './executor.js';
 import { runEnvironment } from './local.js';
@@ -56,13 +57,13 @@ export class SlurmExecutor implements Executor {
 
   async start({ uuid, runs, project, python, resources }: RunToStart): Promise<void> {
     const dir = runs.dir(uuid);
-    const script = path.join(dir, 'job.sh');
+    const script = path.join(dir, RUN_FILES.job_script);
     await writeFile(script, JOB_SCRIPT, { mode: 0o755 });
     const args = [
       '--parsable',
       `--job-name=portico-${uuid}`,
       `--chdir=${project}`,
-      `--output=${sbatchLiteralPath(path.join(dir, 'output.log'))}`,
+      `--output=${sbatchLiteralPath(path.join(dir, RUN_FILES.output))}`,
       '--open-mode=append',
       '--export=ALL',
       ...sbatchResourceArgs(resources, this.options),

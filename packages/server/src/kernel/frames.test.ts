@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { encodeFrame, FrameDecoder, FrameQueue, splitBody } from './frames.js';
 
@@ -134,5 +135,42 @@ describe('bridge frames', () => {
     decoder.trimPool();
     decoder.trimPool(); // nothing taken in between: dropped
     expect(read().body.buffer).not.toBe(first.body.buffer);
+  });
+
+  it('reading in place (cutFresh for a fresh read) gives the frames push gives, however the wire is cut', () => {
+    // The reference: `push`, fed the wire in pieces. The fast path: reads into `readTarget`
+    // committed with `commitRead`, whose fresh reads are cut by `cutFresh`.
+    const frame = fc.record({
+      op: fc.constantFrom('result', 'chunk', 'item', 'end', 'error'),
+      fields: fc.dictionary(fc.constantFrom('id', 'payload', 's', 'n'), fc.jsonValue({ maxDepth: 2 })),
+      body: fc.oneof(fc.constant(0), fc.nat(300), fc.integer({ min: 60_000, max: 140_000 })),
+    });
+    fc.assert(
+      fc.property(fc.array(frame, { minLength: 1, maxLength: 12 }), fc.array(fc.integer({ min: 1, max: 90_000 }), { minLength: 1, maxLength: 8 }), (frames, sizes) => {
+        const bodies = frames.map((f, i) => Buffer.alloc(f.body, i + 1));
+        const wire = Buffer.concat(frames.flatMap((f, i) => encodeFrame({ ...f.fields, op: f.op }, bodies[i]!)));
+        const decoded = (frames: Array<{ header: unknown; body: Buffer }>) => frames.map((f) => [f.header, f.body.toString('hex')]);
+
+        const reference = new FrameDecoder(1 << 20, 1 << 17, 4);
+        const pushed = [];
+        for (let at = 0, step = 0; at < wire.length; step++) {
+          const end = Math.min(wire.length, at + sizes[step % sizes.length]!);
+          pushed.push(...reference.push(wire.subarray(at, end)));
+          at = end;
+        }
+
+        const inPlace = new FrameDecoder(1 << 20, 1 << 17, 4);
+        const read = [];
+        for (let at = 0, step = 0; at < wire.length; step++) {
+          const n = wire.copy(inPlace.readTarget(), 0, at, Math.min(wire.length, at + sizes[step % sizes.length]!));
+          at += n;
+          // Kept as handed on: what a read gives must survive the scratch buffer being written again.
+          read.push(...inPlace.commitRead(n));
+        }
+        expect(decoded(read)).toEqual(decoded(pushed));
+        expect(pushed.map((f) => f.header)).toEqual(frames.map((f) => JSON.parse(JSON.stringify({ ...f.fields, op: f.op }))));
+      }),
+      { numRuns: 300 },
+    );
   });
 });

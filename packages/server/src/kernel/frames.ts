@@ -218,7 +218,8 @@ export class FrameDecoder {
    * The usual read, with nothing held from earlier ones: the frames it holds whole are cut
    * straight out of the scratch buffer (bodies copied, as it is reused), and only a partial
    * frame at its end goes through `push`. A pipelined batch of small replies was in the
-   * gateway's profile as the views, array copies and joins `push` makes of a read.
+   * gateway's profile as the views, array copies and joins `push` makes of a read. The
+   * reference is `push`: frames.test.ts holds the two to the same frames on generated reads.
    */
   private cutFresh(scratch: Buffer, n: number): BridgeFrame[] {
     const frames: BridgeFrame[] = [];

@@ -179,8 +179,8 @@ export class KernelPool {
 
   /**
    * peek runs on every call, nearly always for the same (project, python): joining the two
-   * again made a new string for the Map to flatten and hash each time, 2% of a pipelined
-   * call's CPU in the gateway's profile. The last joined key is kept and reused.
+   * again made a new string for the Map to flatten and hash each time, a visible share of a
+   * pipelined call's CPU in the gateway's profile. The last joined key is kept and reused.
    */
   private peekKey(project: string, python: string): string {
     const last = this.lastPeek;

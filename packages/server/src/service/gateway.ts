@@ -130,12 +130,12 @@ export class Gateway {
       instanceIdleMs: options.instanceIdleMs,
       livenessMs: options.workerLivenessMs,
     });
-    this.interfaces = new InterfaceService(this.pool, this.remotes, this.metrics);
+    this.widgets = new WidgetService(this.pool, this.remotes, options.widgetBufferMax);
+    this.interfaces = new InterfaceService(this.pool, this.remotes, this.widgets, this.metrics);
     this.project = new ProjectService(this.pool, this.remotes);
     const executor = options.executor === 'slurm' ? new SlurmExecutor(options.slurm, this.log) : new LocalExecutor(this.log);
     this.executions = new ExecutionService(this.interfaces, executor, this.log);
     this.data = new DataService(this.interfaces);
-    this.widgets = new WidgetService(this.pool, this.remotes, options.widgetBufferMax);
     this.lineage = new LineageService(this.interfaces, this.executions);
     this.source = new SourceService(options, this.pool, this.widgets, this.log);
   }

@@ -7,7 +7,7 @@ import { LIMITS } from '../config/constants.js';
 import { PorticoError, toPorticoError } from '../errors.js';
 import type { Metrics } from '../ops/metrics.js';
 import type { KernelPool } from '../kernel/pool.js';
-import { Worker, type CallOutcome, type Display, type ItemSink } from '../kernel/worker.js';
+import { Worker, type CallOutcome, type Display, type ItemSink, type Settled } from '../kernel/worker.js';
 
 export type { CallOutcome };
 import { withCanonicalSort, type FindRequest, type SearchItemsResponse } from '../contract/search.js';
@@ -17,6 +17,7 @@ import { cliLine } from './cli-line.js';
 import { explainUnknownModule } from './project.js';
 import type { RemoteModules } from './remotes.js';
 import type { RequestContext } from './context.js';
+import { WIDGET_HOOKS, type WidgetService } from './widgets.js';
 
 /**
  * A record as clients see it. Where the spec is silent it follows the reference server:
@@ -30,7 +31,7 @@ export type InterfaceInfo = Omit<InterfaceRecord, 'predicate'> & { predicate: Re
  * What clients see of a record, per record object. A REST call attaches to its record on every
  * request: hashing it again to know whether its uuid is its content (canonical JSON + SHA-256)
  * was the largest share of the gateway's allocations per call, and the copy with its `cli` line
- * another 2.6% of its busy time. Safe to keep per object: a stored record never changes (an
+ * a visible share of its busy time. Safe to keep per object: a stored record never changes (an
  * update makes a new object), nothing changes the answer it is given (the handlers read it and
  * serialize it), and a store that hands out fresh objects simply never hits.
  */
@@ -83,8 +84,6 @@ export interface CallOptions {
   signal?: AbortSignal | undefined;
   /** Streaming calls deliver items here; without it a streaming method is refused. */
   onItem?: ItemSink | undefined;
-  /** Receives the outcome synchronously with the worker's terminal frame (see CallHandlers). */
-  onSettled?: ((outcome: CallOutcome) => void) | undefined;
   timeoutMs?: number | undefined;
 }
 
@@ -106,6 +105,7 @@ export class InterfaceService {
   constructor(
     private readonly pool: KernelPool,
     private readonly remotes: RemoteModules,
+    private readonly widgets: WidgetService,
     private readonly metrics?: Metrics,
   ) {}
 
@@ -212,29 +212,16 @@ export class InterfaceService {
   }
 
   /**
-   * Calls a public method of an interface. Never rejects: the outcome carries the result, the
-   * end of a stream (items went to `onItem`) or the error. A call that outlives `timeoutMs`
-   * (default LIMITS.callTimeoutMs) is cancelled and fails with `timeout`; aborting `signal`
-   * cancels it.
+   * Calls a public method of an interface, or one of its widget hooks by name (WIDGET_HOOKS:
+   * the widget service runs those, for REST and WebSocket alike, as a client of the reference
+   * server calls them). The one call path: the outcome (the result, the end of a stream whose
+   * items went to `onItem`, or the error) goes to `onSettled`, synchronously with the worker's
+   * terminal frame, and the request leaves before this returns when the worker runs. A call that
+   * outlives `timeoutMs` (default LIMITS.callTimeoutMs) is cancelled and fails with `timeout`;
+   * aborting `signal` cancels it. `callForResult` is the promise of it, for those who want one.
    */
-  call(ctx: RequestContext, record: InterfaceInfo, input: CallInput, options: CallOptions = {}): Promise<CallOutcome> {
-    return new Promise((resolve) =>
-      this.startCall(ctx, record, input, {
-        ...options,
-        onSettled: (outcome) => {
-          options.onSettled?.(outcome);
-          resolve(outcome);
-        },
-      }),
-    );
-  }
-
-  /**
-   * `call` without a promise: the outcome goes to `onSettled` alone. With the worker running the
-   * request leaves before this returns. The WebSocket call path: the async layers that awaited
-   * each other here (a promise and microtasks each) were a visible share of a call's CPU.
-   */
-  startCall(ctx: RequestContext, record: InterfaceInfo, input: CallInput, options: CallOptions & { onSettled: (outcome: CallOutcome) => void }): void {
+  call(ctx: RequestContext, record: InterfaceInfo, input: CallInput, options: CallOptions & { onSettled: Settled }): void {
+    if (WIDGET_HOOKS.has(input.method)) return this.callHook(ctx, record, input, options);
     const started = performance.now();
     const metrics = this.metrics;
     const { onSettled } = options;
@@ -242,7 +229,7 @@ export class InterfaceService {
       signal: options.signal,
       timeoutMs: options.timeoutMs ?? LIMITS.callTimeoutMs,
       onItem: options.onItem,
-      // Counted after the client's frame is sent, as when the metrics awaited the outcome.
+      // Counted after the client's frame is sent.
       onSettled: (outcome: CallOutcome) => {
         onSettled(outcome);
         metrics?.call(input.method, outcome.ok ? 'ok' : outcome.error.code, (performance.now() - started) / 1000);
@@ -251,17 +238,25 @@ export class InterfaceService {
     const request = { target: record, method: input.method, args: input.args ?? [], kwargs: input.kwargs ?? {} };
     // The running worker is taken without an await: calls are the hot path.
     const worker = this.pool.peek(ctx.project.dir, ctx.python);
-    if (worker) return worker.startCall(request, handlers);
+    if (worker) return worker.call(request, handlers);
     void this.startWorker(ctx, handlers.onSettled).then((started) => {
       if (!(started instanceof Worker)) return;
       try {
-        started.startCall(request, handlers);
+        started.call(request, handlers);
       } catch (err) {
         // Thrown before anything was sent (a request JSON cannot carry): with nobody awaiting
         // this chain, the outcome is the only way to say so.
         handlers.onSettled({ ok: false, error: toPorticoError(err) });
       }
     });
+  }
+
+  /** A widget hook called by name: its answer as a plain call's outcome. */
+  private callHook(ctx: RequestContext, record: InterfaceInfo, input: CallInput, options: CallOptions & { onSettled: Settled }): void {
+    this.widgets.callHook(ctx, record, input.method, input.args ?? [], input.kwargs ?? {}, options.signal).then(
+      (payload) => options.onSettled({ ok: true, streamed: false, payload }),
+      (err: unknown) => options.onSettled({ ok: false, error: toPorticoError(err) }),
+    );
   }
 
   /**
@@ -295,9 +290,9 @@ export class InterfaceService {
     }
   }
 
-  /** A plain (non-streaming) call: its result and display bundle (README "Rich results"), or its error thrown. */
+  /** The promise of a plain (non-streaming) `call` (REST): its result and display bundle (README "Rich results"), or its error thrown. */
   async callForResult(ctx: RequestContext, record: InterfaceInfo, input: CallInput, signal?: AbortSignal): Promise<{ payload: unknown; display?: Display }> {
-    const outcome = await this.call(ctx, record, input, { signal });
+    const outcome = await new Promise<CallOutcome>((resolve) => this.call(ctx, record, input, { signal, onSettled: resolve }));
     if (!outcome.ok) throw outcome.error;
     return outcome.display ? { payload: outcome.payload, display: outcome.display } : { payload: outcome.payload };
   }

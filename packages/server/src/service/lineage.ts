@@ -8,8 +8,6 @@
  * run → manifest.
  */
 import { createHash } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
-import path from 'node:path';
 import { LIMITS } from '../config/constants.js';
 import type { ExecutionSpec } from '../store/runs.js';
 import type { InterfaceRecord } from '../store/store.js';
@@ -109,8 +107,7 @@ export class LineageService {
     const byRun = new Map(specs.map((s) => [s.uuid, s]));
     const manifestOf = async (spec: ExecutionSpec) => {
       if (!this.manifests.has(spec.uuid) || this.manifests.get(spec.uuid) === null) {
-        const text = await readFile(path.join(runs.dir(spec.uuid), 'manifest.json'), 'utf8').catch(() => null);
-        const content = text ? (JSON.parse(text) as Record<string, unknown>) : null;
+        const content = await runs.manifest(spec.uuid);
         const id = content && createHash('sha256').update(JSON.stringify([content.python, content.platform, content.modules])).digest('hex').slice(0, 24);
         this.manifests.set(spec.uuid, content && id ? { id, content } : null);
       }

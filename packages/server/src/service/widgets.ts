@@ -14,12 +14,14 @@ import path from 'node:path';
 import { LIMITS } from '../config/constants.js';
 import { PorticoError } from '../errors.js';
 import type { KernelPool } from '../kernel/pool.js';
-import type { CallOutcome, WidgetAsset, WidgetRequest } from '../kernel/worker.js';
+import type { CallOutcome, CallTarget, WidgetAsset, WidgetRequest } from '../kernel/worker.js';
 import type { RequestContext } from './context.js';
-import type { InterfaceInfo } from './interfaces.js';
 import { explainUnknownModule } from './project.js';
 import type { Listener, Project } from './projects.js';
 import type { RemoteModules } from './remotes.js';
+
+/** The widget hooks a `call` may name: the widget service answers them (`callHook`), not the method table. */
+export const WIDGET_HOOKS: ReadonlySet<string> = new Set(['widget_state', 'widget_update', 'widget_message']);
 
 export type AssetName = 'esm' | 'css';
 
@@ -117,7 +119,7 @@ export class WidgetService {
   ) {}
 
   /** The widget's full state (its `widget_state()`), binary values as buffers. */
-  async state(ctx: RequestContext, record: InterfaceInfo, signal?: AbortSignal): Promise<WidgetState> {
+  async state(ctx: RequestContext, record: CallTarget, signal?: AbortSignal): Promise<WidgetState> {
     const { payload, buffers } = await this.run(ctx, record, 'widget_get', {}, signal);
     return { ...(payload as { state: Record<string, unknown>; buffer_paths?: unknown[] }), buffers };
   }
@@ -127,7 +129,7 @@ export class WidgetService {
    * other attached client (`except` is the caller, which answers its own client) and are returned.
    * Changes run after every set and message to this instance that came before (one lane per instance).
    */
-  async update(ctx: RequestContext, record: InterfaceInfo, changes: WidgetChanges, except?: Listener, signal?: AbortSignal): Promise<WidgetChanges> {
+  async update(ctx: RequestContext, record: CallTarget, changes: WidgetChanges, except?: Listener, signal?: AbortSignal): Promise<WidgetChanges> {
     checkWidgetBuffers(changes.buffers, this.bufferMax, 'widget_set');
     checkBufferPaths(changes.changes, changes.buffer_paths, changes.buffers.length);
     const { payload, buffers } = await this.run(ctx, record, 'widget_set', changes, signal);
@@ -141,38 +143,38 @@ export class WidgetService {
    * A custom message from a front end, with its buffers; the reply (when `widget_message`
    * returns one, with buffers when it is a WidgetReply) goes back to it.
    */
-  async message(ctx: RequestContext, record: InterfaceInfo, content: unknown, buffers: Buffer[], signal?: AbortSignal): Promise<WidgetReply> {
+  async message(ctx: RequestContext, record: CallTarget, content: unknown, buffers: Buffer[], signal?: AbortSignal): Promise<WidgetReply> {
     checkWidgetBuffers(buffers, this.bufferMax, 'widget_msg');
     const outcome = await this.run(ctx, record, 'widget_msg', { content, buffers }, signal);
     return { ...(outcome.payload as { reply: unknown; has_reply: boolean }), buffers: outcome.buffers };
   }
 
   /**
-   * The widget hooks called by name, as a client of the reference server calls them through
-   * `POST /v1/interfaces/call`: `widget_state()`, `widget_update(changes)` (pushed to every
-   * attached client) and `widget_message(content)` (its reply). Undefined for any other name.
+   * A widget hook called by name (WIDGET_HOOKS), as a client of the reference server calls them
+   * with `call`, over REST or WebSocket: `widget_state()` (its state), `widget_update(changes)`
+   * (the normalized changes, pushed to every attached client) and `widget_message(content)` (its
+   * reply). No buffers travel this way: binary values read as null.
    */
-  async callHook(ctx: RequestContext, record: InterfaceInfo, method: string, args: unknown[], kwargs: Record<string, unknown>, signal?: AbortSignal): Promise<{ payload: unknown } | undefined> {
+  async callHook(ctx: RequestContext, record: CallTarget, method: string, args: unknown[], kwargs: Record<string, unknown>, signal?: AbortSignal): Promise<unknown> {
     const arg = (name: string) => (args.length ? args[0] : kwargs[name]);
     switch (method) {
       case 'widget_state':
-        // REST carries no buffers: binary values read as null there.
-        return { payload: (await this.state(ctx, record, signal)).state };
+        return (await this.state(ctx, record, signal)).state;
       case 'widget_update': {
         const changes = arg('changes');
         if (!changes || typeof changes !== 'object' || Array.isArray(changes)) {
           throw new PorticoError('invalid_argument', 'widget_update takes one object of changes (args: [{…}] or kwargs: {changes: {…}})');
         }
-        return { payload: (await this.update(ctx, record, { changes: changes as Record<string, unknown>, buffers: [] }, undefined, signal)).changes };
+        return (await this.update(ctx, record, { changes: changes as Record<string, unknown>, buffers: [] }, undefined, signal)).changes;
       }
       case 'widget_message':
-        return { payload: (await this.message(ctx, record, arg('content'), [], signal)).reply ?? null };
+        return (await this.message(ctx, record, arg('content'), [], signal)).reply ?? null;
       default:
-        return undefined;
+        throw new PorticoError('not_found', `'${method}' is not a widget hook`);
     }
   }
 
-  private async run(ctx: RequestContext, record: InterfaceInfo, op: 'widget_get' | 'widget_set' | 'widget_msg', extra: Partial<WidgetRequest>, signal?: AbortSignal): Promise<{ payload: unknown; buffers: Buffer[] }> {
+  private async run(ctx: RequestContext, record: CallTarget, op: 'widget_get' | 'widget_set' | 'widget_msg', extra: Partial<WidgetRequest>, signal?: AbortSignal): Promise<{ payload: unknown; buffers: Buffer[] }> {
     const worker = await this.pool.get(ctx.project.dir, ctx.python);
     const outcome: CallOutcome = await worker.widget(op, { uuid: record.uuid, module: record.module, config: record.config, ...extra }, signal);
     if (!outcome.ok) throw outcome.error;

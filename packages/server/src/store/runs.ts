@@ -1,17 +1,19 @@
 /**
- * Run directories: `<project>/.portico/executions/<uuid>/`. The gateway writes `execution.json`
- * and the cancel marker; the run process (`python -m portico.run`) writes everything else:
- * `process.json`, `started_at`, `heartbeat_at`, `manifest.json`, `events.jsonl`, `status.json`,
- * `finished_at`, and its stdout/stderr go to `output.log`. An executor with a scheduler adds
- * `job.json` (the job id) and `job.sh` (the batch script). The state of a run is read from these
- * files and from what its executor sees (its process alive, its job's queue state), so it is the
- * truth after a gateway restart and travels with the directory.
+ * Run directories: `<project>/.portico/executions/<uuid>/`, in the format python/portico/shared.json
+ * (`run_folder`) writes down once for both sides (file names, what each holds, times; see
+ * run-folder.ts). The gateway writes `execution.json` and the cancel marker (and status.json with
+ * finished_at for a run process that died without them); the run process (`python -m portico.run`)
+ * writes the rest. An executor with a scheduler adds `job.json` and `job.sh`. The state of a run is
+ * read from these files and from what its executor sees (its process alive, its job's queue
+ * state), so it is the truth after a gateway restart and travels with the directory.
  */
-import { mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import type { ExecutionInfo, RunStatus } from '../contract/executions.js';
+import { SHARED } from '../config/shared.js';
 import { interfaceDir, isSafeName, STORE_DIR, syncPath, writeAtomic } from './files.js';
+import { CACHED_FILE, jsonFileText, readEventsFrom, readJson, readOutputWindow, readRunFile, readText, RUN_FILES, runTime, type OutputQuery, type OutputWindow } from './run-folder.js';
 
 /*
  * Defined here, where run states are read from them; each executor (executors/) reports one.
@@ -29,8 +31,8 @@ export type EngineView =
 export type JobPhase = 'queued' | 'running' | 'ended' | 'unknown';
 
 export const EXECUTIONS_DIR = 'executions';
-/** The run process rewrites heartbeat_at this often (portico/run.py)… */
-export const HEARTBEAT_MS = 2_000;
+/** The run process rewrites heartbeat_at this often (portico/run.py; both read it from shared.json)… */
+export const HEARTBEAT_MS = SHARED.limits.run_heartbeat_seconds.value * 1000;
 /** …so a run on another host whose heartbeat is older than this is taken as dead. */
 export const HEARTBEAT_STALE_MS = 3 * HEARTBEAT_MS;
 /**
@@ -80,24 +82,8 @@ export interface JobFile {
 interface StatusFile {
   status: 'finished' | 'failed' | 'interrupted';
   error: { exception: string; message: string; interface?: string | null } | null;
-}
-
-async function readText(file: string): Promise<string | null> {
-  try {
-    return (await readFile(file, 'utf8')).trim();
-  } catch {
-    return null;
-  }
-}
-
-async function readJson<T>(file: string): Promise<T | null> {
-  const text = await readText(file);
-  if (text === null) return null;
-  try {
-    return JSON.parse(text) as T;
-  } catch {
-    return null;
-  }
+  /** Each interface of execution.json, in its order (absent in runs written before it was kept). */
+  interfaces?: Array<{ uuid: string; status: 'finished' | 'failed' | 'interrupted' | 'skipped' }>;
 }
 
 /** The error of a run whose job the scheduler ended (or forgot) before the run recorded its end. */
@@ -120,6 +106,20 @@ async function processAlive(proc: ProcessFile): Promise<boolean> {
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   if (fields[0] === 'Z' || fields[0] === 'X') return false;
   return proc.starttime === null || Number(fields[19]) === proc.starttime;
+}
+
+/**
+ * status.json's `interfaces` for a run whose process died without writing it, as the run itself
+ * records an outcome it could not finish (portico/run.py): `finished` for each interface whose
+ * cached marker names this run, `skipped` for the others (which one the death hit is unknown).
+ */
+async function diedInterfaces(project: string, run: string, spec: ExecutionSpec | undefined): Promise<NonNullable<StatusFile['interfaces']>> {
+  return Promise.all(
+    (spec?.interfaces ?? []).map(async ({ uuid }) => {
+      const marker = isSafeName(uuid) ? await readText(path.join(interfaceDir(project, uuid), CACHED_FILE)) : null;
+      return { uuid, status: marker === run ? ('finished' as const) : ('skipped' as const) };
+    }),
+  );
 }
 
 export class RunStore {
@@ -184,7 +184,7 @@ export class RunStore {
     const staging = path.join(this.root, `.new-${spec.uuid}`);
     await mkdir(staging, { recursive: true });
     try {
-      await writeAtomic(path.join(staging, 'execution.json'), `${JSON.stringify(spec)}\n`);
+      await writeAtomic(path.join(staging, RUN_FILES.execution), jsonFileText(spec));
       await rename(staging, dir);
     } catch (err) {
       await rm(staging, { recursive: true, force: true }).catch(() => undefined);
@@ -197,7 +197,7 @@ export class RunStore {
   /** Writes the cancel marker (best effort: a run not started just keeps it); a run that has ended is left as it is. */
   async cancel(uuid: string): Promise<void> {
     if (await this.hasEnded(uuid)) return;
-    await writeAtomic(path.join(this.dir(uuid), 'cancelled'), 'cancelled\n');
+    await writeAtomic(path.join(this.dir(uuid), RUN_FILES.cancelled), 'cancelled\n');
     const ended = this.ended.get(uuid);
     if (ended) ended.cancelled = true;
   }
@@ -208,28 +208,34 @@ export class RunStore {
    */
   async markDied(uuid: string, why: string, outcome: { status: 'failed' | 'interrupted'; exception: string } = { status: 'failed', exception: 'ProcessDied' }): Promise<void> {
     const dir = this.dir(uuid);
-    if ((await readText(path.join(dir, 'status.json'))) !== null) return;
+    if ((await readText(path.join(dir, RUN_FILES.status))) !== null) return;
     // A second process refused on a running run dir exits too: never declare a live run dead.
-    const proc = await readJson<ProcessFile>(path.join(dir, 'process.json'));
+    const proc = await readJson<ProcessFile>(path.join(dir, RUN_FILES.process));
     if (proc && proc.hostname === hostname() && (await processAlive(proc))) return;
-    const status: StatusFile = { status: outcome.status, error: { exception: outcome.exception, message: why, interface: null } };
-    await writeAtomic(path.join(dir, 'status.json'), `${JSON.stringify(status)}\n`);
-    await writeAtomic(path.join(dir, 'finished_at'), `${new Date().toISOString()}\n`);
+    const status: StatusFile = { status: outcome.status, error: { exception: outcome.exception, message: why, interface: null }, interfaces: await diedInterfaces(this.project, uuid, await this.get(uuid)) };
+    await writeAtomic(path.join(dir, RUN_FILES.status), jsonFileText(status));
+    await writeAtomic(path.join(dir, RUN_FILES.finished_at), runTime());
   }
 
   /** Records the batch job a run was submitted as. */
   async recordJob(uuid: string, job: JobFile): Promise<void> {
-    await writeAtomic(path.join(this.dir(uuid), 'job.json'), `${JSON.stringify(job)}\n`);
+    await writeAtomic(path.join(this.dir(uuid), RUN_FILES.job), jsonFileText(job));
   }
 
   /** The batch job of a run, or null for a run no scheduler ran. */
   job(uuid: string): Promise<JobFile | null> {
-    return readJson<JobFile>(path.join(this.dir(uuid), 'job.json'));
+    return readJson<JobFile>(path.join(this.dir(uuid), RUN_FILES.job));
+  }
+
+  /** A run's manifest.json (the interpreter and the hash of every module it ran), or null before the run wrote it. */
+  async manifest(uuid: string): Promise<Record<string, unknown> | null> {
+    const content = await readRunFile(this.dir(uuid), 'manifest');
+    return content !== null && typeof content === 'object' && !Array.isArray(content) ? (content as Record<string, unknown>) : null;
   }
 
   /** Whether a run recorded its end (status.json exists). */
   async hasEnded(uuid: string): Promise<boolean> {
-    return this.ended.has(uuid) || (await readText(path.join(this.dir(uuid), 'status.json'))) !== null;
+    return this.ended.has(uuid) || (await readText(path.join(this.dir(uuid), RUN_FILES.status))) !== null;
   }
 
   /**
@@ -243,15 +249,15 @@ export class RunStore {
     const spawned = engine?.kind === 'process' ? engine : undefined;
     const job = engine?.kind === 'job' ? engine : undefined;
     const dir = this.dir(spec.uuid);
-    const [startedAt, heartbeatAt, finishedAt, statusFile, proc, cancelled, jobFile] = await Promise.all([
-      readText(path.join(dir, 'started_at')),
-      readText(path.join(dir, 'heartbeat_at')),
-      readText(path.join(dir, 'finished_at')),
-      readJson<StatusFile>(path.join(dir, 'status.json')),
-      readJson<ProcessFile>(path.join(dir, 'process.json')),
-      stat(path.join(dir, 'cancelled')).then(() => true, () => false),
-      job ? null : readJson<JobFile>(path.join(dir, 'job.json')),
-    ]);
+    const [startedAt, heartbeatAt, finishedAt, statusFile, proc, cancelled, jobFile] = (await Promise.all([
+      readRunFile(dir, 'started_at'),
+      readRunFile(dir, 'heartbeat_at'),
+      readRunFile(dir, 'finished_at'),
+      readRunFile(dir, 'status'),
+      readRunFile(dir, 'process'),
+      readRunFile(dir, 'cancelled'),
+      job ? null : readRunFile(dir, 'job'),
+    ])) as [string | null, string | null, string | null, StatusFile | null, ProcessFile | null, boolean, JobFile | null];
     let status: RunStatus;
     let error = statusFile?.error ?? null;
     if (statusFile) {
@@ -292,7 +298,7 @@ export class RunStore {
       created_at: spec.created_at,
       started_at: startedAt,
       // finished_at follows status.json at once; a read between the two takes when status.json was written.
-      finished_at: finishedAt ?? (statusFile ? await stat(path.join(dir, 'status.json')).then((st) => st.mtime.toISOString(), () => null) : null),
+      finished_at: finishedAt ?? (statusFile ? await stat(path.join(dir, RUN_FILES.status)).then((st) => runTime(st.mtime), () => null) : null),
       heartbeat_at: heartbeatAt,
       interfaces: spec.interfaces.map((i) => i.uuid),
       parent: spec.parent,
@@ -316,74 +322,19 @@ export class RunStore {
     return info;
   }
 
-  /**
-   * A bounded window of output.log, never the whole file: `offset` reads forward from a byte,
-   * `tail` reads the last bytes, neither reads the last `limit` bytes. Only the window is read.
-   */
-  async output(uuid: string, query: { offset?: number | undefined; tail?: number | undefined; limit: number }): Promise<{ output: string; offset: number; size: number; limit: number }> {
-    const file = path.join(this.dir(uuid), 'output.log');
-    let handle;
-    try {
-      handle = await open(file, 'r');
-    } catch {
-      return { output: '', offset: 0, size: 0, limit: query.limit };
-    }
-    try {
-      const size = (await handle.stat()).size;
-      const start =
-        query.offset !== undefined ? Math.min(query.offset, size) : Math.max(0, size - Math.min(query.tail ?? query.limit, query.limit));
-      const length = Math.min(query.limit, size - start);
-      const buffer = Buffer.alloc(length);
-      const { bytesRead } = length ? await handle.read(buffer, 0, length, start) : { bytesRead: 0 };
-      return { output: buffer.toString('utf8', 0, bytesRead), offset: start, size, limit: query.limit };
-    } finally {
-      await handle.close();
-    }
+  /** A bounded window of output.log (see readOutputWindow). */
+  output(uuid: string, query: OutputQuery): Promise<OutputWindow> {
+    return readOutputWindow(this.dir(uuid), query);
   }
 
-  /** New lines of events.jsonl from a byte offset (a bounded read; only whole lines). */
-  async events(uuid: string, offset: number): Promise<{ events: unknown[]; next: number }> {
-    let handle;
-    try {
-      handle = await open(path.join(this.dir(uuid), 'events.jsonl'), 'r');
-    } catch {
-      return { events: [], next: offset };
-    }
-    try {
-      const size = (await handle.stat()).size;
-      let length = Math.min(size - offset, 256 * 1024);
-      if (length <= 0) return { events: [], next: offset };
-      let buffer: Buffer;
-      let end: number;
-      // A line longer than the window (an emitted figure, README "Rich results") is read whole: the window grows to it.
-      for (;;) {
-        buffer = Buffer.alloc(length);
-        const { bytesRead } = await handle.read(buffer, 0, length, offset);
-        end = buffer.lastIndexOf(0x0a, bytesRead - 1);
-        if (end >= 0 || length >= size - offset) break;
-        length = Math.min(size - offset, length * 4);
-      }
-      if (end < 0) return { events: [], next: offset };
-      const events = buffer
-        .toString('utf8', 0, end)
-        .split('\n')
-        .filter(Boolean)
-        .flatMap((line) => {
-          try {
-            return [JSON.parse(line) as unknown];
-          } catch {
-            return [];
-          }
-        });
-      return { events, next: offset + end + 1 };
-    } finally {
-      await handle.close();
-    }
+  /** New lines of events.jsonl from a byte offset (see readEventsFrom). */
+  events(uuid: string, offset: number): Promise<{ events: unknown[]; next: number }> {
+    return readEventsFrom(this.dir(uuid), offset);
   }
 
   /** Whether an interface's `cached` marker (written after a successful run) exists. */
   async cached(interfaceUuid: string): Promise<boolean> {
-    return stat(path.join(interfaceDir(this.project, interfaceUuid), 'cached')).then(() => true, () => false);
+    return stat(path.join(interfaceDir(this.project, interfaceUuid), CACHED_FILE)).then(() => true, () => false);
   }
 
   /**
@@ -432,7 +383,7 @@ export class RunStore {
     const dir = path.join(this.root, uuid);
     let text: string;
     try {
-      text = await readFile(path.join(dir, 'execution.json'), 'utf8');
+      text = await readFile(path.join(dir, RUN_FILES.execution), 'utf8');
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code === 'ENOTDIR') return undefined; // a file in the folder, not a run

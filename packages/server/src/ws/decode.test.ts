@@ -42,6 +42,31 @@ describe('decodeFrame of call frames', () => {
   }
 });
 
+describe('decodeFrame of generated call frames', () => {
+  // The fast path (plainCall) beside its reference, the schema: the same frame or the same issues, on any call frame.
+  const absent = fc.constant(undefined);
+  const json = fc.jsonValue({ maxDepth: 2 });
+  const frame = fc.record({
+    id: fc.oneof(absent, fc.constant(null), fc.boolean(), fc.maxSafeInteger(), fc.double({ noNaN: true, noDefaultInfinity: true }).filter((d) => !Number.isInteger(d)), fc.string({ maxLength: 8 }), fc.string({ minLength: 254, maxLength: 258 })),
+    method: fc.oneof(absent, fc.constant(''), fc.string({ minLength: 1, maxLength: 8 }), fc.integer(), fc.constant(null)),
+    args: fc.oneof(absent, fc.array(json, { maxLength: 3 }), fc.constant(null), fc.dictionary(fc.string(), json, { maxKeys: 2 }), fc.string()),
+    kwargs: fc.oneof(absent, fc.dictionary(fc.string(), json, { maxKeys: 3 }), fc.array(json, { maxLength: 2 }), fc.constant(null), fc.string(), fc.integer()),
+    extra: fc.oneof(absent, json),
+    // Every other field the schema has (none today): a field added there and not to plainCall fails here.
+    others: fc.record(Object.fromEntries(Object.keys(ClientFrames.call.shape).filter((key) => !['type', 'id', 'method', 'args', 'kwargs'].includes(key)).map((key) => [key, fc.oneof(absent, json)]))),
+  });
+
+  it('gives what the schema gives', () => {
+    fc.assert(
+      fc.property(frame, ({ id, method, args, kwargs, extra, others }) => {
+        const raw = JSON.parse(JSON.stringify({ type: 'call', id, method, args, kwargs, extra, ...others })) as Record<string, unknown>;
+        expect(decoded(JSON.stringify(raw))).toEqual(bySchema(raw));
+      }),
+      { numRuns: 3000 },
+    );
+  });
+});
+
 describe('decodeFrame of frames nested past the bound', () => {
   const nested = (n: number) => '['.repeat(n) + ']'.repeat(n);
 

@@ -10,7 +10,6 @@ import { ClientFrames, type ClientFrame } from '../contract/frames.js';
 import { PorticoError } from '../errors.js';
 import type { RequestContext } from '../service/context.js';
 import type { BindInput, Gateway } from '../service/gateway.js';
-import { displayFields, type Display } from '../service/display.js';
 import type { CallOutcome, InterfaceInfo } from '../service/interfaces.js';
 import type { Listener } from '../service/projects.js';
 import { Upload, uploadRoot } from '../service/uploads.js';
@@ -32,9 +31,6 @@ interface Connection {
  */
 type Transfer = { id: FrameId; upload: Upload; finishing: boolean } | { id: FrameId; upload?: undefined };
 
-const BINARY_FRAME = { binary: true, compress: false } as const;
-const TEXT_FRAME = { binary: false } as const;
-
 type Frame<T extends ClientFrame['type']> = Extract<ClientFrame, { type: T }>;
 
 export class Session extends SocketSession<ClientFrame> {
@@ -45,8 +41,6 @@ export class Session extends SocketSession<ClientFrame> {
   private connecting: Promise<void> | undefined;
   /** Aborted when the socket goes away: cancels every call it started. */
   private readonly controller = new AbortController();
-  /** The client asked (connect `buffers: binary`) for widget buffers as binary frames, not base64. */
-  private binaryBuffers = false;
 
   constructor(socket: WebSocket, gateway: Gateway, binding: BindInput, log: (line: string) => void) {
     super(socket, gateway, binding, log, ClientFrames);
@@ -111,23 +105,6 @@ export class Session extends SocketSession<ClientFrame> {
     }
   }
 
-  /**
-   * Sends a widget frame with its buffers: as binary frames right after it (`binary_buffers`)
-   * when the client asked for them, else base64 in `payload.buffers` (always present on widget_msg,
-   * as clients of the base64 form expect). Text and binary frames go out in one synchronous
-   * step, so nothing can come between them.
-   */
-  private sendWidget(frame: { type: string; id?: FrameId; payload: Record<string, unknown> }, buffers: Buffer[]): void {
-    if (this.socket.readyState !== this.socket.OPEN) return;
-    if (this.binaryBuffers && buffers.length > 0) {
-      this.socket.send(JSON.stringify({ ...frame, binary_buffers: buffers.length }));
-      for (const buffer of buffers) this.socket.send(buffer, { binary: true });
-      return;
-    }
-    const encoded = buffers.length > 0 || frame.type === 'widget_msg' ? { buffers: buffers.map((b) => b.toString('base64')) } : {};
-    this.send({ ...frame, payload: { ...frame.payload, ...encoded } });
-  }
-
   /** The connection, once a connect pipelined ahead of this frame has finished. */
   private async connected(what: string): Promise<Connection> {
     if (this.connecting) await this.connecting.catch(() => undefined);
@@ -135,7 +112,8 @@ export class Session extends SocketSession<ClientFrame> {
     return this.connection;
   }
 
-  private beginTransfer(id: FrameId): void {
+  /** Refuses a new transfer while another is active (binary frames carry no id to tell two apart). */
+  private checkNoTransfer(): void {
     const current = this.transfer;
     // A failed upload only waits for its chunk_end to swallow its bytes: a new transfer replaces it.
     if (current && !(current.upload?.error && !current.finishing)) {
@@ -145,7 +123,7 @@ export class Session extends SocketSession<ClientFrame> {
 
   /** chunk_start (write | append): from here on, binary frames are this upload's bytes. */
   private async upload(frame: Frame<'chunk_start'>): Promise<void> {
-    this.beginTransfer(frame.id);
+    this.checkNoTransfer();
     const { id } = frame;
     let reported = false;
     const transfer: Transfer = {
@@ -214,7 +192,7 @@ export class Session extends SocketSession<ClientFrame> {
 
   /** chunk_start (read): the read hook's bytes as binary frames, at the client's pace. */
   private async read(frame: Frame<'chunk_start'>): Promise<void> {
-    this.beginTransfer(frame.id);
+    this.checkNoTransfer();
     const transfer: Transfer = { id: frame.id };
     this.transfer = transfer;
     try {
@@ -282,28 +260,20 @@ export class Session extends SocketSession<ClientFrame> {
   }
 
   /**
-   * A call. Connected (and no connect in progress) and without per-frame debug lines, it runs
-   * without a promise: the request leaves in this tick and the frame ends in `onSettled`
-   * (`frameEnded`). Else it waits for the connection first.
+   * A call, without a promise: the frame ends (`frameEnded`) when its outcome is answered.
+   * Connected (and no connect in progress), the request leaves in this tick; one pipelined
+   * behind a connect waits for the connection first.
    */
-  private call(frame: Frame<'call'>): Promise<void> | undefined {
+  private call(frame: Frame<'call'>): undefined {
     const connection = !this.connecting && this.connection;
-    if (!connection || this.tracingFrames) return this.callWhenConnected(frame);
-    this.runCall(connection, frame, this.callEnded);
+    if (connection) this.runCall(connection, frame);
+    else this.connected('call').then((c) => this.runCall(c, frame)).catch((err: unknown) => this.frameFailed(frame, err));
     return undefined;
   }
 
-  /** The end of a call handled without a promise (one function per session, not one per call). */
-  private readonly callEnded = (frame: ClientFrame): void => this.frameEnded(frame);
-
-  private async callWhenConnected(frame: Frame<'call'>): Promise<void> {
-    const connection = await this.connected('call');
-    return new Promise((resolve) => this.runCall(connection, frame, () => resolve()));
-  }
-
-  private runCall(connection: Connection, frame: Frame<'call'>, ended: (frame: Frame<'call'>) => void): void {
+  private runCall(connection: Connection, frame: Frame<'call'>): void {
     const { id } = frame;
-    this.gateway.interfaces.startCall(
+    this.gateway.interfaces.call(
       connection.ctx,
       connection.record,
       { method: frame.method, args: frame.args ?? [], kwargs: frame.kwargs ?? {} },
@@ -313,7 +283,7 @@ export class Session extends SocketSession<ClientFrame> {
           const item = { type: 'stream', id, payload, final: false };
           return display ? this.sendShown(item, display, true) : this.sendPaced(item);
         },
-        // Never throws: it may run inside startCall (a worker already gone), where a throw would
+        // Never throws: it may run inside `call` (a worker already gone), where a throw would
         // also reach dispatch's catch and end the frame a second time.
         onSettled: (outcome: CallOutcome) => {
           try {
@@ -324,61 +294,11 @@ export class Session extends SocketSession<ClientFrame> {
           } catch (err) {
             this.log(`call ${JSON.stringify(id)}: its answer could not be sent: ${(err as Error)?.message ?? err}`);
           } finally {
-            ended(frame);
+            this.frameEnded(frame);
           }
         },
       },
     );
-  }
-
-  /**
-   * A result, stream item or event with its display bundle (README "Rich results"): binary data
-   * as binary frames right after it (`binary_buffers`, placed in `display` by `buffer_paths`) on a
-   * socket connected with buffers: binary, as widget buffers travel, sent in one synchronous step
-   * so that nothing comes between them; else base64 text in `display`, as Jupyter sends it.
-   * `paced` (stream items): resolves once the socket's queue is below its high-water mark again.
-   */
-  private sendShown(frame: { type: string; id?: FrameId; payload: unknown; final?: boolean }, display: Display, paced = false): Promise<void> | undefined {
-    const { fields, buffers } = displayFields(display, this.binaryBuffers);
-    if (buffers.length === 0) {
-      if (paced) return this.sendPaced({ ...frame, ...fields });
-      this.send({ ...frame, ...fields });
-      return undefined;
-    }
-    if (this.socket.readyState !== this.socket.OPEN) return paced ? Promise.reject(new Error('socket closed')) : undefined;
-    this.corkForThisTick();
-    this.socket.send(JSON.stringify({ ...frame, ...fields, binary_buffers: buffers.length }), TEXT_FRAME);
-    const last = buffers.pop()!;
-    for (const buffer of buffers) this.socket.send(buffer, BINARY_FRAME);
-    if (!paced || this.socket.bufferedAmount < LIMITS.socketHighWaterBytes) {
-      this.socket.send(last, BINARY_FRAME);
-      return undefined;
-    }
-    return new Promise((resolve, reject) => this.socket.send(last, BINARY_FRAME, (err) => (err ? reject(err) : resolve())));
-  }
-
-  /** Sends a stream item as JSON text, and resolves once the socket's queue is below its high-water mark again. */
-  private sendPaced(frame: object): Promise<void> | undefined {
-    if (this.socket.readyState !== this.socket.OPEN) return Promise.reject(new Error('socket closed'));
-    const data = JSON.stringify(frame);
-    this.corkForThisTick();
-    if (this.socket.bufferedAmount < LIMITS.socketHighWaterBytes) {
-      this.socket.send(data, TEXT_FRAME);
-      return undefined;
-    }
-    return new Promise((resolve, reject) => this.socket.send(data, TEXT_FRAME, (err) => (err ? reject(err) : resolve())));
-  }
-
-  /**
-   * Sends a read's chunk as a binary frame and resolves once the socket has written it: the
-   * worker's decoder reuses the Buffer after that, and credit for the next chunk waits for it, so
-   * a read keeps at most its window of chunks in the gateway.
-   */
-  private sendChunk(chunk: Buffer): Promise<void> {
-    if (this.socket.readyState !== this.socket.OPEN) return Promise.reject(new Error('socket closed'));
-    this.corkForThisTick();
-    // A read's bytes are never deflated (README "Compression").
-    return new Promise((resolve, reject) => this.socket.send(chunk, BINARY_FRAME, (err) => (err ? reject(err) : resolve())));
   }
 
   /** Cancels calls in flight and detaches; the instance lives on (README "Lifetime"). */

@@ -1,16 +1,23 @@
 /**
  * What every socket session shares: frames decoded and validated against the endpoint's
  * schemas, each handled without blocking the next, failures answered as `error` frames (the
- * socket stays usable), ping/close, and one teardown when the socket goes away. A frame with
- * `binary_buffers: n` is handled once the n binary frames right after it (its buffers) are in.
+ * socket stays usable), ping/close, one teardown when the socket goes away, and sending: frames
+ * corked per tick, frames with binary buffers, stream items and read chunks paced by the socket's
+ * queue. A frame with `binary_buffers: n` is handled once the n binary frames right after it (its
+ * buffers) are in.
  */
 import type { Socket } from 'node:net';
 import type { WebSocket } from 'ws';
+import { LIMITS } from '../config/constants.js';
 import type { z } from '../contract/zod.js';
 import { PorticoError, toPorticoError } from '../errors.js';
 import type { LogLine } from '../ops/logger.js';
+import { displayFields, type Display } from '../service/display.js';
 import type { BindInput, Gateway } from '../service/gateway.js';
 import { decodeFrame, type FrameId } from './decode.js';
+
+const BINARY_FRAME = { binary: true, compress: false } as const;
+const TEXT_FRAME = { binary: false } as const;
 
 /** A frame waiting for the binary frames that carry its buffers. */
 interface Awaiting<F> {
@@ -28,12 +35,16 @@ export abstract class SocketSession<F extends { type: string; id?: FrameId }> {
   protected closed = false;
   /** Frames being handled now, with the id each answers with (a call runs until its result or last stream item is sent). */
   private readonly handling = new Map<F, FrameId>();
+  /** When each frame being handled began (performance.now()), kept only while frames are traced (debug level). */
+  private readonly began = new Map<F, number>();
   /** Frames handled since the socket opened (for its access line). */
   frames = 0;
   private awaiting: Awaiting<F> | undefined;
   /** The TCP socket under the WebSocket, corked while this tick's frames are queued (see `send`). */
   private readonly tcp: Socket | undefined;
   private corked = false;
+  /** The client asked (connect `buffers: binary`) for binary data as binary frames, not base64. */
+  protected binaryBuffers = false;
 
   constructor(
     protected readonly socket: WebSocket,
@@ -52,20 +63,33 @@ export abstract class SocketSession<F extends { type: string; id?: FrameId }> {
 
   /**
    * Handles one valid frame other than ping and close, with the buffers that came as binary
-   * frames after it (`binary_buffers`); reject with a PorticoError to answer an error. A handler
-   * may instead return nothing and call `frameEnded(frame)` once the frame is done (never while
-   * `tracingFrames`, whose lines need the promise): the call path does, a promise fewer per call.
+   * frames after it (`binary_buffers`). Every frame ends by `frameEnded` (or `frameFailed`,
+   * which answers an `error` frame for its id): a handler that returns a promise has the frame
+   * ended when it settles (a rejection with a PorticoError answers that error); one that returns
+   * nothing ends the frame itself (the call path: a promise fewer per call).
    */
   protected abstract handle(frame: F, buffers: Buffer[]): Promise<void> | undefined;
 
-  /** Each frame gets a debug line with its duration (debug level): handlers must return their promise. */
-  protected get tracingFrames(): boolean {
-    return this.gateway.logger.isLevelEnabled('debug');
+  /** `frame` is done (its answer was sent); at debug level, its line with its duration is written. */
+  protected frameEnded(frame: F, code?: string): void {
+    const id = this.handling.get(frame);
+    this.handling.delete(frame);
+    const began = this.began.get(frame);
+    if (began === undefined) return;
+    this.began.delete(frame);
+    // One line per frame at debug level; the socket's own line (info) comes when it closes.
+    this.gateway.logger.debug({ frame: frame.type, id, ...(code ? { code } : {}), duration_ms: Math.round((performance.now() - began) * 100) / 100 }, 'frame');
   }
 
-  /** A frame whose handler returned nothing is done. */
-  protected frameEnded(frame: F): void {
-    this.handling.delete(frame);
+  /** `frame` failed with `err`: answered with an `error` frame for its id (logged when it is no PorticoError), then ended. */
+  protected frameFailed(frame: F, err: unknown): void {
+    const error = toPorticoError(err);
+    try {
+      if (!(err instanceof PorticoError)) this.log(`frame '${frame.type}' failed: ${(err as Error)?.stack ?? err}`, 'error');
+      this.sendError(this.handling.get(frame), error);
+    } finally {
+      this.frameEnded(frame, error.code);
+    }
   }
 
   /**
@@ -142,6 +166,73 @@ export abstract class SocketSession<F extends { type: string; id?: FrameId }> {
     });
   }
 
+  /**
+   * Sends a widget frame with its buffers: as binary frames right after it (`binary_buffers`)
+   * when the client asked for them, else base64 in `payload.buffers` (always present on widget_msg,
+   * as clients of the base64 form expect). Text and binary frames go out in one synchronous
+   * step, so nothing can come between them.
+   */
+  protected sendWidget(frame: { type: string; id?: FrameId; payload: Record<string, unknown> }, buffers: Buffer[]): void {
+    if (this.socket.readyState !== this.socket.OPEN) return;
+    if (this.binaryBuffers && buffers.length > 0) {
+      this.socket.send(JSON.stringify({ ...frame, binary_buffers: buffers.length }));
+      for (const buffer of buffers) this.socket.send(buffer, { binary: true });
+      return;
+    }
+    const encoded = buffers.length > 0 || frame.type === 'widget_msg' ? { buffers: buffers.map((b) => b.toString('base64')) } : {};
+    this.send({ ...frame, payload: { ...frame.payload, ...encoded } });
+  }
+
+  /**
+   * A result, stream item or event with its display bundle (README "Rich results"): binary data
+   * as binary frames right after it (`binary_buffers`, placed in `display` by `buffer_paths`) on a
+   * socket connected with buffers: binary, as widget buffers travel, sent in one synchronous step
+   * so that nothing comes between them; else base64 text in `display`, as Jupyter sends it.
+   * `paced` (stream items): resolves once the socket's queue is below its high-water mark again.
+   */
+  protected sendShown(frame: { type: string; id?: FrameId; payload: unknown; final?: boolean }, display: Display, paced = false): Promise<void> | undefined {
+    const { fields, buffers } = displayFields(display, this.binaryBuffers);
+    if (buffers.length === 0) {
+      if (paced) return this.sendPaced({ ...frame, ...fields });
+      this.send({ ...frame, ...fields });
+      return undefined;
+    }
+    if (this.socket.readyState !== this.socket.OPEN) return paced ? Promise.reject(new Error('socket closed')) : undefined;
+    this.corkForThisTick();
+    this.socket.send(JSON.stringify({ ...frame, ...fields, binary_buffers: buffers.length }), TEXT_FRAME);
+    const last = buffers.pop()!;
+    for (const buffer of buffers) this.socket.send(buffer, BINARY_FRAME);
+    if (!paced || this.socket.bufferedAmount < LIMITS.socketHighWaterBytes) {
+      this.socket.send(last, BINARY_FRAME);
+      return undefined;
+    }
+    return new Promise((resolve, reject) => this.socket.send(last, BINARY_FRAME, (err) => (err ? reject(err) : resolve())));
+  }
+
+  /** Sends a stream item as JSON text, and resolves once the socket's queue is below its high-water mark again. */
+  protected sendPaced(frame: object): Promise<void> | undefined {
+    if (this.socket.readyState !== this.socket.OPEN) return Promise.reject(new Error('socket closed'));
+    const data = JSON.stringify(frame);
+    this.corkForThisTick();
+    if (this.socket.bufferedAmount < LIMITS.socketHighWaterBytes) {
+      this.socket.send(data, TEXT_FRAME);
+      return undefined;
+    }
+    return new Promise((resolve, reject) => this.socket.send(data, TEXT_FRAME, (err) => (err ? reject(err) : resolve())));
+  }
+
+  /**
+   * Sends a read's chunk as a binary frame and resolves once the socket has written it: the
+   * worker's decoder reuses the Buffer after that, and credit for the next chunk waits for it, so
+   * a read keeps at most its window of chunks in the gateway.
+   */
+  protected sendChunk(chunk: Buffer): Promise<void> {
+    if (this.socket.readyState !== this.socket.OPEN) return Promise.reject(new Error('socket closed'));
+    this.corkForThisTick();
+    // A read's bytes are never deflated (README "Compression").
+    return new Promise((resolve, reject) => this.socket.send(chunk, BINARY_FRAME, (err) => (err ? reject(err) : resolve())));
+  }
+
   protected sendError(id: FrameId, error: PorticoError): void {
     // The client reads the message; the operator's version (hosts, paths) goes to the log only.
     if (error.internal) this.log(`${error.code}: ${error.internal}`, 'warn');
@@ -197,34 +288,18 @@ export abstract class SocketSession<F extends { type: string; id?: FrameId }> {
     }
     this.handling.set(frame, id);
     this.frames += 1;
-    const debug = this.tracingFrames;
-    // The per-frame debug line is built only when it is written: calls are the hot path.
-    const started = debug ? performance.now() : 0;
+    // Timed only when its debug line will be written: calls are the hot path.
+    if (this.gateway.logger.isLevelEnabled('debug')) this.began.set(frame, performance.now());
     let running: Promise<void> | undefined;
     try {
       running = this.handle(frame, buffers);
     } catch (err) {
-      running = Promise.reject(err);
+      return this.frameFailed(frame, err);
     }
-    if (running === undefined) return; // the handler calls frameEnded(frame)
-    const done = (code?: string) => {
-      this.handling.delete(frame);
-      if (!debug) return;
-      // One line per frame at debug level; the socket's own line (info) comes when it closes.
-      this.gateway.logger.debug({ frame: frame.type, id, ...(code ? { code } : {}), duration_ms: Math.round((performance.now() - started) * 100) / 100 }, 'frame');
-    };
     // One then() rather than catch() and finally(): a promise and a microtask fewer per frame.
-    running.then(
-      () => done(),
-      (err) => {
-        const error = toPorticoError(err);
-        try {
-          if (!(err instanceof PorticoError)) this.log(`frame '${frame.type}' failed: ${(err as Error)?.stack ?? err}`, 'error');
-          this.sendError(id, error);
-        } finally {
-          done(error.code);
-        }
-      },
+    running?.then(
+      () => this.frameEnded(frame),
+      (err) => this.frameFailed(frame, err),
     );
   }
 }

@@ -11,16 +11,16 @@ module lookup and instance creation.
 
 from .dispatch import Worker
 from .instances import create_instance
-from .lookup import _select_interface, check_module_name, import_project_module, project_search_path, use_project_path
-from .protocol import _Refusal
+from .lookup import check_module_name, import_project_module, project_search_path, select_interface, use_project_path
+from .protocol import Refusal
 
 __all__ = [
+    "Refusal",
     "Worker",
-    "_Refusal",
-    "_select_interface",
     "check_module_name",
     "create_instance",
     "import_project_module",
     "project_search_path",
+    "select_interface",
     "use_project_path",
 ]

@@ -1,6 +1,6 @@
 """One running call (or read, or widget hook) and the thread that runs its user code.
 
-Owns the per-call state every part of the worker shares (``_Call``: credit window, terminal
+Owns the per-call state every part of the worker shares (``Call``: credit window, terminal
 frame sent, the future on the loop, a stream parked while out of credit) and the interrupt
 machinery: a pool thread running user code registers itself, so that ``cancel`` can raise
 ``CallCancelled`` in it, and frames user code sends from that thread (events, widget pushes)
@@ -16,15 +16,17 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from .. import shared
 from .._read import ChunkWriter
 from ..interface import CallCancelled
 from .protocol import described, log
 
-#: Items a stream (or chunks a read) may have sent and not yet had credited; the generator waits beyond that.
-STREAM_WINDOW = 16
+#: Items a stream (or chunks a read) may have sent and not yet had credited; the generator waits beyond that
+#: (shared.json, the gateway's LIMITS.streamWindow).
+STREAM_WINDOW = shared.LIMITS["stream_window"]
 
 
-def _set_async_exc(thread_id: int, exc: type[BaseException] | None) -> None:
+def set_async_exc(thread_id: int, exc: type[BaseException] | None) -> None:
     # CPython only; ``None`` clears an exception that has not been raised yet.
     ctypes.pythonapi.PyThreadState_SetAsyncExc(
         ctypes.c_ulong(thread_id), ctypes.py_object(exc) if exc is not None else None
@@ -32,7 +34,7 @@ def _set_async_exc(thread_id: int, exc: type[BaseException] | None) -> None:
 
 
 @dataclass(eq=False, slots=True)
-class _Call:
+class Call:
     """State of one ``call`` (or ``read``, or widget hook) request until its terminal frame
     (result, end or error). ``method`` names what runs, for messages (``read``, ``widget_state``)."""
 
@@ -45,7 +47,7 @@ class _Call:
     interrupt_sent: bool = False
     future: concurrent.futures.Future[Any] | None = None
     parked: Any = None  # a sync stream (iterator, or a read's _read.Source) waiting for credit
-    resume: Callable[[_Call, Any], None] | None = None  # continues `parked` (default: Calls.drive_sync)
+    resume: Callable[[Call, Any], None] | None = None  # continues `parked` (default: Calls.drive_sync)
     async_wakeup: asyncio.Event | None = None
     sent: int = 0  # bytes a read sent so far
 
@@ -58,7 +60,7 @@ _interruptible = threading.local()
 # the next bytecode, so a long blocking C call such as time.sleep(60) completes first.
 
 
-def run_interruptible(call: _Call, fn: Callable[..., Any], args: Any, kwargs: dict[str, Any]) -> Any:
+def run_interruptible(call: Call, fn: Callable[..., Any], args: Any, kwargs: dict[str, Any]) -> Any:
     """``fn(*args, **kwargs)`` on this thread, where ``cancel`` of ``call`` may interrupt it."""
     thread_id = threading.get_ident()
     with call.lock:
@@ -77,7 +79,7 @@ def run_interruptible(call: _Call, fn: Callable[..., Any], args: Any, kwargs: di
                 continue
 
 
-def _leave_interruptible(call: _Call, thread_id: int) -> None:
+def _leave_interruptible(call: Call, thread_id: int) -> None:
     # A CallCancelled sent just as user code returned may still be pending: clear it under the
     # lock (after which cancel cannot send another), so it never fires in the next call this
     # pool thread runs. If it fires while we get here, catching it and retrying is enough; it
@@ -89,7 +91,7 @@ def _leave_interruptible(call: _Call, thread_id: int) -> None:
                 call.thread_id = None
                 _interruptible.call = None
                 if call.interrupt_sent:
-                    _set_async_exc(thread_id, None)
+                    set_async_exc(thread_id, None)
             return
         except CallCancelled:
             continue
@@ -97,7 +99,7 @@ def _leave_interruptible(call: _Call, thread_id: int) -> None:
 
 def put_unsolicited(writer: ChunkWriter, frame: bytes) -> None:
     """Send an event or widget push from whatever thread user code runs on."""
-    call: _Call | None = getattr(_interruptible, "call", None)
+    call: Call | None = getattr(_interruptible, "call", None)
     if call is None:
         writer.put(frame)
         return
@@ -108,7 +110,7 @@ def put_unsolicited(writer: ChunkWriter, frame: bytes) -> None:
     with call.lock:
         thread_id, call.thread_id = call.thread_id, None
         if call.interrupt_sent and thread_id is not None:
-            _set_async_exc(thread_id, None)  # pending, not yet raised: we raise it below
+            set_async_exc(thread_id, None)  # pending, not yet raised: we raise it below
         cancelled = call.done
     if cancelled:
         raise CallCancelled()
@@ -122,7 +124,7 @@ def put_unsolicited(writer: ChunkWriter, frame: bytes) -> None:
         raise CallCancelled()
 
 
-def close_iterator(call: _Call, iterator: Any) -> None:
+def close_iterator(call: Call, iterator: Any) -> None:
     close = getattr(iterator, "close", None)
     if close is not None:
         try:

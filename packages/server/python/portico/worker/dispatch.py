@@ -6,6 +6,8 @@ Each part owns its state and its ops (packages/server/src/kernel/README.md lists
     modules.py    import, change stamps, invalidation, descriptions        resolve, modules, schema, invalidate
     instances.py  the instance cache, events and widget pushes             release
     calls.py      sync / async / generator calls, credit, cancel           call, credit, cancel
+    replies.py    running calls by id, their items and terminal frames     (result, item, end, error)
+    streams.py    generators and reads pumped within their credit window
     reads.py      binary reads as chunk frames                             read
     widgets.py    widget hooks and widget assets                           widget_get, widget_set, widget_msg, widget_assets
 
@@ -25,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from .calls import Calls
@@ -32,15 +35,21 @@ from .instances import Instances
 from .methods import Methods
 from .modules import Modules
 from .pipe import MAX_SYNC_THREADS, REPLY_FD, Exit, Pipe, Work
-from .protocol import _Refusal, error_header, is_request_id, log
+from .protocol import Refusal, error_header, is_request_id, log
 from .reads import Reads
 from .widget_state import WidgetStates
 from .widgets import Widgets
 
-#: Ops that are requests: their refusals are answered to their `id` (README "Requests").
-_REQUESTS = frozenset(
-    {"resolve", "modules", "schema", "call", "read", "widget_get", "widget_set", "widget_msg", "widget_assets", "invalidate", "heartbeat"}
-)
+
+@dataclass(frozen=True, slots=True)
+class Op:
+    """How the worker handles one frame ``op``."""
+
+    handler: Callable[..., Work | None]
+    #: A request: its refusals are answered to its ``id`` (README "Requests"); any other op's are logged.
+    request: bool = True
+    #: Its frame body carries binary buffers (``buffer_lengths``): the handler takes the body too.
+    body: bool = False
 
 
 class Worker:
@@ -60,25 +69,23 @@ class Worker:
         self.calls = Calls(self.pipe, self.pool, self.loop, self.instances, self.methods)
         self.reads = Reads(self.pipe, self.pool, self.loop, self.calls)
         self.widgets = Widgets(project, self.pipe, self.pool, self.modules, self.calls)
-        self._handlers: dict[str, Callable[[dict[str, Any]], Work | None]] = {
-            "resolve": self.modules.on_resolve,
-            "modules": self.modules.on_modules,
-            "schema": self.modules.on_schema,
-            "call": self.calls.on_call,
-            "read": self.reads.on_read,
-            "widget_get": self.widgets.on_widget_get,
-            "widget_assets": self.widgets.on_widget_assets,
-            "invalidate": self.modules.on_invalidate,
-            "credit": self.calls.on_credit,
-            "cancel": self.calls.on_cancel,
-            "release": self.instances.on_release,
-            "shutdown": self._on_shutdown,
-            "heartbeat": self.pipe.on_heartbeat,
-        }
-        # Ops whose frame body carries binary buffers (buffer_lengths).
-        self._body_handlers: dict[str, Callable[[dict[str, Any], bytes], Work | None]] = {
-            "widget_set": self.widgets.on_widget_set,
-            "widget_msg": self.widgets.on_widget_msg,
+        #: Every op the worker takes, the one table of them.
+        self._ops: dict[str, Op] = {
+            "resolve": Op(self.modules.on_resolve),
+            "modules": Op(self.modules.on_modules),
+            "schema": Op(self.modules.on_schema),
+            "call": Op(self.calls.on_call),
+            "read": Op(self.reads.on_read),
+            "widget_get": Op(self.widgets.on_widget_get),
+            "widget_set": Op(self.widgets.on_widget_set, body=True),
+            "widget_msg": Op(self.widgets.on_widget_msg, body=True),
+            "widget_assets": Op(self.widgets.on_widget_assets),
+            "invalidate": Op(self.modules.on_invalidate),
+            "heartbeat": Op(self.pipe.on_heartbeat),
+            "credit": Op(self.calls.on_credit, request=False),
+            "cancel": Op(self.calls.on_cancel, request=False),
+            "release": Op(self.instances.on_release, request=False),
+            "shutdown": Op(self._on_shutdown, request=False),
         }
 
     def serve(self, reader: Any) -> int:
@@ -88,27 +95,25 @@ class Worker:
     def dispatch(self, header: dict[str, Any], body: bytes = b"") -> Work | None:
         """Handle one request; returns the sync call the reading thread should run, if any."""
         op = header.get("op")
-        handler = with_body = None
-        if isinstance(op, str):  # (an unhashable op would make the lookups raise)
-            handler = self._handlers.get(op)
-            if handler is None:
-                with_body = self._body_handlers.get(op)
-        if handler is None and with_body is None:
+        entry = self._ops.get(op) if isinstance(op, str) else None  # (an unhashable op would make the lookup raise)
+        if entry is None:
             self._bad_request(header, f"unknown op {op!r}" if op is not None else "the frame has no 'op'")
             return None
         try:
-            return handler(header) if handler is not None else with_body(header, body)  # type: ignore[misc]
-        except _Refusal as refusal:
-            # Only requests reach here; their `id` is their own (credit/cancel log instead).
-            if refusal.code == "bad_request" and header.get("op") not in _REQUESTS:
+            return entry.handler(header, body) if entry.body else entry.handler(header)
+        except Refusal as refusal:
+            # A request's refusal answers its `id`; a malformed credit, cancel or release is logged
+            # (its `id` names another request, or nothing).
+            if refusal.code == "bad_request" and not entry.request:
                 log(f"ignored {op} frame: {refusal.message}")
             else:
                 self._bad_request(header, refusal.message, refusal)
+        return None
 
-    def _bad_request(self, header: dict[str, Any], message: str, refusal: _Refusal | None = None) -> None:
+    def _bad_request(self, header: dict[str, Any], message: str, refusal: Refusal | None = None) -> None:
         request_id = header.get("id")
         if is_request_id(request_id):
-            self.pipe.send(error_header(request_id, refusal or _Refusal("bad_request", message)))
+            self.pipe.send(error_header(request_id, refusal or Refusal("bad_request", message)))
         else:
             log(f"bad request without an id ({message}): {str(header)[:200]}")
 

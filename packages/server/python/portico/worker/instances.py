@@ -30,12 +30,12 @@ from ..interface import Binding, Interface, attach
 from .call import put_unsolicited
 from .modules import Modules
 from .pipe import Pipe
-from .protocol import _Refusal, described, invalid_config, log
+from .protocol import Refusal, described, invalid_config, log
 from .widget_state import WidgetStates, persists, state_path
 
 
 @dataclass
-class _Instance:
+class Instance:
     obj: Interface
     label: str  # "module.Class", for messages
     persist: bool = False  # its widget state is saved (widget_state.persists)
@@ -46,8 +46,8 @@ class _Pending:
     """An instance being created; later calls for the same uuid wait for it."""
 
     ready: threading.Event = field(default_factory=threading.Event)
-    instance: _Instance | None = None
-    error: _Refusal | None = None
+    instance: Instance | None = None
+    error: Refusal | None = None
 
 
 class Instances:
@@ -58,15 +58,15 @@ class Instances:
         self.modules = modules
         self.pipe = pipe
         self.states = states  # None: widget state is never saved nor restored
-        self.instances: dict[str, _Instance] = {}
+        self.instances: dict[str, Instance] = {}
         self._pending: dict[str, _Pending] = {}
         self._instances_lock = threading.Lock()
 
-    def get(self, uuid: str) -> _Instance | None:
+    def get(self, uuid: str) -> Instance | None:
         """The live instance for ``uuid``, if there is one (no creation, no waiting)."""
         return self.instances.get(uuid)
 
-    def instance(self, uuid: str, module: str, config: dict[str, Any]) -> _Instance:
+    def instance(self, uuid: str, module: str, config: dict[str, Any]) -> Instance:
         """The cached instance for ``uuid``, created (once, even under concurrent calls) if needed."""
         with self._instances_lock:
             existing = self.instances.get(uuid)
@@ -79,7 +79,7 @@ class Instances:
         if not owner:
             pending.ready.wait()
             if pending.error is not None:
-                raise _Refusal(pending.error.code, pending.error.message, **pending.error.extra)
+                raise Refusal(pending.error.code, pending.error.message, **pending.error.extra)
             assert pending.instance is not None
             return pending.instance
         try:
@@ -90,8 +90,8 @@ class Instances:
         except BaseException as exc:
             pending.error = (
                 exc
-                if isinstance(exc, _Refusal)
-                else _Refusal("call_failed", f"Creating instance {uuid} failed: {described(exc)}", exception=type(exc).__name__)
+                if isinstance(exc, Refusal)
+                else Refusal("call_failed", f"Creating instance {uuid} failed: {described(exc)}", exception=type(exc).__name__)
             )
             raise
         finally:
@@ -99,21 +99,21 @@ class Instances:
                 self._pending.pop(uuid, None)
             pending.ready.set()
 
-    def _create(self, uuid: str, module: str, config: dict[str, Any]) -> _Instance:
+    def _create(self, uuid: str, module: str, config: dict[str, Any]) -> Instance:
         cls, label = self.modules.interface_class(module)
         obj = create_instance(cls, label, uuid, config, self.project, self._emit, push=self._push)
         states = self.states
         if states is None or not persists(cls) or state_path(self.project, uuid) is None:
-            return _Instance(obj, label)
+            return Instance(obj, label)
         # Restored before anyone can reach it; what the restore itself pushes is not saved again.
         try:
             states.restore(uuid, obj)
         except Exception as exc:  # a bug there must not cost the instance
             log(f"restoring the widget state of {uuid} failed:\n" + "".join(traceback.format_exception(exc)).rstrip())
         attach(obj, dataclasses.replace(obj._portico_binding(), push=functools.partial(self._push_saving, weakref.ref(obj))))
-        return _Instance(obj, label, persist=True)
+        return Instance(obj, label, persist=True)
 
-    def state_changed(self, uuid: str, instance: _Instance) -> None:
+    def state_changed(self, uuid: str, instance: Instance) -> None:
         """``instance``'s widget state changed (a ``widget_set`` its hook accepted): save it soon."""
         if instance.persist and self.states is not None:
             self.states.changed(uuid, instance.obj)
@@ -121,7 +121,7 @@ class Instances:
     def on_release(self, header: dict[str, Any]) -> None:
         uuid = header.get("uuid")
         if not isinstance(uuid, str):
-            raise _Refusal("bad_request", "release: field 'uuid' must be a string")
+            raise Refusal("bad_request", "release: field 'uuid' must be a string")
         with self._instances_lock:
             self.instances.pop(uuid, None)
 
@@ -172,7 +172,7 @@ def create_instance(
     ``project``, with ``emit`` as its event sink and ``push`` as its widget push sink (None: pushes
     are checked and dropped); ``__init__()`` runs with all of that bound.
 
-    Raises ``_Refusal``: ``invalid_config``, or ``call_failed`` when ``__init__`` raised (the
+    Raises ``Refusal``: ``invalid_config``, or ``call_failed`` when ``__init__`` raised (the
     traceback goes to ``report``).
     """
     resolved, issues = _config.check_config(cls, config)
@@ -185,6 +185,6 @@ def create_instance(
         obj.__init__()
     except BaseException as exc:
         report(f"{label}.__init__() raised:\n" + "".join(traceback.format_exception(exc)).rstrip())
-        raise _Refusal("call_failed", f"{label}.__init__() raised {described(exc)}", exception=type(exc).__name__) from None
+        raise Refusal("call_failed", f"{label}.__init__() raised {described(exc)}", exception=type(exc).__name__) from None
     return obj
 

@@ -14,13 +14,13 @@ import traceback
 from typing import Any, Callable
 
 from ..interface import Interface
-from .protocol import _Refusal, described, log
+from .protocol import Refusal, described, log
 
 #: Where fetched remote modules live, relative to the project; searched after the project.
 REMOTES_DIR = os.path.join(".portico", "remotes")
 
 
-def _module_location(module: Any) -> str | None:
+def module_location(module: Any) -> str | None:
     """The file of a loaded module, or the first folder of a namespace package."""
     location = getattr(module, "__file__", None)
     if location:
@@ -31,13 +31,13 @@ def _module_location(module: Any) -> str | None:
         return None
 
 
-def _select_interface(module: str, imported: Any) -> type[Interface]:
+def select_interface(module: str, imported: Any) -> type[Interface]:
     chosen = getattr(imported, "__interface__", None)
     if chosen is not None:
         cls = getattr(imported, chosen, None) if isinstance(chosen, str) else chosen
         if isinstance(cls, type) and issubclass(cls, Interface) and cls is not Interface:
             return cls
-        raise _Refusal("module_error", f"Module {module!r} sets __interface__ = {chosen!r}, which is not an Interface subclass in it")
+        raise Refusal("module_error", f"Module {module!r} sets __interface__ = {chosen!r}, which is not an Interface subclass in it")
     found: list[type[Interface]] = []
     for value in vars(imported).values():
         # Only classes defined here: an imported base or sibling interface is not this module's.
@@ -50,10 +50,10 @@ def _select_interface(module: str, imported: Any) -> type[Interface]:
         ):
             found.append(value)
     if not found:
-        raise _Refusal("module_error", f"Module {module!r} defines no Interface subclass")
+        raise Refusal("module_error", f"Module {module!r} defines no Interface subclass")
     if len(found) > 1:
         names = ", ".join(cls.__name__ for cls in found)
-        raise _Refusal(
+        raise Refusal(
             "module_error", f"Module {module!r} defines several Interface subclasses ({names}); set __interface__ = \"Name\" to pick one"
         )
     return found[0]
@@ -79,7 +79,7 @@ def check_module_name(project: str, module: str) -> list[str]:
     """The parts of the dotted name ``module``; refuses what cannot name a project module."""
     parts = module.split(".")
     if not module or not all(part.isidentifier() and not part.startswith("__") for part in parts):
-        raise _Refusal("module_not_found", f"Module {module!r} not found in project {project}: not a dotted module name")
+        raise Refusal("module_not_found", f"Module {module!r} not found in project {project}: not a dotted module name")
     return parts
 
 
@@ -88,7 +88,7 @@ def import_project_module(
 ) -> Any:
     """Import ``module`` from ``project`` (or its fetched remotes) and nowhere else.
 
-    Raises ``_Refusal``: ``module_not_found``, or ``module_error`` when importing raised (the
+    Raises ``Refusal``: ``module_not_found``, or ``module_error`` when importing raised (the
     traceback goes to ``report``) or the name resolves to a module outside the project.
     """
     search_path = project_search_path(project) if search_path is None else search_path
@@ -100,12 +100,12 @@ def import_project_module(
     if finder.find_spec(parts[0], search_path) is None:
         importlib.invalidate_caches()  # the file may have been created after start-up
         if finder.find_spec(parts[0], search_path) is None:
-            raise _Refusal("module_not_found", f"Module {module!r} not found in project {project}")
+            raise Refusal("module_not_found", f"Module {module!r} not found in project {project}")
     try:
         imported = importlib.import_module(module)
     except ModuleNotFoundError as exc:
         if exc.name and (module == exc.name or module.startswith(exc.name + ".")):
-            raise _Refusal("module_not_found", f"Module {module!r} not found in project {project}") from None
+            raise Refusal("module_not_found", f"Module {module!r} not found in project {project}") from None
         raise _import_failed(module, exc, report) from None
     except BaseException as exc:
         raise _import_failed(module, exc, report) from None
@@ -114,9 +114,9 @@ def import_project_module(
     for depth in range(1, len(parts) + 1):
         name = ".".join(parts[:depth])
         loaded = sys.modules.get(name)
-        location = _module_location(loaded)
+        location = module_location(loaded)
         if not inside_project(project, location):
-            raise _Refusal(
+            raise Refusal(
                 "module_error",
                 f"Module {name!r} resolves to {location or 'a built-in module'}, outside project {project} "
                 "(a module of that name was imported before); rename the project module",
@@ -124,9 +124,9 @@ def import_project_module(
     return imported
 
 
-def _import_failed(module: str, exc: BaseException, report: Callable[[str], None]) -> _Refusal:
+def _import_failed(module: str, exc: BaseException, report: Callable[[str], None]) -> Refusal:
     report(f"module {module!r} failed to import:\n" + "".join(traceback.format_exception(exc)).rstrip())
-    return _Refusal("module_error", f"Module {module!r} failed to import: {described(exc)}", exception=type(exc).__name__)
+    return Refusal("module_error", f"Module {module!r} failed to import: {described(exc)}", exception=type(exc).__name__)
 
 
 def use_project_path(project: str) -> None:

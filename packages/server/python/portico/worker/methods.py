@@ -11,29 +11,33 @@ import inspect
 import types
 import typing
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable, Protocol
 
 from .._json import NONFINITE
 from ..interface import Interface
-from .protocol import _Refusal
+from .protocol import Refusal
 
-if TYPE_CHECKING:
-    from .instances import _Instance
+class Live(Protocol):
+    """What methods need of a live instance (``instances.Instance``)."""
+
+    obj: Any
+    label: str  # "module.Class", for messages
+
 
 # Method kinds, decided once per (class, name); also the `kind` of a method in `schema`.
-_SYNC, _ASYNC, _GEN, _AGEN = "method", "async", "generator", "async_generator"
+SYNC, ASYNC, GEN, AGEN = "method", "async", "generator", "async_generator"
 #: Hooks the worker's own ops invoke; never callable through `call` unless in __api_methods__.
 _HOOKS = frozenset({"read", "widget_state", "widget_update", "widget_message"})
 
 
-@dataclass
-class _Method:
+@dataclass(slots=True)
+class Method:
     kind: str
     signature: inspect.Signature | None
     #: For a signature of plain parameters only (no ``*args``, ``**kwargs``, positional- or
-    #: keyword-only ones): their names in order, and how many have no default. ``accepts`` then
-    #: checks a call without ``Signature.bind``, which was the largest single cost of a small
-    #: call in the worker's profile (about 12 µs of ~60).
+    #: keyword-only ones): their names in order, and how many have no default. ``check`` then
+    #: decides most calls without ``Signature.bind``, the largest single cost of a small call
+    #: in the worker's profile (test_worker_methods.py compares the two on generated calls).
     plain: tuple[str, ...] | None = None
     required: int = 0
     #: Parameters annotated ``float`` (or a union of float with int or None): the strings that
@@ -65,14 +69,17 @@ class _Method:
         return list(bound.args), bound.kwargs
 
     def check(self, args: list[Any], kwargs: dict[str, Any]) -> None:
-        """Raise TypeError (as ``Signature.bind`` would) unless a call with these arguments binds."""
+        """Raise TypeError (as ``Signature.bind`` would) unless a call with these arguments binds:
+        ``Signature.bind`` itself, unless ``plain`` says without it that the call binds."""
         if self.signature is None:
             return
         plain = self.plain
-        if plain is None or len(args) > len(plain) or not all(isinstance(k, str) for k in kwargs):
+        positional = len(args)
+        if plain is not None and not kwargs and self.required <= positional <= len(plain):
+            return  # most calls: enough positional arguments, and no more than the parameters
+        if plain is None or positional > len(plain) or not all(isinstance(k, str) for k in kwargs):
             self.signature.bind(*args, **kwargs)  # the general case, and its exact message
             return
-        positional = len(args)
         for name in kwargs:
             try:
                 index = plain.index(name)
@@ -89,21 +96,23 @@ class Methods:
     """The checked kind and signature of each (class, method name) called so far."""
 
     def __init__(self, outdated: Callable[[type], bool] | None = None) -> None:
-        #: (class, name) -> its _Method, or the refusal's (code, message). Calls reads it
+        #: (class, name) -> its Method, or the refusal's (code, message). Calls reads it
         #: directly for its fast path; only ``get`` and ``forget`` change it.
-        self.entries: dict[tuple[type, str], _Method | tuple[str, str]] = {}
+        self.entries: dict[tuple[type, str], Method | tuple[str, str]] = {}
         #: Whether a class comes from an older import of its module (``Modules.outdated``): a
         #: method missing on it may be one added on disk since, which the refusal then says.
         self._outdated = outdated
 
-    def get(self, instance: _Instance, name: str) -> _Method:
+    def get(self, instance: Live, name: str) -> Method:
         """``name`` on ``instance``, or the refusal (cached too) for calling it remotely."""
         cls = type(instance.obj)
         entry = self.entries.get((cls, name))
+        if type(entry) is Method:  # most calls: a method checked before
+            return entry
         if entry is None:
             try:
                 entry = self._inspect_method(instance, name)
-            except _Refusal as refusal:
+            except Refusal as refusal:
                 entry = (refusal.code, refusal.message)
             self.entries[(cls, name)] = entry
         if isinstance(entry, tuple):
@@ -115,10 +124,10 @@ class Methods:
                     " release frame) and its next use makes it from the new code, with its saved widget state;"
                     " `portico serve --reload` does that on every edit"
                 )
-            raise _Refusal(code, message)
+            raise Refusal(code, message)
         return entry
 
-    def _inspect_method(self, instance: _Instance, name: str) -> _Method:
+    def _inspect_method(self, instance: Live, name: str) -> Method:
         _check_remote(type(instance.obj), instance.label, name)
         bound = getattr(instance.obj, name)
         try:
@@ -126,7 +135,7 @@ class Methods:
         except (TypeError, ValueError):  # builtins without a signature: let the call decide
             signature = None
         floats = _float_parameters(bound, signature) if signature is not None else frozenset()
-        return _Method(_method_kind(bound), signature, floats=floats)
+        return Method(method_kind(bound), signature, floats=floats)
 
     def forget(self, affected: Callable[[str], bool]) -> None:
         """Drop the entries of classes from the modules ``affected`` names (``invalidate``)."""
@@ -145,27 +154,27 @@ def _check_remote(cls: type, label: str, name: str) -> None:
     missing = object()
     attr = getattr(cls, name, missing)
     if name.startswith("_"):
-        raise _Refusal("method_forbidden", f"Method {name!r} is private on {label}")
+        raise Refusal("method_forbidden", f"Method {name!r} is private on {label}")
     explicit = getattr(cls, "__api_methods__", None)
     if explicit is not None:
         if name not in explicit:
             if attr is missing:
-                raise _Refusal("method_not_found", f"Method {name!r} not found on {label}")
-            raise _Refusal("method_forbidden", f"Method {name!r} is not listed in {label}.__api_methods__")
+                raise Refusal("method_not_found", f"Method {name!r} not found on {label}")
+            raise Refusal("method_forbidden", f"Method {name!r} is not listed in {label}.__api_methods__")
     else:
         if not _defined_below_interface(cls, name):
             if attr is missing:
-                raise _Refusal("method_not_found", f"Method {name!r} not found on {label}")
-            raise _Refusal("method_forbidden", f"Method {name!r} of {label} comes from Interface and is not callable remotely")
+                raise Refusal("method_not_found", f"Method {name!r} not found on {label}")
+            raise Refusal("method_forbidden", f"Method {name!r} of {label} comes from Interface and is not callable remotely")
         if name.startswith("version_") or name == "Config":
-            raise _Refusal("method_forbidden", f"{name!r} on {label} is not callable remotely (versions and Config are not methods)")
+            raise Refusal("method_forbidden", f"{name!r} on {label} is not callable remotely (versions and Config are not methods)")
         if name in _HOOKS:
-            raise _Refusal("method_forbidden", f"{name!r} on {label} is a hook served by its own op, not a remotely callable method")
+            raise Refusal("method_forbidden", f"{name!r} on {label} is a hook served by its own op, not a remotely callable method")
     if attr is missing or isinstance(attr, type) or not callable(attr):
-        raise _Refusal("method_not_found", f"Method {name!r} not found on {label}")
+        raise Refusal("method_not_found", f"Method {name!r} not found on {label}")
 
 
-def _remote_method_names(cls: type) -> list[str]:
+def remote_method_names(cls: type) -> list[str]:
     """Every name ``_check_remote`` allows on ``cls``, sorted."""
     explicit = getattr(cls, "__api_methods__", None)
     candidates = explicit if explicit is not None else dir(cls)
@@ -175,7 +184,7 @@ def _remote_method_names(cls: type) -> list[str]:
             continue
         try:
             _check_remote(cls, "", name)
-        except _Refusal:
+        except Refusal:
             continue
         names.add(name)
     return sorted(names)
@@ -206,14 +215,14 @@ def _float_parameters(fn: Any, signature: inspect.Signature) -> frozenset[str]:
     return frozenset(names)
 
 
-def _method_kind(fn: Any) -> str:
+def method_kind(fn: Any) -> str:
     if inspect.isasyncgenfunction(fn):
-        return _AGEN
+        return AGEN
     if inspect.iscoroutinefunction(fn):
-        return _ASYNC
+        return ASYNC
     if inspect.isgeneratorfunction(fn):
-        return _GEN
-    return _SYNC
+        return GEN
+    return SYNC
 
 
 def _defined_below_interface(cls: type, name: str) -> bool:

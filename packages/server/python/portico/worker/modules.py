@@ -19,10 +19,10 @@ from .. import _discovery, _fields, _jsonschema, _reflect
 from .. import config as _config
 from ..interface import Interface
 from . import protocol
-from .lookup import _module_location, _select_interface, import_project_module, inside_project, project_search_path
-from .methods import _method_kind, _remote_method_names
+from .lookup import module_location, select_interface, import_project_module, inside_project, project_search_path
+from .methods import method_kind, remote_method_names
 from .pipe import Pipe
-from .protocol import _Refusal, described, invalid_config, log
+from .protocol import Refusal, described, invalid_config, log
 
 
 class Modules:
@@ -74,17 +74,17 @@ class Modules:
                     "version": resolved.version,
                 }
             )
-        except _Refusal as refusal:
+        except Refusal as refusal:
             self.pipe.send(protocol.error_header(request_id, refusal))
         except BaseException as exc:  # a bug here must still answer the request
             log("resolve failed:\n" + "".join(traceback.format_exception(exc)).rstrip())
-            self.pipe.send(protocol.error_header(request_id, _Refusal("module_error", f"Resolving {module!r} failed: {described(exc)}")))
+            self.pipe.send(protocol.error_header(request_id, Refusal("module_error", f"Resolving {module!r} failed: {described(exc)}")))
 
     def on_invalidate(self, header: dict[str, Any]) -> None:
         request_id = protocol.request_id(header)
         modules = protocol.field(header, "modules", list)
         if not all(isinstance(name, str) and name for name in modules):
-            raise _Refusal("bad_request", "invalidate: field 'modules' must be a list of module names")
+            raise Refusal("bad_request", "invalidate: field 'modules' must be a list of module names")
         # In the pool: it waits for imports of these modules in progress (user code) to finish.
         self.pool.submit(self._invalidate, request_id, modules)
 
@@ -94,7 +94,7 @@ class Modules:
             self.pipe.send({"op": "invalidated", "id": request_id, "evicted": evicted, "dropped": dropped})
         except BaseException as exc:  # a bug here must still answer the request
             log("invalidate failed:\n" + "".join(traceback.format_exception(exc)).rstrip())
-            self.pipe.send(protocol.error_header(request_id, _Refusal("module_error", f"Invalidating {modules!r} failed: {described(exc)}")))
+            self.pipe.send(protocol.error_header(request_id, Refusal("module_error", f"Invalidating {modules!r} failed: {described(exc)}")))
 
     def invalidate(self, modules: list[str]) -> tuple[list[str], list[str]]:
         """Forget ``modules`` and everything below them (``pkg`` takes ``pkg.sub`` along), after
@@ -122,7 +122,7 @@ class Modules:
                     cache.pop(name, None)
             dropped = []
             for name, loaded in list(sys.modules.items()):
-                if affected(name) and self._inside_project(_module_location(loaded)):
+                if affected(name) and self._inside_project(module_location(loaded)):
                     sys.modules.pop(name, None)
                     dropped.append(name)
             for path, (_mtime, entry) in list(self._listing.items()):
@@ -175,7 +175,7 @@ class Modules:
                 self._forget(module)
             cached = self._classes.get(module)
             if cached is None:
-                cls = _select_interface(module, self._import(module))
+                cls = select_interface(module, self._import(module))
                 cached = self._classes[module] = (cls, f"{module}.{cls.__name__}")
             return cached
 
@@ -216,13 +216,13 @@ class Modules:
             self.pipe.send({"op": "modules", "id": request_id, "modules": entries})
         except BaseException as exc:  # a bug here must still answer the request
             log("modules failed:\n" + "".join(traceback.format_exception(exc)).rstrip())
-            self.pipe.send(protocol.error_header(request_id, _Refusal("module_error", f"Listing modules failed: {described(exc)}")))
+            self.pipe.send(protocol.error_header(request_id, Refusal("module_error", f"Listing modules failed: {described(exc)}")))
 
     def _import_for_listing(self, module: str) -> dict[str, Any]:
         """What importing ``module`` tells ``modules``: ``{module, kind, doc, error, esm}``."""
         try:
             cls, _ = self.interface_class(module)
-        except _Refusal as refusal:
+        except Refusal as refusal:
             return {"module": module, "kind": None, "doc": self._loaded_doc(module), "error": _one_line(refusal.message), "esm": False}
         except BaseException as exc:
             log(f"listing {module!r} failed:\n" + "".join(traceback.format_exception(exc)).rstrip())
@@ -254,21 +254,21 @@ class Modules:
                 "config_schema": _jsonschema.config_schema(getattr(cls, "Config", None)),
                 "config_fields": _fields.config_fields(getattr(cls, "Config", None)),
                 "version_methods": _reflect.version_methods(cls),
-                "methods": [self._describe_method(cls, name) for name in _remote_method_names(cls)],
+                "methods": [self._describe_method(cls, name) for name in remote_method_names(cls)],
                 "widget": _reflect.widget_info(cls, getattr(sys.modules.get(module), "__file__", None)),
                 "source_file": source_file,
                 "source_line": source_line,
             }
             self.pipe.send(header)
-        except _Refusal as refusal:
+        except Refusal as refusal:
             self.pipe.send(protocol.error_header(request_id, refusal))
         except BaseException as exc:  # a bug here must still answer the request
             log("schema failed:\n" + "".join(traceback.format_exception(exc)).rstrip())
-            self.pipe.send(protocol.error_header(request_id, _Refusal("module_error", f"Describing {module!r} failed: {described(exc)}")))
+            self.pipe.send(protocol.error_header(request_id, Refusal("module_error", f"Describing {module!r} failed: {described(exc)}")))
 
     @staticmethod
     def _describe_method(cls: type, name: str) -> dict[str, Any]:
-        return {**_reflect.describe_callable(cls, name, returns=True), "kind": _method_kind(getattr(cls, name))}
+        return {**_reflect.describe_callable(cls, name, returns=True), "kind": method_kind(getattr(cls, name))}
 
 
 def _stamp(path: str | None) -> tuple[str, int] | None:

@@ -21,7 +21,7 @@ def log(message: str) -> None:
         pass
 
 
-class _Refusal(Exception):
+class Refusal(Exception):
     """A request that ends in an ``error`` frame with this code."""
 
     def __init__(self, code: str, message: str, **extra: Any) -> None:
@@ -31,7 +31,7 @@ class _Refusal(Exception):
         self.extra = extra
 
 
-def error_header(request_id: Any, refusal: _Refusal) -> dict[str, Any]:
+def error_header(request_id: Any, refusal: Refusal) -> dict[str, Any]:
     """The ``error`` frame answering ``request_id`` with ``refusal``."""
     header = {"op": "error", "id": request_id, "code": refusal.code, "message": refusal.message}
     header.update(refusal.extra)
@@ -48,7 +48,7 @@ def field(header: dict[str, Any], name: str, kind: type | tuple[type, ...], defa
     if value is None:  # absent or null: the default, if the field has one
         value = default
     if value is ... or not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise _Refusal("bad_request", f"{header.get('op')}: field {name!r} is missing or has the wrong type")
+        raise Refusal("bad_request", f"{header.get('op')}: field {name!r} is missing or has the wrong type")
     return value
 
 
@@ -56,7 +56,7 @@ def request_id(header: dict[str, Any]) -> Any:
     """The request's numeric ``id``; else ``bad_request``."""
     found = header.get("id")
     if not is_request_id(found):
-        raise _Refusal("bad_request", f"{header.get('op')}: field 'id' must be a number")
+        raise Refusal("bad_request", f"{header.get('op')}: field 'id' must be a number")
     return found
 
 
@@ -65,11 +65,44 @@ def instance_fields(header: dict[str, Any]) -> tuple[Any, str, str, dict[str, An
     return request_id(header), field(header, "uuid", str), field(header, "module", str), field(header, "config", dict, {})
 
 
+def call_fields(header: dict[str, Any]) -> tuple[Any, str, str, dict[str, Any], str, list[Any], dict[str, Any], bool]:
+    """``id``, ``uuid``, ``module``, ``config``, ``method``, ``args``, ``kwargs`` and ``stream`` of
+    a ``call``; else ``bad_request``. Every field there with its exact type (what the gateway
+    always sends) passes the checks of ``checked_call_fields`` as it is, so they are skipped then
+    (test_worker_calls.py compares the two on generated headers)."""
+    get = header.get
+    request_id, uuid, module, config = get("id"), get("uuid"), get("module"), get("config")
+    method, args, kwargs, stream = get("method"), get("args"), get("kwargs"), get("stream")
+    if (
+        type(request_id) is int
+        and type(uuid) is str
+        and type(module) is str
+        and type(config) is dict
+        and type(method) is str
+        and type(args) is list
+        and type(kwargs) is dict
+        and type(stream) is bool
+    ):
+        return request_id, uuid, module, config, method, args, kwargs, stream
+    return checked_call_fields(header)
+
+
+def checked_call_fields(header: dict[str, Any]) -> tuple[Any, str, str, dict[str, Any], str, list[Any], dict[str, Any], bool]:
+    """``call_fields`` with every field checked one by one (absent and null fields take their defaults)."""
+    return (
+        *instance_fields(header),
+        field(header, "method", str),
+        field(header, "args", list, []),
+        field(header, "kwargs", dict, {}),
+        field(header, "stream", bool, False),
+    )
+
+
 def described(exc: BaseException) -> str:
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-def invalid_config(label: str, issues: list[_config.Issue]) -> _Refusal:
+def invalid_config(label: str, issues: list[_config.Issue]) -> Refusal:
     problems = "; ".join(f"{issue['path']}: {issue['message']}" if issue["path"] else issue["message"] for issue in issues)
-    return _Refusal("invalid_config", f"Invalid config for {label}: {problems}", issues=issues)
+    return Refusal("invalid_config", f"Invalid config for {label}: {problems}", issues=issues)

@@ -13,18 +13,18 @@ import functools
 import inspect
 from typing import Any
 
-from .. import _read
+from .. import _read, shared
 from .._json import dumps
 from . import protocol
-from .call import _Call, run_interruptible
+from .call import Call, run_interruptible
 from .calls import Calls
-from .instances import _Instance
-from .methods import _ASYNC, _GEN, _SYNC, _method_kind
+from .instances import Instance
+from .methods import ASYNC, GEN, SYNC, method_kind
 from .pipe import Pipe, Work
-from .protocol import _Refusal, described, log
+from .protocol import Refusal, described, log
 
-#: A read's chunk size when the request names none, and the largest it may name.
-READ_BLOCK_DEFAULT = 1024 * 1024
+#: A read's chunk size when the request names none (shared.json, the block the gateway asks for), and the largest it may name.
+READ_BLOCK_DEFAULT = shared.LIMITS["read_block_bytes"]
 READ_BLOCK_MAX = 64 * 1024 * 1024
 #: A chunk of an async read at most this big is written from the event loop; a bigger one is
 #: written by a pool thread, so that a slow pipe never holds up every coroutine for long.
@@ -48,29 +48,29 @@ class Reads:
         params = {} if params is None else params
         block = protocol.field(header, "block", int, READ_BLOCK_DEFAULT)
         if not 1 <= block <= READ_BLOCK_MAX:
-            raise _Refusal("bad_request", f"read: field 'block' must be between 1 and {READ_BLOCK_MAX}")
+            raise Refusal("bad_request", f"read: field 'block' must be between 1 and {READ_BLOCK_MAX}")
         call = self.calls.register(request_id, "read")
         call.resume = self._drive_read
         return self.calls.begin(call, uuid, module, config, lambda instance: self._start_read(call, instance, params, block))
 
-    def _start_read(self, call: _Call, instance: _Instance, params: Any, block: int) -> Work | None:
+    def _start_read(self, call: Call, instance: Instance, params: Any, block: int) -> Work | None:
         """Invoke the ``read`` hook the way its kind needs; a plain one is handed back to run."""
         hook = getattr(type(instance.obj), "read", None)
         if hook is None or not callable(hook):
-            raise _Refusal("read_unsupported", f"{instance.label} defines no read(params) hook")
+            raise Refusal("read_unsupported", f"{instance.label} defines no read(params) hook")
         bound = instance.obj.read
-        kind = _method_kind(bound)
-        if kind == _GEN:
+        kind = method_kind(bound)
+        if kind == GEN:
             self.pool.submit(self._drive_read, call, _read.IterSource(bound(params), block))  # creating it runs no user code
             return None
-        if kind != _SYNC and kind != _ASYNC:
+        if kind != SYNC and kind != ASYNC:
             self.calls.submit_coroutine(call, self._drive_read_async(call, _read.AsyncIterSource(bound(params), block)))
             return None
         # A plain or async read runs like any hook; what it returns is then streamed.
         deliver = functools.partial(self._deliver_read, block=block)
         return self.calls.start_hook(call, instance, (params,), deliver, self._fail_read)
 
-    def _deliver_read(self, call: _Call, result: Any, block: int) -> None:
+    def _deliver_read(self, call: Call, result: Any, block: int) -> None:
         """Stream what the ``read`` hook returned, or refuse a value a read cannot send."""
         if inspect.iscoroutine(result):
             deliver = functools.partial(self._deliver_read, block=block)
@@ -88,15 +88,15 @@ class Reads:
         else:
             self._drive_read(call, source)
 
-    def _fail_read(self, call: _Call, exc: BaseException) -> None:
+    def _fail_read(self, call: Call, exc: BaseException) -> None:
         if isinstance(exc, _read.WrongType):
-            self.calls.fail(call, _Refusal("call_failed", str(exc), exception="TypeError"))
+            self.calls.fail(call, Refusal("call_failed", str(exc), exception="TypeError"))
         elif isinstance(exc, FileNotFoundError):
-            self.calls.fail(call, _Refusal("not_found", f"read() raised {described(exc)}", exception=type(exc).__name__))
+            self.calls.fail(call, Refusal("not_found", f"read() raised {described(exc)}", exception=type(exc).__name__))
         else:
             self.calls.fail_raised(call, exc)
 
-    def _drive_read(self, call: _Call, source: _read.Source) -> None:
+    def _drive_read(self, call: Call, source: _read.Source) -> None:
         """Send a sync source's chunks from a pool thread within the credit window (``Calls.pump``);
         the source is released before the end is announced, so a client that saw chunk_done may
         replace or delete the file."""
@@ -112,10 +112,10 @@ class Reads:
 
         self.calls.pump(call, source, step, lambda: {"op": "end", "id": call.id, "bytes": call.sent})
 
-    def _chunk_head(self, call: _Call, size: int) -> bytes:
+    def _chunk_head(self, call: Call, size: int) -> bytes:
         return _read.chunk_head(dumps({"op": "chunk", "id": call.id}).encode("utf-8"), size)
 
-    def _send_chunk(self, call: _Call, piece: memoryview) -> bool:
+    def _send_chunk(self, call: Call, piece: memoryview) -> bool:
         """Write one chunk (blocking until it is in the pipe); False when the read has ended."""
         size = len(piece)
 
@@ -129,7 +129,7 @@ class Reads:
 
         return self.writer.put_body(self._chunk_head(call, size), piece, admit)
 
-    def _send_chunk_copy(self, call: _Call, piece: memoryview) -> bool:
+    def _send_chunk_copy(self, call: Call, piece: memoryview) -> bool:
         """``_send_chunk`` for a small chunk on the event loop: a copy, but no waiting for a thread."""
         frame = self._chunk_head(call, len(piece)) + piece
         with call.lock:
@@ -140,7 +140,7 @@ class Reads:
             self.writer.put(frame)
         return True
 
-    async def _drive_read_async(self, call: _Call, source: _read.AsyncSource) -> None:
+    async def _drive_read_async(self, call: Call, source: _read.AsyncSource) -> None:
         """Send an async source's chunks from the loop within the credit window (``Calls.pump_async``)."""
 
         async def step() -> bool | None:

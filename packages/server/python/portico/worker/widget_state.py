@@ -13,7 +13,7 @@ and given to its ``widget_update`` before anyone can use it.
 - **Coalesced.** A change only marks the uuid; one saver thread writes it ``SAVE_DELAY_S`` after
   the first mark, calling ``widget_state()`` there, so a burst of changes is one write of the
   latest state and no call waits for a save.
-- **Atomic.** Temp file in the same folder, fsync, ``os.replace`` (``_storage._atomic_write``): a
+- **Atomic.** Temp file in the same folder, fsync, ``os.replace`` (``_storage.atomic_write``): a
   reader, or the next worker after a crash, finds the previous file or the new one, never a torn one.
 - **Exit.** ``flush`` writes what is pending, bounded (``EXIT_FLUSH_SECONDS``), before the worker
   leaves (``__main__``); a crash may lose the last ``SAVE_DELAY_S`` of changes, never the file.
@@ -206,7 +206,7 @@ class WidgetStates:
             return
         try:
             os.makedirs(os.path.dirname(path), exist_ok=True)
-            _storage._atomic_write(path, data)  # temp file, fsync, os.replace; the temp file goes on failure
+            _storage.atomic_write(path, data)  # temp file, fsync, os.replace; the temp file goes on failure
         except OSError as exc:
             log(f"the widget state of {uuid} was not saved: {described(exc)}")
 

@@ -30,13 +30,13 @@ from .. import _reflect
 from .._buffers import checked_buffers, put_buffers, split_body, split_buffers
 from ..interface import ReadOnly, WidgetReply
 from . import protocol
-from .call import _Call
+from .call import Call
 from .calls import Calls, Finish
-from .instances import _Instance
+from .instances import Instance
 from .lookup import inside_project
 from .modules import Modules
 from .pipe import Pipe, Work
-from .protocol import _Refusal, described, log
+from .protocol import Refusal, described, log
 
 
 class Widgets:
@@ -65,10 +65,10 @@ class Widgets:
         try:
             put_buffers(changes, protocol.field(header, "buffer_paths", list, []), _buffers_of(header, body))
         except ValueError as exc:
-            raise _Refusal("bad_request", f"widget_set: {exc}") from None
+            raise Refusal("bad_request", f"widget_set: {exc}") from None
         call = self.calls.register(request_id, "widget_update")
 
-        def finish(call: _Call, normalized: Any) -> None:
+        def finish(call: Call, normalized: Any) -> None:
             self._finish_changes(call, changes if normalized is None else normalized)
 
         return self._queue(call, uuid, module, config, (changes,), finish)
@@ -80,7 +80,7 @@ class Widgets:
         call = self.calls.register(request_id, "widget_message")
         return self._queue(call, uuid, module, config, (content, buffers), self._finish_reply)
 
-    def _queue(self, call: _Call, uuid: str, module: str, config: dict[str, Any], args: tuple[Any, ...], finish: Finish) -> Work | None:
+    def _queue(self, call: Call, uuid: str, module: str, config: dict[str, Any], args: tuple[Any, ...], finish: Finish) -> Work | None:
         """Runs the hook after every op queued before it for ``uuid``; returns the work that
         drains the lane when the lane was idle (else a thread draining it runs this one too)."""
         op = functools.partial(self._run_queued, call, uuid, module, config, args, finish)
@@ -102,7 +102,7 @@ class Widgets:
                 op = lane.popleft()
             op()
 
-    def _run_queued(self, call: _Call, uuid: str, module: str, config: dict[str, Any], args: tuple[Any, ...], finish: Finish) -> None:
+    def _run_queued(self, call: Call, uuid: str, module: str, config: dict[str, Any], args: tuple[Any, ...], finish: Finish) -> None:
         """The hook from start to end (an ``async def`` one awaited), so the next op of the
         lane starts only after it; every outcome is answered, never raised."""
         if call.done:  # cancelled while queued
@@ -112,7 +112,7 @@ class Widgets:
             if call.method == "widget_update" and instance.persist:
                 finish = functools.partial(self._finish_and_save, uuid, instance, finish)
             work = self.calls.start_hook(call, instance, args, finish, self._fail_hook)
-        except _Refusal as refusal:
+        except Refusal as refusal:
             self.calls.fail(call, refusal)
             return
         except BaseException as exc:
@@ -123,49 +123,49 @@ class Widgets:
         if call.future is not None:
             concurrent.futures.wait([call.future])
 
-    def _finish_and_save(self, uuid: str, instance: _Instance, finish: Finish, call: _Call, normalized: Any) -> None:
+    def _finish_and_save(self, uuid: str, instance: Instance, finish: Finish, call: Call, normalized: Any) -> None:
         """The hook accepted the changes: answer, then save the state soon (whatever the answer's shape)."""
         finish(call, normalized)
         self.calls.instances.state_changed(uuid, instance)
 
     def _begin_hook(
-        self, call: _Call, uuid: str, module: str, config: dict[str, Any], args: tuple[Any, ...], finish: Finish
+        self, call: Call, uuid: str, module: str, config: dict[str, Any], args: tuple[Any, ...], finish: Finish
     ) -> Work | None:
         """Run the widget hook ``call.method`` with ``args`` on the instance for ``uuid``, like a call."""
         return self.calls.begin(
             call, uuid, module, config, lambda instance: self.calls.start_hook(call, instance, args, finish, self._fail_hook)
         )
 
-    def _fail_hook(self, call: _Call, exc: BaseException) -> None:
+    def _fail_hook(self, call: Call, exc: BaseException) -> None:
         if isinstance(exc, ReadOnly):
-            self.calls.fail(call, _Refusal("read_only", str(exc) or "the widget is read-only", exception=type(exc).__name__))
+            self.calls.fail(call, Refusal("read_only", str(exc) or "the widget is read-only", exception=type(exc).__name__))
         elif call.method == "widget_update" and isinstance(exc, (ValueError, TypeError)):
             message = f"widget_update() refused the changes: {described(exc)}"
-            self.calls.fail(call, _Refusal("invalid_argument", message, exception=type(exc).__name__))
+            self.calls.fail(call, Refusal("invalid_argument", message, exception=type(exc).__name__))
         else:
             self.calls.fail_raised(call, exc)
 
-    def _finish_state(self, call: _Call, state: Any) -> None:
+    def _finish_state(self, call: Call, state: Any) -> None:
         self._finish_mapping(call, state, "state", "a dict")
 
-    def _finish_changes(self, call: _Call, changes: Any) -> None:
+    def _finish_changes(self, call: Call, changes: Any) -> None:
         self._finish_mapping(call, changes, "changes", "a dict of changes or None")
 
-    def _finish_mapping(self, call: _Call, value: Any, key: str, expected: str) -> None:
+    def _finish_mapping(self, call: Call, value: Any, key: str, expected: str) -> None:
         """Answers ``{key: value}`` with its binary values as buffers; a hook that returned no dict fails."""
         if not isinstance(value, collections.abc.Mapping):
             message = f"{call.method}() returned {_type_name(value)}; it must return {expected}"
-            self.calls.fail(call, _Refusal("call_failed", message, exception="TypeError"))
+            self.calls.fail(call, Refusal("call_failed", message, exception="TypeError"))
             return
         plain, paths, buffers = split_buffers(value)
         self.calls.finish_result(call, _with_paths({key: plain}, paths), buffers)
 
-    def _finish_reply(self, call: _Call, reply: Any) -> None:
+    def _finish_reply(self, call: Call, reply: Any) -> None:
         if isinstance(reply, WidgetReply):
             try:
                 buffers = checked_buffers("WidgetReply", reply.buffers)
             except TypeError as exc:
-                self.calls.fail(call, _Refusal("call_failed", f"widget_message() returned {exc}", exception="TypeError"))
+                self.calls.fail(call, Refusal("call_failed", f"widget_message() returned {exc}", exception="TypeError"))
                 return
             self.calls.finish_result(call, {"reply": reply.content, "has_reply": True}, buffers)
         else:
@@ -184,11 +184,11 @@ class Widgets:
             for asset in _reflect.WIDGET_SIBLINGS:
                 reply[asset] = self._asset(label, asset, _reflect.widget_asset(cls, module_file, asset))
             self.pipe.send(reply)
-        except _Refusal as refusal:
+        except Refusal as refusal:
             self.pipe.send(protocol.error_header(request_id, refusal))
         except BaseException as exc:  # a bug here must still answer the request
             log("widget_assets failed:\n" + "".join(traceback.format_exception(exc)).rstrip())
-            refusal = _Refusal("module_error", f"Finding the widget of {module!r} failed: {described(exc)}")
+            refusal = Refusal("module_error", f"Finding the widget of {module!r} failed: {described(exc)}")
             self.pipe.send(protocol.error_header(request_id, refusal))
 
     def _asset(self, label: str, asset: str, found: tuple[str, str] | None) -> dict[str, str] | None:
@@ -200,9 +200,9 @@ class Widgets:
             return {"inline": value}
         real, root = os.path.realpath(value), os.path.realpath(self.project)
         if not inside_project(root, real):
-            raise _Refusal("forbidden", f"The widget {asset} of {label} ({value}) lies outside the project")
+            raise Refusal("forbidden", f"The widget {asset} of {label} ({value}) lies outside the project")
         if not os.path.isfile(real):
-            raise _Refusal("not_found", f"The widget {asset} of {label} names {value}, which is not a file")
+            raise Refusal("not_found", f"The widget {asset} of {label} names {value}, which is not a file")
         return {"path": real}
 
 
@@ -211,7 +211,7 @@ def _buffers_of(header: dict[str, Any], body: bytes) -> list[bytes]:
     try:
         return split_body(header.get("buffer_lengths"), body)
     except ValueError as exc:
-        raise _Refusal("bad_request", f"{header.get('op')}: {exc}") from None
+        raise Refusal("bad_request", f"{header.get('op')}: {exc}") from None
 
 
 def _with_paths(payload: dict[str, Any], paths: list[Any]) -> dict[str, Any]:

@@ -1,0 +1,43 @@
+/**
+ * The resolutions a worker gave, remembered for its life (README "Resolutions in the gateway"):
+ * repeated REST calls on the same target cost no round trip, until `invalidate` names the module
+ * (a source edit). An edit made outside the gateway is not seen meanwhile.
+ */
+
+export interface Resolved {
+  module: string;
+  kind: string;
+  config: Record<string, unknown>;
+  version: unknown[];
+}
+
+/** Resolutions remembered per worker (oldest dropped first). */
+const RESOLVE_CACHE_SIZE = 1024;
+
+export class Resolutions {
+  private readonly entries = new Map<string, Resolved>();
+  /** Bumped by every `forget`: a resolution that was in flight meanwhile is not kept. */
+  private generation = 0;
+
+  /** The resolution of `module` at `version`: remembered, else `ask`ed for (and remembered). */
+  async get(module: string, version: unknown[], ask: () => Promise<Resolved>): Promise<Resolved> {
+    const key = JSON.stringify([module, version]);
+    const cached = this.entries.get(key);
+    if (cached) return cached;
+    const generation = this.generation;
+    const resolved = await ask();
+    if (generation !== this.generation) return resolved; // it may have used the code just invalidated
+    if (this.entries.size >= RESOLVE_CACHE_SIZE) this.entries.delete(this.entries.keys().next().value!);
+    this.entries.set(key, resolved);
+    return resolved;
+  }
+
+  /** Forgets the resolutions of `modules` and everything below them (`pkg` takes `pkg.sub` along). */
+  forget(modules: string[]): void {
+    const stale = (module: string) => modules.some((m) => module === m || module.startsWith(`${m}.`));
+    this.generation++;
+    for (const key of [...this.entries.keys()]) {
+      if (stale((JSON.parse(key) as [string])[0])) this.entries.delete(key);
+    }
+  }
+}
