@@ -35,6 +35,8 @@ export function queryInteger(min: number, max: number = Number.MAX_SAFE_INTEGER)
 }
 
 export const Uuid = z.string().min(1).max(128).describe('Interface uuid (content hash, or client-supplied).');
+/** An execution's uuid, as run folders are named. */
+export const RunUuid = z.string().min(1).max(128).describe('Execution uuid.');
 
 /**
  * A uuid a client picks for a new interface: it names the interface's folder, so 1-128 of

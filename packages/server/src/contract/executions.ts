@@ -1,5 +1,5 @@
 /** Request and response bodies of /v1/executions and the lifecycle endpoints. */
-import { JsonObject, QueryBoolean, queryInteger, Version } from './common.js';
+import { JsonObject, QueryBoolean, queryInteger, RunUuid, Version } from './common.js';
 import { z } from './zod.js';
 
 export const InterfaceRef = z
@@ -43,7 +43,7 @@ export const Resources = z
 export const DispatchRequest = z
   .object({
     interfaces: z.array(DispatchInterface).min(1).max(64).describe('The interfaces to run, in order, in one run process.'),
-    parent: z.string().min(1).max(128).nullable().optional().describe('The execution that dispatched this one, if any.'),
+    parent: RunUuid.nullable().optional().describe('The execution that dispatched this one, if any.'),
     resources: Resources.optional().describe('What the run needs from a cluster scheduler; an unknown key or a bad value is refused (422).'),
   })
   .openapi('DispatchRequest');
@@ -92,7 +92,7 @@ export const ExecutionListQuery = z.object({
   active: QueryBoolean.optional().describe('Only runs that are (not) running now.'),
   incomplete: QueryBoolean.optional().describe('Only runs that did (not) end without finishing.'),
   pending: QueryBoolean.optional().describe('Only runs that have (not) started yet.'),
-  parent: z.string().min(1).max(128).optional().describe('Only runs dispatched by this execution.'),
+  parent: RunUuid.optional().describe('Only runs dispatched by this execution.'),
   limit: queryInteger(1, 1000).default(100).describe('At most this many runs (1..1000).'),
 });
 

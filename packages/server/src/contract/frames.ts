@@ -3,7 +3,7 @@
  * these schemas and GET /v1/protocol describes every frame from them.
  */
 import { LIMITS } from '../config/constants.js';
-import { DisplayBundle, DisplayMetadata, JsonObject, Label, Version } from './common.js';
+import { DisplayBundle, DisplayMetadata, JsonObject, Label, RunUuid, Uuid, Version } from './common.js';
 import { z } from './zod.js';
 
 const Base64Buffers = z
@@ -40,7 +40,7 @@ export const ClientFrames = {
     id: Id,
     target: z.string().min(1).describe('Module path to instantiate, or an existing uuid.'),
     version: Version.optional().describe('Version list passed to the interface make step.'),
-    uuid: z.string().min(1).max(128).nullable().optional().describe('Client-supplied id for create-by-id; the same id attaches to the existing instance.'),
+    uuid: Uuid.nullable().optional().describe('Client-supplied id for create-by-id; the same id attaches to the existing instance.'),
     label: Label.nullable().optional().describe('Mutable label to set on a newly created instance.'),
     project: z.string().nullable().optional().describe('Project directory to bind; overrides header and query.'),
     meta: JsonObject.optional().describe('Client metadata stored with the interface.'),
@@ -244,7 +244,7 @@ export const ExecutionClientFrames = {
   connect: z.object({
     type: z.literal('connect'),
     id: Id,
-    target: z.string().min(1).max(128).describe('The execution uuid to attach to.'),
+    target: RunUuid.describe('The execution uuid to attach to.'),
     project: z.string().nullable().optional().describe('Project directory to bind; overrides header and query.'),
     offset: z.number().int().min(0).optional().describe('Byte of output.log to start following from (default: the last 64 KiB).'),
   }),

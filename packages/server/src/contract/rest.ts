@@ -1,5 +1,5 @@
 /** Request and response bodies of the REST API (field names follow the reference server). */
-import { ClientUuid, DisplayBundle, DisplayMetadata, InterfaceInfo, JsonObject, Label, queryBoolean, queryInteger, Version } from './common.js';
+import { ClientUuid, DisplayBundle, DisplayMetadata, InterfaceInfo, JsonObject, Label, queryBoolean, queryInteger, Uuid, Version } from './common.js';
 import { z } from './zod.js';
 
 export const CreateInterfaceRequest = z
@@ -37,7 +37,7 @@ export const ListQuery = z.object({
   limit: queryInteger(1, 1000).default(100).describe('At most this many records (1..1000).'),
 });
 
-export const UuidParams = z.object({ uuid: z.string().min(1).max(128) });
+export const UuidParams = z.object({ uuid: Uuid });
 
 export const WorkerProblem = z
   .object({
@@ -234,7 +234,7 @@ export const DataStatusResponse = z
 
 export const FileList = z.object({ files: z.array(z.string()).describe('Relative paths, sorted; dotfiles skipped.') }).openapi('FileList');
 
-export const FileParams = z.object({ uuid: z.string().min(1).max(128), path: z.string().min(1).max(4096) });
+export const FileParams = z.object({ uuid: Uuid, path: z.string().min(1).max(4096) });
 
 const RELS = ['derivation', 'context', 'runs', 'manifest'] as const;
 const REL = `(?:${RELS.join('|')})`;
