@@ -31,6 +31,7 @@ import { PorticoError, toPorticoError } from '../errors.js';
 import { RECORD_FILE, interfaceDir, syncPath } from '../store/files.js';
 import { entryIn, hold, letGo, stagingDir, writeMarker } from '../store/upload-staging.js';
 import type { RequestContext } from './context.js';
+import { walkConfined } from '../source/confined-walk.js';
 import { isWithin, plainSegments } from '../source/relative-path.js';
 
 export type UploadMode = 'write' | 'append';
@@ -76,40 +77,21 @@ export function normalizeUploadPath(relative: string): string[] {
 }
 
 /**
- * Resolves the file an upload writes, creating missing parent folders one at a time so that a
- * symlinked folder is checked before anything is created through it.
+ * Resolves the file an upload writes (source/confined-walk.ts), creating missing parent folders
+ * one at a time so that a symlinked folder is checked before anything is created through it.
  */
 async function confinedTarget(root: string, segments: string[], relative: string): Promise<string> {
   await mkdir(root, { recursive: true });
   const realRoot = await realpath(root);
   const escape = () => new PorticoError('forbidden', `Path '${relative}' leads outside the interface folder`);
-  let dir = realRoot;
-  for (const segment of segments.slice(0, -1)) {
-    const next = path.join(dir, segment);
-    const info = await lstat(next).catch(() => undefined);
-    if (!info) {
-      await mkdir(next).catch((err: NodeJS.ErrnoException) => {
-        if (err.code !== 'EEXIST') throw err;
-      });
-      dir = next;
-      continue;
-    }
-    const real = info.isSymbolicLink() ? await realpath(next).catch(() => undefined) : next;
-    if (!real || !isWithin(real, realRoot)) throw escape();
-    const kind = info.isSymbolicLink() ? await lstat(real) : info;
-    if (!kind.isDirectory()) throw new PorticoError('conflict', `'${segments.slice(0, segments.indexOf(segment) + 1).join('/')}' is a file, not a folder`);
-    dir = real;
-  }
-  const file = path.join(dir, segments.at(-1)!);
-  const info = await lstat(file).catch(() => undefined);
-  if (!info) return file;
-  if (info.isSymbolicLink()) {
-    const real = await realpath(file).catch(() => undefined);
-    if (!real || !isWithin(real, realRoot)) throw escape();
-    if (!(await lstat(real)).isFile()) throw new PorticoError('conflict', `'${relative}' is not a regular file`);
-    return real;
-  }
-  if (!info.isFile()) throw new PorticoError('conflict', `'${relative}' is not a regular file`);
+  const { file, info } = await walkConfined(realRoot, segments, {
+    create: true,
+    linked: (real) => {
+      if (!isWithin(real, realRoot)) throw escape();
+    },
+    broken: escape,
+  });
+  if (info && !info.isFile()) throw new PorticoError('conflict', `'${relative}' is not a regular file`);
   return file;
 }
 

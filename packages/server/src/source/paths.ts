@@ -8,9 +8,10 @@
  * directory to a place these same rules allow.
  */
 import type { Stats } from 'node:fs';
-import { access, lstat, mkdir, realpath } from 'node:fs/promises';
+import { access } from 'node:fs/promises';
 import path from 'node:path';
 import { PorticoError } from '../errors.js';
+import { walkConfined } from './confined-walk.js';
 import { plainSegments } from './relative-path.js';
 
 /**
@@ -94,48 +95,22 @@ export function allowedTarget(base: string, real: string, kind: 'dir' | 'file'):
 }
 
 /**
- * Follows `relative` from `base` (absolute, symlinks resolved) on disk. With `create`, missing
- * folders are made one at a time, each inside a folder already checked.
+ * Follows `relative` from `base` (absolute, symlinks resolved) on disk (confined-walk.ts). With
+ * `create`, missing folders are made one at a time, each inside a folder already checked.
  */
 export async function locate(base: string, relative: string, { create = false } = {}): Promise<Located> {
   const segments = sourceSegments(relative);
-  const normalized = segments.join('/');
   const escape = (what: string) => new PorticoError('forbidden', `Path ${JSON.stringify(relative)} leads ${what}`);
-  /** A symlink's target must obey the rules the request path obeys. */
-  const checkTarget = (real: string, kind: 'dir' | 'file') => {
-    if (!allowedTarget(base, real, kind)) throw escape('through a symlink outside the project, or to a place that is not source');
-  };
-  let dir = base;
-  for (const [index, segment] of segments.slice(0, -1).entries()) {
-    const next = path.join(dir, segment);
-    const info = await lstat(next).catch(() => undefined);
-    if (!info) {
-      if (!create) return { path: normalized, file: path.join(next, ...segments.slice(index + 1)), info: undefined };
-      await mkdir(next).catch((err: NodeJS.ErrnoException) => {
-        if (err.code !== 'EEXIST') throw err;
-      });
-      dir = next;
-      continue;
-    }
-    let real = next;
-    if (info.isSymbolicLink()) {
-      real = await realpath(next).catch(() => {
-        throw escape('through a broken symlink');
-      });
-      checkTarget(real, 'dir');
-    }
-    if (!(await lstat(real)).isDirectory()) {
-      throw new PorticoError('conflict', `'${segments.slice(0, index + 1).join('/')}' is a file, not a folder`);
-    }
-    if (await isEnvironment(real)) throw escape(`into a Python environment ('${segments.slice(0, index + 1).join('/')}')`);
-    dir = real;
-  }
-  const file = path.join(dir, segments.at(-1)!);
-  const info = await lstat(file).catch(() => undefined);
-  if (!info?.isSymbolicLink()) return { path: normalized, file, info };
-  const real = await realpath(file).catch(() => {
-    throw escape('through a broken symlink');
+  const walked = await walkConfined(base, segments, {
+    create,
+    // A symlink's target must obey the rules the request path obeys.
+    linked: (real, kind) => {
+      if (!allowedTarget(base, real, kind)) throw escape('through a symlink outside the project, or to a place that is not source');
+    },
+    enter: async (real, shown) => {
+      if (await isEnvironment(real)) throw escape(`into a Python environment ('${shown}')`);
+    },
+    broken: () => escape('through a broken symlink'),
   });
-  checkTarget(real, 'file');
-  return { path: normalized, file: real, info: await lstat(real) };
+  return { path: segments.join('/'), ...walked };
 }
