@@ -63,7 +63,7 @@ const watched = new Map<string, boolean>();
  * The remotes a project declares (an absent file declares none), asked on every create (every
  * REST call). The answer is kept until the file may have changed: a watcher on the project
  * folder forgets it when an event names portico.json, names nothing, or is about the folder
- * itself, and it is read again after RECHECK_MS in any case. A stat per call, even synchronous, was 2-3% of a REST call's busy time. Where there is
+ * itself, and it is read again after RECHECK_MS in any case. A stat per call, even synchronous, showed in a REST call's CPU profile. Where there is
  * no watcher (the folder cannot be watched) or it cannot see every change (portico.json is a
  * symbolic link, whose target may change elsewhere), the file's mtime and size are checked on
  * every call instead, and calls made while one check is in progress share its answer.
