@@ -26,6 +26,7 @@ from . import config as _config
 __all__ = [
     "WIDGET_SIBLINGS",
     "declared_asset",
+    "defines",
     "describe_callable",
     "has_sibling",
     "module_doc",
@@ -40,6 +41,13 @@ __all__ = [
 ]
 
 VERSION_PREFIX = "version_"
+
+
+def defines(cls: type, name: str) -> bool:
+    """Whether instances of ``cls`` have ``name`` from a class (not from the metaclass, as
+    ``getattr(cls, "__call__")`` would report): ``defines(cls, "__call__")`` is whether it can run
+    as an execution."""
+    return any(name in vars(klass) for klass in cls.__mro__ if klass is not object)
 
 
 def own_doc(cls: type) -> str | None:

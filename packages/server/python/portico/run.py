@@ -43,6 +43,7 @@ import traceback
 from typing import Any
 
 from . import _display, _storage
+from ._reflect import defines
 from ._json import dumps
 from .interface import ExecutionInterrupted, Interface
 from .run_folder import CACHED_FILE, FILES, utc_now, write_json, write_time
@@ -87,12 +88,6 @@ def process_starttime() -> int | None:
         return int(stat[stat.rindex(")") + 2 :].split()[19])
     except (OSError, ValueError, IndexError):
         return None
-
-
-def _defines(cls: type, name: str) -> bool:
-    """Whether instances of ``cls`` have ``name`` from a class (not from the metaclass, as
-    ``getattr(cls, "__call__")`` would report)."""
-    return any(name in vars(klass) for klass in cls.__mro__ if klass is not object)
 
 
 # -- the run ---------------------------------------------------------------------------------------
@@ -211,11 +206,11 @@ class _Run:
         try:
             with self.interrupter:
                 obj = self._instance(entry.unit)
-                if not _defines(type(obj), "__call__"):
+                if not defines(type(obj), "__call__"):
                     raise ExecutionError(f"{entry.unit.module}.{type(obj).__name__} defines no __call__() to run")
                 for unit in entry.contexts:
                     context = self._instance(unit)
-                    if _defines(type(context), "__enter__"):
+                    if defines(type(context), "__enter__"):
                         context.__enter__()  # type: ignore[attr-defined]
                     entered.append(context)
                 result = obj()  # type: ignore[operator]
@@ -247,7 +242,7 @@ class _Run:
         """``__exit__`` of the entered contexts, innermost first, like nested ``with`` blocks;
         the error that is left (None when there was none or a context suppressed it)."""
         for context in reversed(entered):
-            if not _defines(type(context), "__exit__"):
+            if not defines(type(context), "__exit__"):
                 continue
             try:
                 suppress = context.__exit__(  # type: ignore[attr-defined]

@@ -195,6 +195,18 @@ FILES = {
         class NoDoc(Interface):
             pass
     """,
+    "runner.py": """
+        from portico import Interface
+
+        class Step(Interface):
+            def __call__(self):
+                print("ran")
+
+        class Runner(Step):
+            pass
+
+        __interface__ = "Runner"
+    """,
     "drawn.py": """
         from portico import Interface
 

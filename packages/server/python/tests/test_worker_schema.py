@@ -17,11 +17,17 @@ class WorkerSchemaTest(SchemaCase):
         frame = self.schema("plain")
         self.assertEqual(
             set(frame),
-            {"op", "id", "module", "kind", "doc", "config_schema", "config_fields", "version_methods", "methods", "widget", "source_file", "source_line"},
+            {"op", "id", "module", "kind", "doc", "config_schema", "config_fields", "version_methods", "methods", "runnable", "widget", "source_file", "source_line"},
         )
         self.assertEqual((frame["module"], frame["kind"]), ("plain", "Plain"))
         self.assertEqual(frame["doc"], "A plain config.\n\nSecond paragraph.")
         self.assertIsNone(frame["widget"])
+
+    def test_runnable_says_whether_the_class_defines_call_inherited_or_not(self) -> None:
+        # What a dispatch needs (portico.run calls __call__); the landing page offers "Run it" by it.
+        self.assertTrue(self.schema("runner")["runnable"])
+        self.assertFalse(self.schema("plain")["runnable"])
+        self.assertFalse(self.schema("nodoc")["runnable"])
 
     def test_doc_is_never_inherited_from_interface(self) -> None:
         self.assertIsNone(self.schema("nodoc")["doc"])

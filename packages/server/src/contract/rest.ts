@@ -167,6 +167,7 @@ export const ModuleSchema = z
     versions: z.array(z.string()).describe('The version expressions the module offers ("~name"), sorted by name.'),
     version_methods: z.array(VersionMethod).describe('The version_<name> methods behind them, inherited ones included, sorted by name.'),
     methods: z.array(JsonObject).describe('Remotely callable methods: name, signature, doc, kind, parameters, returns.'),
+    runnable: z.boolean().describe('Whether the interface defines __call__, so that it can run as an execution (POST /v1/executions).'),
     widget: WidgetInfo.nullable(),
     source_file: z.string().nullable(),
     source_line: z.number().int().nullable(),

@@ -30,7 +30,8 @@ export function interfacePanel(schema) {
   );
   if (!fields.length && !versionSelect) config.append(el('p', { className: 'muted' }, 'No config.'));
   const status = el('p', { className: 'iface-status muted', 'aria-live': 'polite' }, 'Not connected yet: the first call connects.');
-  const dispatch = el('button', { type: 'button', className: 'dispatch' }, 'Run it as an execution');
+  // Only an interface that defines __call__ can run as an execution (the schema's `runnable`).
+  const dispatch = el('button', { type: 'button', className: 'dispatch', hidden: !schema.runnable }, 'Run it as an execution');
   const events = el('ol', { className: 'events' });
   const eventBox = el('details', { className: 'events-box', hidden: true }, el('summary', {}, 'Events'), events);
   const element = el(

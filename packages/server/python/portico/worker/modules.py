@@ -255,6 +255,7 @@ class Modules:
                 "config_fields": _fields.config_fields(getattr(cls, "Config", None)),
                 "version_methods": _reflect.version_methods(cls),
                 "methods": [self._describe_method(cls, name) for name in remote_method_names(cls)],
+                "runnable": _reflect.defines(cls, "__call__"),
                 "widget": _reflect.widget_info(cls, getattr(sys.modules.get(module), "__file__", None)),
                 "source_file": source_file,
                 "source_line": source_line,
