@@ -9,8 +9,11 @@
 //   - a second venv at <repo>/.cache/lab-newest with the newest JupyterLab 4 from PyPI, as a user's
 //     `pip install 'jupyterlab>=4,<5'` gets it (scripts/lab-newest-requirements.txt, unpinned on
 //     purpose); pip looks for a newer release again once a day (test/e2e/lab-newest.test.ts).
+//   - Debian nginx at /usr/sbin/nginx (apt-get, like chromium): test/proxy.test.ts starts its own on
+//     loopback, as the TLS proxy in front of a gateway (README "Behind a proxy"); the tests never use
+//     the package's own service.
 // Exports (for vitest): PORTICO_TEST_PYTHON (the venv's python), PORTICO_LAB_NEWEST_PYTHON,
-// PORTICO_CHROMIUM.
+// PORTICO_CHROMIUM, PORTICO_NGINX.
 // Idempotent; well under 2 s when everything is there. Alone (`npm run provision`) it prints what it
 // does; `npm test` sends all of it, pip's and apt-get's output included, to its log file and shows
 // only a line when a slow step starts (provision({ logFd })).
@@ -24,6 +27,7 @@ import { ensurePostgres } from './provision-postgres.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const CHROMIUM = '/usr/bin/chromium';
+export const NGINX = '/usr/sbin/nginx';
 export const VENV = path.join(ROOT, '.cache', 'test-venv');
 export const VENV_PYTHON = path.join(VENV, 'bin', 'python');
 const REQUIREMENTS = path.join(ROOT, 'scripts', 'test-requirements.txt');
@@ -100,6 +104,18 @@ export function ensureChromium() {
   apt(['install', '-y', 'chromium'], 'chromium');
   if (!existsSync(CHROMIUM)) throw new ProvisionError(`chromium: apt-get finished but ${CHROMIUM} is still missing`);
   log(`chromium: installed ${CHROMIUM}`);
+}
+
+export function ensureNginx() {
+  if (existsSync(NGINX)) {
+    log(`nginx: ${NGINX} present`);
+    return;
+  }
+  notice(`nginx: ${NGINX} missing; installing Debian's nginx package (apt-get)`);
+  apt(['update'], 'nginx');
+  apt(['install', '-y', 'nginx'], 'nginx');
+  if (!existsSync(NGINX)) throw new ProvisionError(`nginx: apt-get finished but ${NGINX} is still missing`);
+  log(`nginx: installed ${NGINX}`);
 }
 
 export function ensureVenv() {
@@ -198,8 +214,8 @@ export function provision({ logFd: fd = null } = {}) {
   try {
     const started = Date.now();
     const errors = [];
-    const env = { PORTICO_TEST_PYTHON: VENV_PYTHON, PORTICO_CHROMIUM: CHROMIUM };
-    for (const step of [ensureChromium, ensureVenv, ensureLabNewest, ensurePostgres, ensureSlurm]) {
+    const env = { PORTICO_TEST_PYTHON: VENV_PYTHON, PORTICO_CHROMIUM: CHROMIUM, PORTICO_NGINX: NGINX };
+    for (const step of [ensureChromium, ensureNginx, ensureVenv, ensureLabNewest, ensurePostgres, ensureSlurm]) {
       try {
         Object.assign(env, step());
       } catch (err) {

@@ -91,9 +91,11 @@ export class Client {
     });
   }
 
-  static open(url: string, options: { headers?: Record<string, string>; protocols?: string[]; path?: string } = {}): Promise<Client> {
+  /** `tls`: further options of the connection (`ca` to trust a test certificate, `localAddress`). */
+  static open(url: string, options: { headers?: Record<string, string>; protocols?: string[]; path?: string; tls?: { ca?: string; localAddress?: string } } = {}): Promise<Client> {
     const ws = new WebSocket(url.replace(/^http/, 'ws') + (options.path ?? '/v1/interfaces/ws'), options.protocols ?? [], {
       headers: options.headers ?? {},
+      ...options.tls,
     });
     cleanups.push(async () => ws.terminate());
     return new Promise((resolve, reject) => {

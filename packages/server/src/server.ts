@@ -12,6 +12,7 @@ import { defaultOptions, type GatewayOptions } from './config/options.js';
 import { PorticoError } from './errors.js';
 import { accessLog } from './http/access-log.js';
 import { createApp } from './http/app.js';
+import { trustedProxies } from './http/forwarded.js';
 import { answerRefusals } from './http/refusals.js';
 import { createLogger, lineLogger } from './ops/logger.js';
 import { checkPortFree, portInUse } from './ops/port.js';
@@ -42,12 +43,13 @@ export async function startServer(overrides: Partial<GatewayOptions> = {}): Prom
   const options = defaultOptions(overrides);
   const logger = options.logger ?? createLogger(options.logLevel);
   const log = options.log ?? lineLogger(logger);
-  // Before the gateway: a bad auth configuration or a taken port must fail before any index is opened.
+  // Before the gateway: a bad auth or proxy configuration or a taken port must fail before any index is opened.
   const auth = new Authenticator({ ...options, log });
+  trustedProxies(options.trustedProxies);
   await checkPortFree(options.host, options.port);
   const gateway = await Gateway.create({ ...options, log, logger });
   let stopping = false;
-  const access = accessLog(gateway.logger, gateway.metrics);
+  const access = accessLog(gateway.logger, gateway.metrics, options.trustedProxies);
   // A request on a kept-alive connection after the shutdown began is answered 503 shutting_down.
   const app = createApp(gateway, auth, log, { access, stopping: () => stopping });
   app.silent = true;

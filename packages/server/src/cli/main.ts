@@ -202,6 +202,7 @@ function banner(url: string, project: string, options: GatewayOptions): string {
     `  Auth     ${authLine(options)}`,
     `  Origins  ${origins}`,
     `           add a page's origin with --allow-origin URL`,
+    ...(options.trustedProxies.length ? [`  Proxies  X-Forwarded-Proto, -Host and -For believed from ${options.trustedProxies.join(', ')} only`] : []),
     `  Stop     Ctrl+C`,
     '',
   ].join('\n');

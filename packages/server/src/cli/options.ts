@@ -8,6 +8,7 @@ import { DEFAULT_HOST, DEFAULT_PORT, LIMITS, LOCAL_JUPYTER_ORIGINS } from '../co
 import { defaultOptions, isLoopback, type GatewayOptions } from '../config/options.js';
 import { Resources } from '../contract/executions.js';
 import { EXECUTORS, type ExecutorName } from '../executors/executor.js';
+import { trustedProxyProblem } from '../http/forwarded.js';
 import { LOG_LEVELS, type LogLevel } from '../ops/logger.js';
 import { isPostgresUrl, redact } from '../store/postgres/postgres-store.js';
 
@@ -30,6 +31,12 @@ export const SERVE_OPTIONS = [
     env: 'PORTICO_ALLOW_ORIGINS',
     default: 'on loopback: local JupyterLab',
     help: `A browser origin allowed besides the gateway’s own; repeat it, or give a comma-separated list (--allow-origins is the same). On a loopback address ${LOCAL_JUPYTER_ORIGINS.join(', ')} are allowed too; elsewhere none by default.`,
+  },
+  {
+    flag: '--trusted-proxy',
+    env: 'PORTICO_TRUSTED_PROXIES',
+    default: '',
+    help: 'A reverse proxy (IP address or CIDR range) whose X-Forwarded-Proto, -Host and -For the gateway believes, for the origin check and the logged client address; repeat it, or give a comma-separated list. From any other peer those headers are ignored.',
   },
   { flag: '--upload-max', env: 'PORTICO_UPLOAD_MAX', default: `${LIMITS.uploadMaxDefault / 1024 ** 3}G`, help: 'Largest WebSocket upload in bytes (suffixes K, M, G, T allowed); larger ones answer payload_too_large.' },
   { flag: '--widget-buffer-max', env: 'PORTICO_WIDGET_BUFFER_MAX', default: `${LIMITS.widgetBufferMaxDefault / 1024 ** 2}M`, help: 'Most bytes of binary buffers one widget message, set, state or push carries (suffixes K, M, G, T allowed); more answers payload_too_large and delivers nothing.' },
@@ -157,6 +164,16 @@ function allowedOrigins(single: string[] | undefined, lists: string[] | undefine
   return [...new Set([...(isLoopback(host) ? LOCAL_JUPYTER_ORIGINS : []), ...origins])];
 }
 
+/** The trusted proxies (flags win over the environment), each an IP address or a CIDR range. */
+function trustedProxyList(flags: string[] | undefined, fromEnv: string | undefined): string[] {
+  const entries = (flags ?? [fromEnv ?? '']).flatMap(list);
+  for (const entry of entries) {
+    const problem = trustedProxyProblem(entry);
+    if (problem) throw new UsageError(`--trusted-proxy takes IP addresses or CIDR ranges: ${problem}`);
+  }
+  return [...new Set(entries)];
+}
+
 /** `embedded` → undefined; a postgres:// URL as given; anything else is refused. */
 export function storeOption(text: string): string | undefined {
   if (text === 'embedded') return undefined;
@@ -186,6 +203,7 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
       'python-allowlist': { type: 'string', multiple: true },
       'allow-origin': { type: 'string', multiple: true },
       'allow-origins': { type: 'string', multiple: true },
+      'trusted-proxy': { type: 'string', multiple: true },
       'upload-max': { type: 'string' },
       'widget-buffer-max': { type: 'string' },
       'oidc-issuer': { type: 'string' },
@@ -223,6 +241,7 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     python: values.python ?? env.PORTICO_PYTHON ?? 'python3',
     pythonAllowlist: (values['python-allowlist'] ?? [env.PORTICO_PYTHON_ALLOWLIST ?? '']).flatMap(list),
     allowOrigins: allowedOrigins(values['allow-origin'], values['allow-origins'], env.PORTICO_ALLOW_ORIGINS, values.host ?? env.PORTICO_HOST ?? DEFAULT_HOST),
+    trustedProxies: trustedProxyList(values['trusted-proxy'], env.PORTICO_TRUSTED_PROXIES),
     uploadMax: parseBytes('--upload-max', values['upload-max'] ?? env.PORTICO_UPLOAD_MAX ?? String(LIMITS.uploadMaxDefault)),
     widgetBufferMax: parseBytes('--widget-buffer-max', values['widget-buffer-max'] ?? env.PORTICO_WIDGET_BUFFER_MAX ?? String(LIMITS.widgetBufferMaxDefault)),
     oidcIssuer: values['oidc-issuer'] ?? (env.PORTICO_OIDC_ISSUER || undefined),

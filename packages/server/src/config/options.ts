@@ -25,6 +25,12 @@ export interface GatewayOptions {
   pythonAllowlist: string[];
   /** Browser origins allowed besides the gateway's own (empty by default). */
   allowOrigins: string[];
+  /**
+   * Reverse proxies (IP addresses, CIDR ranges) whose X-Forwarded-Proto, -Host and -For are
+   * believed: for the origin check and the logged client address (http/forwarded.ts). Empty by
+   * default: the headers are ignored.
+   */
+  trustedProxies: string[];
   /** Largest upload one chunk_start … chunk_end sequence may carry, in bytes. */
   uploadMax: number;
   /** Most bytes of binary buffers one widget frame may carry (a message, a set, a state, a reply, a push). */
@@ -76,6 +82,7 @@ export function defaultOptions(overrides: Partial<GatewayOptions> = {}): Gateway
     python: 'python3',
     pythonAllowlist: [],
     allowOrigins: [],
+    trustedProxies: [],
     uploadMax: LIMITS.uploadMaxDefault,
     widgetBufferMax: LIMITS.widgetBufferMaxDefault,
     oidcUserClaim: 'sub',

@@ -1,6 +1,7 @@
 /**
  * One access line and the HTTP metrics per answer: method, path (never the query string, which
- * may carry a project path), status, error code, duration, user and request id. The line is
+ * may carry a project path), status, error code, duration, user, request id and the client's
+ * address (behind a trusted proxy, the one it forwarded for: http/forwarded.ts). The line is
  * written once the answer went out, with the status the client got: a request answered outside
  * the routes has its line too (one still in flight at the drain deadline, a request Node's HTTP
  * parser refused, CONNECT), and a client that closed the connection before any answer is 499. The
@@ -14,6 +15,7 @@ import type { Principal } from '../auth/credentials.js';
 import type { PorticoError } from '../errors.js';
 import { batchingChild, type Logger } from '../ops/logger.js';
 import type { Metrics } from '../ops/metrics.js';
+import { clientView, trustedProxies } from './forwarded.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
 const KNOWN_METHODS = new Set(METHODS);
@@ -30,6 +32,8 @@ interface Entry {
   ctx: Koa.Context;
   id: string;
   started: number;
+  /** Read when the request came: a closed socket no longer knows its peer. */
+  client: string | undefined;
   /** The status and error code of the answer the routes made (or cutOff gave). */
   status?: number;
   code?: string | undefined;
@@ -47,7 +51,7 @@ export interface AccessLog {
    */
   cutOff(res: ServerResponse, error: PorticoError, headers?: Record<string, string>): boolean;
   /** Logs an answer written straight to a connection, never a Koa request (see http/refusals.ts); returns its request id. */
-  refused(request: { method?: string | undefined; path?: string | undefined; headers?: IncomingMessage['headers'] }, error: PorticoError): string;
+  refused(request: { method?: string | undefined; path?: string | undefined; headers?: IncomingMessage['headers']; client?: string | undefined }, error: PorticoError): string;
 }
 
 /** The code of an error body (every one carries it at its top level, http/errors.ts). */
@@ -61,7 +65,9 @@ function requestId(given: string | string[] | undefined): string {
   return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
 }
 
-export function accessLog(logger: Logger, metrics: Metrics): AccessLog {
+/** `trusted`: the reverse proxies whose X-Forwarded-For names the client (GatewayOptions.trustedProxies). */
+export function accessLog(logger: Logger, metrics: Metrics, trusted: readonly string[] = []): AccessLog {
+  const proxies = trustedProxies(trusted);
   // The access line's keys are the fixed ones below, none of them a redacted path (ops/logger.ts)
   // nor an object a wildcard path could reach, so redaction can only cost here: it was the
   // largest allocation of a REST call in the gateway's heap profile. Same destination and level.
@@ -96,6 +102,7 @@ export function accessLog(logger: Logger, metrics: Metrics): AccessLog {
     const principal = ctx.state.principal as Principal | undefined;
     const line = {
       req_id: entry.id,
+      client: entry.client,
       method: ctx.method,
       path: ctx.path,
       status,
@@ -111,6 +118,7 @@ export function accessLog(logger: Logger, metrics: Metrics): AccessLog {
     const user = request.headers?.['x-service-user'];
     const line = {
       req_id: requestId(request.headers?.['x-request-id']),
+      ...(request.client ? { client: request.client } : {}),
       method: request.method ?? '(unknown)',
       ...(request.path ? { path: request.path } : {}),
       status: error.status,
@@ -127,7 +135,7 @@ export function accessLog(logger: Logger, metrics: Metrics): AccessLog {
     middleware: async function logAccess(ctx, next) {
       const id = requestId(ctx.get('x-request-id'));
       ctx.set('X-Request-Id', id);
-      const entry: Entry = { ctx, id, started: performance.now() };
+      const entry: Entry = { ctx, id, started: performance.now(), client: clientView(ctx.req, proxies).client };
       entries.set(ctx.res, entry);
       ctx.res.once('close', () => finished(entry));
       try {
@@ -143,7 +151,7 @@ export function accessLog(logger: Logger, metrics: Metrics): AccessLog {
       if (res.headersSent || res.writableEnded || res.destroyed) return false;
       const entry = entries.get(res);
       if (entry) Object.assign(entry, { cut: true, status: error.status, code: error.code });
-      else refused({ method: res.req.method, path: res.req.url?.split('?')[0], headers: res.req.headers }, error);
+      else refused({ method: res.req.method, path: res.req.url?.split('?')[0], headers: res.req.headers, client: clientView(res.req, proxies).client }, error);
       const body = JSON.stringify(error.toBody());
       res.writeHead(error.status, { ...headers, 'content-type': 'application/json; charset=utf-8', 'content-length': String(Buffer.byteLength(body)), connection: 'close' });
       res.end(body);

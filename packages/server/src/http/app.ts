@@ -16,6 +16,7 @@ import type { AccessLog } from './access-log.js';
 import { corsMiddleware } from './cors.js';
 import { acceptsAnyOrigin, isPublicPath, mountDocs, openApiDocument } from './docs.js';
 import { errorMiddleware } from './errors.js';
+import { clientView, trustedProxies } from './forwarded.js';
 import { allowedMethods, exactRoutes, mountRoutes } from './route.js';
 import { interfaceRoutes } from './routes/interfaces.js';
 import { dataRoutes } from './routes/data.js';
@@ -68,9 +69,12 @@ export function createApp(gateway: Gateway, auth: Authenticator, log: LogLine, s
     if (body instanceof Blob || body instanceof ReadableStream || body instanceof Response) return;
     ctx.body = JSON.stringify(body);
   });
+  const trusted = trustedProxies(gateway.options.trustedProxies);
   app.use(async function checkOrigin(ctx, next) {
-    if (!acceptsAnyOrigin(ctx.path) && !originAllowed(ctx.get('origin') || undefined, ctx.get('host') || undefined, gateway.options.allowOrigins)) {
-      throw new PorticoError('forbidden', originRefusal(ctx.get('origin')));
+    const origin = ctx.get('origin') || undefined;
+    if (origin && !acceptsAnyOrigin(ctx.path)) {
+      const { host, proto } = clientView(ctx.req, trusted);
+      if (!originAllowed(origin, host, gateway.options.allowOrigins, proto)) throw new PorticoError('forbidden', originRefusal(origin));
     }
     await next();
   });

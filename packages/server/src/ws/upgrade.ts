@@ -12,6 +12,7 @@ import { BEARER_SUBPROTOCOL, bearerFromHeader, bearerFromSubprotocol, type Authe
 import { originAllowed, originRefusal } from '../auth/origin.js';
 import { LIMITS } from '../config/constants.js';
 import { PorticoError, toPorticoError } from '../errors.js';
+import { clientView, trustedProxies } from '../http/forwarded.js';
 import { writeRefusal } from '../http/refusals.js';
 import type { Gateway } from '../service/gateway.js';
 import { ExecutionSession } from './execution-session.js';
@@ -108,6 +109,7 @@ export function attachWebSockets(server: Server, gateway: Gateway, auth: Authent
   });
 
   attached.wss = wss;
+  const trusted = trustedProxies(gateway.options.trustedProxies);
   const heartbeats = heartbeat(wss, gateway.options.wsHeartbeatMs, gateway);
   attached.stopHeartbeat = heartbeats.stop;
   server.on('upgrade', async function handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer) {
@@ -116,13 +118,14 @@ export function attachWebSockets(server: Server, gateway: Gateway, auth: Authent
     const given = header(req, 'x-request-id') ?? '';
     const requestId = /^[A-Za-z0-9._-]{1,64}$/.test(given) ? given : randomUUID();
     const path = (req.url ?? '/').split('?')[0];
+    const { client, host, proto } = clientView(req, trusted);
     try {
       if (attached.stopping) throw new PorticoError('shutting_down', 'The gateway is shutting down');
       const url = new URL(req.url ?? '/', 'http://gateway');
       const Endpoint = url.pathname === WS_PATHS.interfaces ? Session : url.pathname === WS_PATHS.executions ? ExecutionSession : undefined;
       const endpoint = Endpoint === Session ? 'interfaces' : 'executions';
       if (!Endpoint) throw new PorticoError('not_found', `No WebSocket endpoint at ${url.pathname}`);
-      if (!originAllowed(header(req, 'origin'), header(req, 'host'), gateway.options.allowOrigins)) {
+      if (!originAllowed(header(req, 'origin'), host, gateway.options.allowOrigins, proto)) {
         throw new PorticoError('forbidden', originRefusal(header(req, 'origin')));
       }
       const token = bearerFromHeader(header(req, 'authorization')) ?? bearerFromSubprotocol(header(req, 'sec-websocket-protocol'));
@@ -144,7 +147,7 @@ export function attachWebSockets(server: Server, gateway: Gateway, auth: Authent
           attached.sessions.delete(session);
           gateway.metrics.sockets.dec({ endpoint });
           const user = principal.subject ?? binding.user;
-          gateway.logger.info({ req_id: requestId, socket: url.pathname, status: 101, close_code: code, frames: session.frames, duration_ms: Math.round(performance.now() - opened), user, auth: principal.kind }, 'socket');
+          gateway.logger.info({ req_id: requestId, client, socket: url.pathname, status: 101, close_code: code, frames: session.frames, duration_ms: Math.round(performance.now() - opened), user, auth: principal.kind }, 'socket');
         });
         if (principal.expiresAt !== undefined) {
           const cancel = at(principal.expiresAt, () => session.end(CLOSE_TOKEN_EXPIRED, 'token expired'));
@@ -153,7 +156,7 @@ export function attachWebSockets(server: Server, gateway: Gateway, auth: Authent
       });
     } catch (err) {
       const error = toPorticoError(err);
-      gateway.logger.info({ req_id: requestId, socket: path, status: error.status, code: error.code, duration_ms: Math.round(performance.now() - opened) }, 'socket refused');
+      gateway.logger.info({ req_id: requestId, client, socket: path, status: error.status, code: error.code, duration_ms: Math.round(performance.now() - opened) }, 'socket refused');
       refuse(socket, error);
     }
   });

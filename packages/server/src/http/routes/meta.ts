@@ -5,6 +5,7 @@ import { protocolDoc } from '../../contract/protocol.js';
 import { HealthResponse, OriginResponse } from '../../contract/rest.js';
 import { z } from '../../contract/zod.js';
 import type { Gateway } from '../../service/gateway.js';
+import { clientView, trustedProxies } from '../forwarded.js';
 import { route } from '../route.js';
 
 const ProtocolDoc = z
@@ -109,7 +110,8 @@ export function metaRoutes(gateway: Gateway) {
         const origin = ctx.get('origin') || null;
         ctx.set('Access-Control-Allow-Origin', '*');
         ctx.set('Cache-Control', 'no-store');
-        const allowed = originAllowed(origin ?? undefined, ctx.get('host') || undefined, gateway.options.allowOrigins);
+        const { host, proto } = clientView(ctx.req, trustedProxies(gateway.options.trustedProxies));
+        const allowed = originAllowed(origin ?? undefined, host, gateway.options.allowOrigins, proto);
         return { origin, allowed, message: allowed ? null : originRefusal(origin ?? undefined) };
       },
     }),
