@@ -113,7 +113,14 @@ export function ensureNginx() {
   }
   notice(`nginx: ${NGINX} missing; installing Debian's nginx package (apt-get)`);
   apt(['update'], 'nginx');
-  apt(['install', '-y', 'nginx'], 'nginx');
+  try {
+    apt(['install', '-y', 'nginx'], 'nginx');
+  } catch (err) {
+    // Without a policy-rc.d (outside containers) the package's own service may fail to start (port
+    // 80 taken, no init): the tests never use it, only the binary.
+    if (!existsSync(NGINX)) throw err;
+    log(`nginx: the package's own service did not start (${err.message}); the tests use only ${NGINX}`);
+  }
   if (!existsSync(NGINX)) throw new ProvisionError(`nginx: apt-get finished but ${NGINX} is still missing`);
   log(`nginx: installed ${NGINX}`);
 }
