@@ -69,7 +69,7 @@ def _read_into(fd: int, view: memoryview) -> bool:
 class WorkerProcess:
     """``python -m portico.worker <project>`` with the request pipe on fd 3 and replies on fd 4."""
 
-    def __init__(self, project: str, read_replies: bool = True, keep_bodies: bool = True) -> None:
+    def __init__(self, project: str, read_replies: bool = True, keep_bodies: bool = True, python: str | None = None) -> None:
         """With ``read_replies=False`` the caller reads ``reply_fd`` itself (the benchmark does).
         With ``keep_bodies=False`` frame bodies are read and dropped (``body_sizes`` still counts
         them): for reads too big to keep."""
@@ -85,7 +85,7 @@ class WorkerProcess:
 
         env = dict(os.environ, PYTHONPATH=PYTHON_DIR, PYTHONDONTWRITEBYTECODE="1")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "portico.worker", project],
+            [python or sys.executable, "-m", "portico.worker", project],
             cwd=project,
             env=env,
             stdin=subprocess.DEVNULL,
@@ -312,10 +312,23 @@ class WorkerProcess:
         time.sleep(seconds)
 
 
+def python_with(*modules: str) -> str | None:
+    """A Python that imports ``modules``: this one, else the test venv's (None when neither does)."""
+    repo = os.path.abspath(os.path.join(PYTHON_DIR, "..", "..", ".."))
+    for python in (sys.executable, os.environ.get("PORTICO_TEST_PYTHON"), os.path.join(repo, ".cache", "test-venv", "bin", "python")):
+        if python and os.path.exists(python):
+            probe = subprocess.run([python, "-c", "import " + ", ".join(modules)], capture_output=True)
+            if probe.returncode == 0:
+                return python
+    return None
+
+
 class WorkerTestCase(unittest.TestCase):
     """Starts one worker per test class on a project made of ``FILES``."""
 
     FILES: dict[str, str] = {}
+    #: The worker's interpreter (one with numpy, matplotlib, … : see ``python_with``); this one when None.
+    PYTHON: str | None = None
     worker: WorkerProcess
     project: str
 
@@ -323,7 +336,7 @@ class WorkerTestCase(unittest.TestCase):
     def setUpClass(cls) -> None:
         cls.project = tempfile.mkdtemp(prefix="portico-test-")
         write_files(cls.project, cls.FILES)
-        cls.worker = WorkerProcess(cls.project)
+        cls.worker = WorkerProcess(cls.project, python=cls.PYTHON)
         cls.worker.wait_for(lambda f: f["op"] == "ready")
 
     @classmethod

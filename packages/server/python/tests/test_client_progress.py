@@ -22,14 +22,14 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gateway_support import PYTHON_DIR, GatewayProcess  # noqa: E402
-from test_values import _python_with  # noqa: E402
+from support import python_with  # noqa: E402
 
 from portico.client import Display, Gateway  # noqa: E402
 
 #: Bounds every wait in these tests (things that normally take milliseconds).
 WAIT = 30.0
 
-KERNEL_PYTHON = _python_with("ipykernel", "jupyter_client")
+KERNEL_PYTHON = python_with("ipykernel", "jupyter_client")
 
 FITTER = {
     "fitter.py": """

@@ -14,16 +14,13 @@ Python that has them (``<repo>/.cache/test-venv``, which ``npm test`` provisions
 
 from __future__ import annotations
 
-import base64
 import os
-import shutil
 import sys
 import unittest
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from support import WorkerProcess, WorkerTestCase  # noqa: E402
-from test_values import _python_with, _start_worker  # noqa: E402
+from support import WorkerProcess, WorkerTestCase, python_with  # noqa: E402
 
 from portico import _display  # noqa: E402
 from portico._buffers import split_body  # noqa: E402
@@ -388,25 +385,15 @@ class Science(Interface):
         return "IPython" in sys.modules
 '''
 
-SCIENCE_PYTHON = _python_with("matplotlib", "pandas", "PIL", "IPython")
+SCIENCE_PYTHON = python_with("matplotlib", "pandas", "PIL", "IPython")
 
 
 @unittest.skipIf(SCIENCE_PYTHON is None, "matplotlib, pandas, Pillow and IPython are not installed here nor in the test venv")
-class ScienceTest(unittest.TestCase):
+class ScienceTest(WorkerTestCase):
     """A matplotlib figure, a Pillow image and a pandas DataFrame, as a notebook shows them."""
 
-    worker: WorkerProcess
-    project: str
-
-    @classmethod
-    def setUpClass(cls) -> None:
-        assert SCIENCE_PYTHON is not None
-        cls.worker = _start_worker(cls, SCIENCE_PYTHON, {"science.py": SCIENCE})
-
-    @classmethod
-    def tearDownClass(cls) -> None:
-        cls.worker.close()
-        shutil.rmtree(cls.project, ignore_errors=True)
+    PYTHON = SCIENCE_PYTHON
+    FILES = {"science.py": SCIENCE}
 
     def call(self, method: str) -> int:
         return self.worker.call(method, module="science", uuid="x1")

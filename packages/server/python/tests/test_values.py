@@ -19,35 +19,19 @@ import json
 import math
 import os
 import pathlib
-import shutil
-import subprocess
 import sys
-import tempfile
 import unittest
 import uuid
 from typing import Any
-from unittest import mock
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import support  # noqa: E402  (puts portico on sys.path)
-from support import WorkerProcess, WorkerTestCase, write_files  # noqa: E402
+from support import WorkerTestCase, python_with  # noqa: E402  (also puts portico on sys.path)
 
 from portico._json import NONFINITE, dumps  # noqa: E402
 
 
-def _python_with(*modules: str) -> str | None:
-    """A Python that imports ``modules``: this one, else the test venv's."""
-    repo = os.path.abspath(os.path.join(support.PYTHON_DIR, "..", "..", ".."))
-    for python in (sys.executable, os.environ.get("PORTICO_TEST_PYTHON"), os.path.join(repo, ".cache", "test-venv", "bin", "python")):
-        if python and os.path.exists(python):
-            probe = subprocess.run([python, "-c", "import " + ", ".join(modules)], capture_output=True)
-            if probe.returncode == 0:
-                return python
-    return None
-
-
-NUMPY_PYTHON = _python_with("numpy")
-ANYWIDGET_NUMPY_PYTHON = _python_with("numpy", "anywidget")
+NUMPY_PYTHON = python_with("numpy")
+ANYWIDGET_NUMPY_PYTHON = python_with("numpy", "anywidget")
 
 
 class EncodingTest(unittest.TestCase):
@@ -316,31 +300,12 @@ class Scatter(serve(ScatterWidget)):
 """
 
 
-def _start_worker(test: type[unittest.TestCase], python: str, files: dict[str, str]) -> WorkerProcess:
-    test.project = tempfile.mkdtemp(prefix="portico-test-")
-    write_files(test.project, files)
-    with mock.patch.object(support.sys, "executable", python):  # support.WorkerProcess runs sys.executable
-        worker = WorkerProcess(test.project)
-    worker.wait_for(lambda f: f["op"] == "ready")
-    return worker
-
-
 @unittest.skipIf(NUMPY_PYTHON is None, "numpy is not installed in this Python nor in the test venv")
-class NumpyWorkerTest(unittest.TestCase):
+class NumpyWorkerTest(WorkerTestCase):
     """numpy values through a real worker whose Python has numpy, as Jupyter's kernel sends them."""
 
-    worker: WorkerProcess
-    project: str
-
-    @classmethod
-    def setUpClass(cls) -> None:
-        assert NUMPY_PYTHON is not None
-        cls.worker = _start_worker(cls, NUMPY_PYTHON, {"arrays.py": NUMPY_VALUES})
-
-    @classmethod
-    def tearDownClass(cls) -> None:
-        cls.worker.close()
-        shutil.rmtree(cls.project, ignore_errors=True)
+    PYTHON = NUMPY_PYTHON
+    FILES = {"arrays.py": NUMPY_VALUES}
 
     def call(self, method: str, *args: Any, uuid: str = "n1") -> Any:
         return self.worker.result(self.worker.call(method, *args, module="arrays", uuid=uuid))
@@ -399,21 +364,11 @@ class NumpyWorkerTest(unittest.TestCase):
 
 
 @unittest.skipIf(ANYWIDGET_NUMPY_PYTHON is None, "numpy and anywidget are not installed in this Python nor in the test venv")
-class ServedScatterTest(unittest.TestCase):
+class ServedScatterTest(WorkerTestCase):
     """A published-anywidget-shaped widget whose traits hold numpy values, as jupyter-scatter's do."""
 
-    worker: WorkerProcess
-    project: str
-
-    @classmethod
-    def setUpClass(cls) -> None:
-        assert ANYWIDGET_NUMPY_PYTHON is not None
-        cls.worker = _start_worker(cls, ANYWIDGET_NUMPY_PYTHON, {"scatter.py": SCATTER})
-
-    @classmethod
-    def tearDownClass(cls) -> None:
-        cls.worker.close()
-        shutil.rmtree(cls.project, ignore_errors=True)
+    PYTHON = ANYWIDGET_NUMPY_PYTHON
+    FILES = {"scatter.py": SCATTER}
 
     def op(self, name: str, uuid: str, **fields: Any) -> int:
         return self.worker.request(name, uuid=uuid, module="scatter", config={}, **fields)
