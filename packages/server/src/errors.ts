@@ -46,6 +46,19 @@ export const ERROR_CODES = {
   internal: { status: 500, meaning: 'An unexpected gateway failure (details are in the gateway log).' },
   remote_unavailable: { status: 502, meaning: 'A remote module could not be fetched.' },
   worker_crashed: { status: 502, meaning: 'The Python worker died (or was found wedged and killed) during the call; it is started again at once and the instance is made again on its next use.' },
+  owner_lost: {
+    status: 502,
+    meaning:
+      'Several gateways: the gateway that owned this live instance went away (or lost its lease) while the request was on its way there; the answer is lost. The next request makes the instance again, with its saved widget state, on whichever gateway takes its lease (at most --instance-lease later).',
+  },
+  owner_unreachable: {
+    status: 503,
+    meaning: 'Several gateways: the gateway that owns this live instance cannot be reached from this one and kept renewing its lease for longer than --instance-lease; retry, or reach that gateway directly.',
+  },
+  instance_moved: {
+    status: 503,
+    meaning: 'Several gateways: a request forwarded to the owner of a live instance found that another gateway owns it now; retry (the next attempt goes to the new owner).',
+  },
   worker_unavailable: { status: 503, meaning: 'The Python worker could not be started, or keeps dying at start and its next start waits (back-off).' },
   scheduler_unavailable: { status: 503, meaning: 'The cluster scheduler (Slurm) cannot be reached; the run was not submitted.' },
   shutting_down: {

@@ -7,6 +7,7 @@
  */
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { hostname } from 'node:os';
 import { Authenticator } from './auth/credentials.js';
 import { defaultOptions, type GatewayOptions } from './config/options.js';
 import { PorticoError } from './errors.js';
@@ -19,6 +20,15 @@ import { checkPortFree, portInUse } from './ops/port.js';
 import { Gateway } from './service/gateway.js';
 import { attachWebSockets } from './ws/upgrade.js';
 import { Session } from './ws/session.js';
+
+/**
+ * How other gateways reach this one when no --advertise-url says: the address it listens on, or
+ * this machine's name when that is every interface.
+ */
+function advertisedUrl(host: string, port: number): string {
+  const name = host === '0.0.0.0' || host === '::' ? hostname() : host;
+  return `http://${name.includes(':') ? `[${name}]` : name}:${port}`;
+}
 
 /** Close code of every socket a shutdown closes (RFC 6455: the endpoint is going away). */
 export const CLOSE_GOING_AWAY = 1001;
@@ -82,6 +92,7 @@ export async function startServer(overrides: Partial<GatewayOptions> = {}): Prom
   const host = options.host.includes(':') ? `[${options.host}]` : options.host;
   const url = `http://${host}:${port}`;
   gateway.projects.holder.url = url;
+  gateway.ownership.setAddress(options.advertiseUrl ?? advertisedUrl(options.host, port));
 
   /** Nothing left that a drain should wait for (followers of executions only watch). */
   const drained = () => requests.size === 0 && [...sockets.sessions].every((s) => !(s instanceof Session) || s.idle);

@@ -13,7 +13,8 @@ export const BEARER_SUBPROTOCOL = 'bearer';
 
 /** Who a request was admitted as. */
 export interface Principal {
-  kind: 'anonymous' | 'api_token' | 'session' | 'oidc';
+  /** `peer`: another gateway forwarding a client's request to the owner of a live instance (README "Several gateways"). */
+  kind: 'anonymous' | 'api_token' | 'session' | 'oidc' | 'peer';
   /** A verified identity, when the credential carries one; it overrides X-Service-User. */
   subject?: string;
   /** When the credential stops being valid (ms since the epoch); a socket it admitted closes with 4401 then. */
@@ -43,6 +44,17 @@ export function bearerFromSubprotocol(value: string | undefined): string | undef
   return at >= 0 ? offered[at + 1] || undefined : undefined;
 }
 
+/** Headers of a request forwarded by another gateway to an instance's owner (service/ownership.ts, forwardHeaders). */
+export const PEER_HEADERS = { gateway: 'x-portico-peer', user: 'x-portico-peer-user' } as const;
+
+/** The forwarding gateway and the user it forwards for, when a request says it comes from a gateway. */
+export function peerOf(get: (name: string) => string | undefined): { gateway: string; user?: string } | undefined {
+  const gateway = get(PEER_HEADERS.gateway);
+  if (!gateway) return undefined;
+  const user = get(PEER_HEADERS.user);
+  return user ? { gateway, user } : { gateway };
+}
+
 export interface AuthOptions {
   /** The shared secret; also the only credential that may mint session tokens. */
   apiToken?: string | undefined;
@@ -51,16 +63,20 @@ export interface AuthOptions {
   oidcAudience?: string | undefined;
   /** The claim naming the user of an OIDC request (default `sub`). */
   oidcUserClaim?: string | undefined;
+  /** What gateways present to each other when they forward (default: the api token). */
+  peerSecret?: string | undefined;
   log?: ((line: string) => void) | undefined;
 }
 
 export class Authenticator {
   private readonly apiToken: string | undefined;
+  private readonly peerSecret: string | undefined;
   private readonly sessions = new SessionTokens();
   private readonly oidc: OidcVerifier | undefined;
 
   constructor(options: AuthOptions = {}) {
     this.apiToken = options.apiToken || undefined;
+    this.peerSecret = options.peerSecret || this.apiToken;
     if (options.oidcIssuer) {
       if (!options.oidcAudience) {
         // Without an audience, any token the issuer mints for any other API would be accepted here.
@@ -78,8 +94,15 @@ export class Authenticator {
     return Boolean(this.apiToken || this.oidc);
   }
 
-  /** Admits a request carrying `token`, or throws `unauthorized` (`oidc_unavailable` when the provider is unreachable). */
-  async authenticate(token: string | undefined): Promise<Principal> {
+  /**
+   * Admits a request carrying `token`, or throws `unauthorized` (`oidc_unavailable` when the
+   * provider is unreachable). `peer`: the request says it comes from another gateway (the
+   * X-Portico-Peer headers), forwarding for `user`: admitted only with the peer secret (any
+   * other credential, the api token too when a peer secret of its own is set, is refused), and
+   * then the user it names is the request's verified user.
+   */
+  async authenticate(token: string | undefined, peer?: { gateway: string; user?: string | undefined }): Promise<Principal> {
+    if (peer) return this.admitPeer(token, peer.user);
     if (!this.required) return { kind: 'anonymous' };
     if (token === undefined) throw new PorticoError('unauthorized', 'Missing bearer token');
     if (this.apiToken && safeEqual(token, this.apiToken)) return { kind: 'api_token' };
@@ -92,6 +115,15 @@ export class Authenticator {
       return { kind: 'oidc', subject, expiresAt };
     }
     throw new PorticoError('unauthorized', 'Invalid bearer token');
+  }
+
+  private admitPeer(token: string | undefined, user: string | undefined): Principal {
+    const admitted = { kind: 'peer' as const, ...(user ? { subject: user } : {}) };
+    // A gateway without any credential is open to every client already: its peers too.
+    if (!this.peerSecret && !this.required) return admitted;
+    if (!this.peerSecret) throw new PorticoError('unauthorized', 'This gateway accepts no gateway-to-gateway requests: it has no --peer-secret (nor --api-token)');
+    if (token === undefined || !safeEqual(token, this.peerSecret)) throw new PorticoError('unauthorized', 'A gateway-to-gateway request (X-Portico-Peer) needs the peer secret');
+    return admitted;
   }
 
   /**

@@ -38,6 +38,24 @@ export const SERVE_OPTIONS = [
     default: '',
     help: 'A reverse proxy (IP address or CIDR range) whose X-Forwarded-Proto, -Host and -For the gateway believes, for the origin check and the logged client address; repeat it, or give a comma-separated list. From any other peer those headers are ignored.',
   },
+  {
+    flag: '--advertise-url',
+    env: 'PORTICO_ADVERTISE_URL',
+    default: 'the address it listens on',
+    help: 'The base URL other gateways reach this one at (http://host:port). With a PostgreSQL index, a live instance is owned by the gateway that made it, and the others forward its calls, widget frames and sockets there (README "Several gateways").',
+  },
+  {
+    flag: '--peer-secret',
+    env: 'PORTICO_PEER_SECRET',
+    default: 'the api token',
+    help: 'The secret gateways sharing a PostgreSQL index present to each other when one forwards to the owner of a live instance; requests marked as forwarded without it are refused.',
+  },
+  {
+    flag: '--instance-lease',
+    env: 'PORTICO_INSTANCE_LEASE',
+    default: `${LIMITS.instanceLeaseMs / 1000}`,
+    help: 'Seconds a gateway owns a live instance unless it renews the lease (every third of it): when its owner dies, another gateway makes the instance again at most this long after.',
+  },
   { flag: '--upload-max', env: 'PORTICO_UPLOAD_MAX', default: `${LIMITS.uploadMaxDefault / 1024 ** 3}G`, help: 'Largest WebSocket upload in bytes (suffixes K, M, G, T allowed); larger ones answer payload_too_large.' },
   { flag: '--widget-buffer-max', env: 'PORTICO_WIDGET_BUFFER_MAX', default: `${LIMITS.widgetBufferMaxDefault / 1024 ** 2}M`, help: 'Most bytes of binary buffers one widget message, set, state or push carries (suffixes K, M, G, T allowed); more answers payload_too_large and delivers nothing.' },
   { flag: '--oidc-issuer', env: 'PORTICO_OIDC_ISSUER', default: '', help: 'Accept JWT access tokens from this OpenID Connect issuer (keys from its discovery document).' },
@@ -95,6 +113,21 @@ export const SERVE_OPTIONS = [
 ] as const;
 
 export class UsageError extends Error {}
+
+/** --advertise-url: an http(s) base URL without a path, query or credentials. */
+function advertiseUrl(text: string | undefined): string | undefined {
+  if (text === undefined) return undefined;
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new UsageError(`--advertise-url must be a URL such as http://10.0.0.5:8000, got '${text}'`);
+  }
+  if (!/^https?:$/.test(url.protocol) || url.username || url.password || url.search || url.hash || (url.pathname !== '/' && url.pathname !== '')) {
+    throw new UsageError(`--advertise-url must be an http:// or https:// base URL with no path, query or credentials, got '${text}'`);
+  }
+  return url.origin;
+}
 
 function list(value: string | undefined): string[] {
   return (value ?? '')
@@ -204,6 +237,9 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
       'allow-origin': { type: 'string', multiple: true },
       'allow-origins': { type: 'string', multiple: true },
       'trusted-proxy': { type: 'string', multiple: true },
+      'advertise-url': { type: 'string' },
+      'peer-secret': { type: 'string' },
+      'instance-lease': { type: 'string' },
       'upload-max': { type: 'string' },
       'widget-buffer-max': { type: 'string' },
       'oidc-issuer': { type: 'string' },
@@ -242,6 +278,9 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     pythonAllowlist: (values['python-allowlist'] ?? [env.PORTICO_PYTHON_ALLOWLIST ?? '']).flatMap(list),
     allowOrigins: allowedOrigins(values['allow-origin'], values['allow-origins'], env.PORTICO_ALLOW_ORIGINS, values.host ?? env.PORTICO_HOST ?? DEFAULT_HOST),
     trustedProxies: trustedProxyList(values['trusted-proxy'], env.PORTICO_TRUSTED_PROXIES),
+    advertiseUrl: advertiseUrl(values['advertise-url'] ?? (env.PORTICO_ADVERTISE_URL || undefined)),
+    peerSecret: values['peer-secret'] ?? (env.PORTICO_PEER_SECRET || undefined),
+    instanceLeaseMs: seconds('--instance-lease', values['instance-lease'] ?? env.PORTICO_INSTANCE_LEASE ?? String(LIMITS.instanceLeaseMs / 1000), { min: 1, max: 3600 }) * 1000,
     uploadMax: parseBytes('--upload-max', values['upload-max'] ?? env.PORTICO_UPLOAD_MAX ?? String(LIMITS.uploadMaxDefault)),
     widgetBufferMax: parseBytes('--widget-buffer-max', values['widget-buffer-max'] ?? env.PORTICO_WIDGET_BUFFER_MAX ?? String(LIMITS.widgetBufferMaxDefault)),
     oidcIssuer: values['oidc-issuer'] ?? (env.PORTICO_OIDC_ISSUER || undefined),
@@ -268,6 +307,7 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     throw new UsageError('--enable-source-api needs --source-token: source writes run code on the next import, so they get their own secret.');
   }
   if (options.apiToken === '') delete options.apiToken;
+  if (options.peerSecret === '') delete options.peerSecret;
   if (options.oidcIssuer && !options.oidcAudience) {
     throw new UsageError('--oidc-issuer needs --oidc-audience: a token minted for another service must not be accepted here.');
   }

@@ -57,6 +57,10 @@ export const LIMITS = {
   workerIdleMs: 10 * 60 * 1000,
   /** A live instance with no call and no attached client for this long is released (ms; `--instance-idle`). */
   instanceIdleMs: 60 * 60 * 1000,
+  /** An instance's ownership between gateways lasts this long unless renewed (`--instance-lease`): also how long a dead owner's instances wait for another gateway. */
+  instanceLeaseMs: 15_000,
+  /** A forward to an instance's owner gives up connecting after this long (ms): the owner counts as unreachable. */
+  peerConnectTimeoutMs: 5_000,
   /**
    * A worker whose reading side has answered no heartbeat for this long is wedged: it is killed
    * and started again (ms; `--worker-liveness`, 0 turns the check off).

@@ -31,6 +31,15 @@ export interface GatewayOptions {
    * default: the headers are ignored.
    */
   trustedProxies: string[];
+  /**
+   * How other gateways reach this one (its base URL), recorded with the instances it owns when
+   * several gateways share a PostgreSQL index (default: the address it listens on).
+   */
+  advertiseUrl?: string | undefined;
+  /** The secret gateways present to each other when they forward to an instance's owner (default: the api token). */
+  peerSecret?: string | undefined;
+  /** How long an instance's ownership lasts unless its owner renews it (ms; renewed every third of it). */
+  instanceLeaseMs: number;
   /** Largest upload one chunk_start … chunk_end sequence may carry, in bytes. */
   uploadMax: number;
   /** Most bytes of binary buffers one widget frame may carry (a message, a set, a state, a reply, a push). */
@@ -94,6 +103,7 @@ export function defaultOptions(overrides: Partial<GatewayOptions> = {}): Gateway
     wsHeartbeatMs: LIMITS.wsHeartbeatMs,
     workerIdleMs: LIMITS.workerIdleMs,
     instanceIdleMs: LIMITS.instanceIdleMs,
+    instanceLeaseMs: LIMITS.instanceLeaseMs,
     workerLivenessMs: LIMITS.workerLivenessMs,
     logLevel: 'info',
     executor: 'local',

@@ -198,8 +198,8 @@ export const ServerFrames = {
   instance_restarted: z.object({
     type: z.literal('instance_restarted'),
     payload: Payload(
-      z.object({ uuid: z.string(), reason: z.enum(['worker_crashed', 'worker_wedged', 'source_changed']), message: z.string() }),
-      'The live instance died with its worker (worker_crashed: it exited or was killed; worker_wedged: it stopped answering and was killed; source_changed: `portico serve --reload` started it again because the project\'s Python files changed on disk). The worker is started again at once and the instance is made again on its next use, from the code now on disk, with its saved widget state: read the widget state again (widget_get).',
+      z.object({ uuid: z.string(), reason: z.enum(['worker_crashed', 'worker_wedged', 'source_changed', 'owner_lost']), message: z.string() }),
+      'The live instance died with its worker (worker_crashed: it exited or was killed; worker_wedged: it stopped answering and was killed; source_changed: `portico serve --reload` started it again because the project\'s Python files changed on disk; owner_lost: several gateways, and the gateway that owned the instance went away or lost its lease). The worker is started again at once and the instance is made again on its next use, from the code now on disk, with its saved widget state: read the widget state again (widget_get).',
     ),
   }),
   pong: z.object({ type: z.literal('pong'), id: Id }),

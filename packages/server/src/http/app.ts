@@ -7,7 +7,7 @@
 import { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import Router from '@koa/router';
 import Koa from 'koa';
-import { bearerFromHeader, type Authenticator } from '../auth/credentials.js';
+import { bearerFromHeader, peerOf, type Authenticator } from '../auth/credentials.js';
 import { originAllowed, originRefusal } from '../auth/origin.js';
 import { PorticoError } from '../errors.js';
 import type { LogLine } from '../ops/logger.js';
@@ -89,7 +89,9 @@ export function createApp(gateway: Gateway, auth: Authenticator, log: LogLine, s
     await next();
   });
   app.use(async function authenticate(ctx, next) {
-    if (!isPublicPath(ctx.path) && !isStaticPath(ctx.path)) ctx.state.principal = await auth.authenticate(bearerFromHeader(ctx.get('authorization') || undefined));
+    if (!isPublicPath(ctx.path) && !isStaticPath(ctx.path)) {
+      ctx.state.principal = await auth.authenticate(bearerFromHeader(ctx.get('authorization') || undefined), peerOf((name) => ctx.get(name) || undefined));
+    }
     await next();
   });
   app.use(exactRoutes(router));

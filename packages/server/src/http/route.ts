@@ -135,10 +135,12 @@ export function mountRoutes(router: Router, registry: OpenAPIRegistry, routes: A
       const absent = spec.bodyOptional && !ctx.get('transfer-encoding') && !Number(ctx.get('content-length') || 0);
       const body = spec.body ? parse(spec.body, absent ? {} : await readJson(ctx), 'body') : undefined;
       const result = await spec.handler(ctx, { body, query, params } as never);
+      // A handler that set the response itself (a stream, an owner's answer relayed) keeps it.
+      if (ctx.body !== undefined) return;
       if (spec.response === null) {
         ctx.status = 204;
         ctx.body = null;
-      } else if (ctx.body === undefined) {
+      } else {
         ctx.body = result;
       }
     });

@@ -195,6 +195,12 @@ export class KernelPool {
     return held;
   }
 
+  /** Whether a worker of the project holds a live instance of `uuid`. */
+  isLive(project: string, uuid: string): boolean {
+    for (const { worker } of this.slots.values()) if (worker.project === project && worker.alive && worker.live.has(uuid)) return true;
+    return false;
+  }
+
   list(): WorkerInfo[] {
     return [...this.slots.values()]
       .filter((slot) => slot.worker.alive)

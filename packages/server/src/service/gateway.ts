@@ -23,6 +23,7 @@ import { SlurmExecutor } from '../executors/slurm.js';
 import { ExecutionService } from './executions.js';
 import { InterfaceService } from './interfaces.js';
 import { LineageService } from './lineage.js';
+import { InstanceOwnership } from './ownership.js';
 import { ProjectService } from './project.js';
 import { ProjectRegistry } from './projects.js';
 import { RemoteModules } from './remotes.js';
@@ -83,6 +84,8 @@ export class Gateway {
   readonly project: ProjectService;
   readonly remotes = new RemoteModules();
   readonly projects: ProjectRegistry;
+  /** Who owns each live instance when several gateways serve a project (README "Several gateways"). */
+  readonly ownership: InstanceOwnership;
   /** Source editing (opt-in with --enable-source-api). */
   readonly source: SourceService;
   /** Kept private: services reach workers, transports reach services. */
@@ -130,6 +133,20 @@ export class Gateway {
       instanceIdleMs: options.instanceIdleMs,
       livenessMs: options.workerLivenessMs,
     });
+    this.ownership = new InstanceOwnership({
+      leases: this.backend.leases,
+      leaseMs: options.instanceLeaseMs,
+      secret: options.peerSecret || options.apiToken,
+      inUse: (dir, uuid) => this.pool.isLive(dir, uuid) || (this.projects.peek(dir)?.isAttached(uuid) ?? false),
+      // Another gateway owns it now: the copy here goes, and its clients hear it (their next
+      // frame goes to the new owner).
+      onLost: (dir, uuid) => {
+        this.pool.release(dir, uuid);
+        const message = 'Another gateway took this instance over (this one could not renew its lease in time); its next use goes there';
+        this.projects.peek(dir)?.push(uuid, { type: 'instance_restarted', payload: { uuid, reason: 'owner_lost', message } });
+      },
+      log: this.log,
+    });
     this.widgets = new WidgetService(this.pool, this.remotes, options.widgetBufferMax);
     this.interfaces = new InterfaceService(this.pool, this.remotes, this.widgets, this.metrics);
     this.project = new ProjectService(this.pool, this.remotes);
@@ -163,7 +180,8 @@ export class Gateway {
       throw new PorticoError('forbidden', `Interpreter '${input.python}' is not permitted; start the gateway with --python-allowlist to allow it`);
     }
     const project = await this.projects.bind(input.project);
-    return { project, python, user: input.principal?.subject || input.user || this.defaultUser };
+    const user = input.principal?.subject || input.user || this.defaultUser;
+    return input.principal?.kind === 'peer' ? { project, python, user, forwarded: true } : { project, python, user };
   }
 
   /** Executions of the open projects by status (the metrics' executions gauge). */
@@ -209,6 +227,9 @@ export class Gateway {
     this.widgets.close();
     this.executions.executor.close();
     await this.pool.close();
+    // Given back once the workers stopped (their exit saved what widget state was pending):
+    // other gateways take these instances over from there, without waiting for the leases to end.
+    await this.ownership.close();
     await Promise.all((await this.projects.all()).map((p) => p.store.close()));
     await this.backend.close();
   }

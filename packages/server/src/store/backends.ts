@@ -6,6 +6,8 @@
 import type { LockHolder } from './files.js';
 import { LowdbStore } from './lowdb-store.js';
 import { isPostgresUrl, PostgresIndex } from './postgres/postgres-store.js';
+import type { LeaseStore } from './leases.js';
+import { PostgresLeases } from './postgres/leases.js';
 import type { Store } from './store.js';
 
 export interface IndexBackend {
@@ -13,11 +15,13 @@ export interface IndexBackend {
   open(project: string, holder?: LockHolder): Promise<Store>;
   /** Releases what the backend shares between projects (after every store closed). */
   close(): Promise<void>;
+  /** Instance leases, for an index several gateways share; none for the embedded store (one gateway per project). */
+  leases?: LeaseStore;
 }
 
 /** The backend for a `--store` value: a postgres:// URL, or undefined for the embedded store. */
 export function indexBackend(store: string | undefined, log?: (line: string) => void): IndexBackend {
   if (!isPostgresUrl(store)) return { open: (project, holder) => LowdbStore.open(project, holder), close: async () => {} };
   const index = PostgresIndex.connect(store, log);
-  return { open: (project) => index.open(project), close: () => index.close() };
+  return { open: (project) => index.open(project), close: () => index.close(), leases: new PostgresLeases(index) };
 }

@@ -2,80 +2,110 @@
  * One session per socket on /v1/interfaces/ws: validates frames, connects to one interface,
  * runs calls concurrently (a slow call never blocks ping or another call), forwards the
  * interface's pushes, and cancels everything it started when the socket goes away.
- * Every failure answers an `error` frame and the socket stays usable.
+ * Every failure answers an `error` frame and the socket stays usable. When another gateway owns
+ * the interface's live instance (several gateways on one index), the socket's frames go there
+ * and its answers come back (ws/owner-relay.ts).
  */
 import type { WebSocket } from 'ws';
-import { LIMITS } from '../config/constants.js';
 import { ClientFrames, type ClientFrame } from '../contract/frames.js';
 import { PorticoError } from '../errors.js';
 import type { RequestContext } from '../service/context.js';
 import type { BindInput, Gateway } from '../service/gateway.js';
 import type { CallOutcome, InterfaceInfo } from '../service/interfaces.js';
 import type { Listener } from '../service/projects.js';
-import { Upload, uploadRoot } from '../service/uploads.js';
 import { checkWidgetBuffers } from '../service/widgets.js';
 import type { FrameId } from './decode.js';
+import { OwnerRelay, type RelayHost } from './owner-relay.js';
 import { SocketSession } from './socket-session.js';
+import { Transfers } from './transfers.js';
 
+/**
+ * The interface a socket is connected to, and where its live instance is: here (attached to it,
+ * `local`), or at the gateway that owns it (`relay`, README "Several gateways"). Neither: its
+ * owner went away or another gateway took it over, and the next frame finds where it is now.
+ */
 interface Connection {
   ctx: RequestContext;
   record: InterfaceInfo;
-  /** What this socket receives of the interface's pushes. */
-  listener: Listener;
-  detach: () => boolean;
+  local?: { listener: Listener; detach: () => boolean };
+  relay?: OwnerRelay<ClientFrame>;
 }
-
-/**
- * The one binary transfer a socket may have at a time (binary frames carry no id): an upload
- * receiving bytes, an upload being made durable after its chunk_end, or a read sending bytes.
- */
-type Transfer = { id: FrameId; upload: Upload; finishing: boolean } | { id: FrameId; upload?: undefined };
 
 type Frame<T extends ClientFrame['type']> = Extract<ClientFrame, { type: T }>;
 
 export class Session extends SocketSession<ClientFrame> {
   private connection: Connection | undefined;
-  private transfer: Transfer | undefined;
-  /** The socket stopped reading because an upload's disk writes are behind. */
-  private paused = false;
   private connecting: Promise<void> | undefined;
+  /** Finding where the connected instance lives now (its owner went away). */
+  private placing: Promise<void> | undefined;
   /** Aborted when the socket goes away: cancels every call it started. */
   private readonly controller = new AbortController();
+  private readonly transfers = new Transfers({
+    gateway: this.gateway,
+    signal: this.controller.signal,
+    closed: () => this.closed,
+    send: (frame) => this.send(frame),
+    sendError: (id, error) => this.sendError(id, error),
+    sendChunk: (chunk) => this.sendChunk(chunk),
+    pause: () => this.socket.pause(),
+    resume: () => this.socket.resume(),
+  });
 
   constructor(socket: WebSocket, gateway: Gateway, binding: BindInput, log: (line: string) => void) {
     super(socket, gateway, binding, log, ClientFrames);
   }
 
   protected handle(frame: ClientFrame, buffers: Buffer[]): Promise<void> | undefined {
+    if (frame.type === 'connect') return this.connect(frame);
+    if (frame.type === 'ping' || frame.type === 'close') return Promise.resolve(); // the base class answers them
+    // Connected, and the instance where it was: served in this tick (the call path).
+    const connection = !this.connecting && !this.placing && this.connection;
+    if (connection && this.placed(connection)) return this.serve(connection, frame, buffers);
+    // Pipelined behind a connect, or its instance's owner changed: once it is known where it lives.
+    this.connected(frame.type).then(
+      (c) => this.serve(c, frame, buffers)?.then(
+        () => this.frameEnded(frame),
+        (err: unknown) => this.frameFailed(frame, err),
+      ),
+      (err: unknown) => this.frameFailed(frame, err),
+    );
+    return undefined;
+  }
+
+  /** One frame for the connected instance: relayed to its owner, or served here. */
+  private serve(connection: Connection, frame: Exclude<ClientFrame, { type: 'connect' | 'ping' | 'close' }>, buffers: Buffer[]): Promise<void> | undefined {
+    if (connection.relay) return void connection.relay.forward(frame, buffers);
     switch (frame.type) {
-      case 'connect':
-        return this.connect(frame);
       case 'call':
-        return this.call(frame);
+        return this.runCall(connection, frame);
       case 'chunk_start':
-        return frame.mode === 'read' ? this.read(frame) : this.upload(frame);
+        return frame.mode === 'read' ? this.transfers.read(connection, frame) : this.transfers.upload(connection, frame);
       case 'chunk_end':
-        return this.finishUpload(frame);
+        return this.transfers.finish(frame);
       case 'widget_get':
       case 'widget_set':
       case 'widget_msg':
-        return this.widget(frame, buffers);
+        return this.widget(connection, frame, buffers);
       case 'release':
-        return this.release(frame);
-      default:
-        return Promise.resolve(); // ping and close: the base class answers them
+        return this.release(connection, frame);
     }
+  }
+
+  /** Whether the connection's instance is where the socket sends its frames. */
+  private placed(connection: Connection): boolean {
+    return connection.relay !== undefined || (connection.local !== undefined && this.gateway.ownership.holds(connection.ctx.project.dir, connection.record.uuid));
   }
 
   /** An upload or read spans frames: the socket is busy until it ends. */
   override get idle(): boolean {
-    return super.idle && this.transfer === undefined;
+    return super.idle && !this.transfers.active;
   }
 
   /** A transfer is owed its answer by its id until it ends, between its frames too (a failed upload had it). */
   protected override owedAnswers(): FrameId[] {
     const ids = [...this.framesInFlight].filter(([frame]) => frame.type !== 'chunk_start' && frame.type !== 'chunk_end').map(([, id]) => id);
-    if (this.transfer && !this.transfer.upload?.error) ids.push(this.transfer.id);
+    const owed = this.transfers.owed;
+    if (owed !== undefined) ids.push(owed);
     return ids;
   }
 
@@ -83,8 +113,7 @@ export class Session extends SocketSession<ClientFrame> {
    * Widget frames; the gateway answers the sender, and widget_set reaches every other client too.
    * `attached` are the buffers that came as binary frames; else base64 ones in the frame count.
    */
-  private async widget(frame: Frame<'widget_get' | 'widget_set' | 'widget_msg'>, attached: Buffer[]): Promise<void> {
-    const { ctx, record, listener } = await this.connected(frame.type);
+  private async widget({ ctx, record, local }: Connection, frame: Frame<'widget_get' | 'widget_set' | 'widget_msg'>, attached: Buffer[]): Promise<void> {
     const { widgets } = this.gateway;
     const signal = this.controller.signal;
     if (frame.type === 'widget_get') {
@@ -95,7 +124,7 @@ export class Session extends SocketSession<ClientFrame> {
     const buffers = attached.length > 0 ? attached : (frame.buffers ?? []).map((b) => Buffer.from(b, 'base64'));
     if (frame.type === 'widget_set') {
       const changes = { changes: frame.changes, ...(frame.buffer_paths ? { buffer_paths: frame.buffer_paths } : {}), buffers };
-      const { buffers: normalized, ...payload } = await widgets.update(ctx, record, changes, listener, signal);
+      const { buffers: normalized, ...payload } = await widgets.update(ctx, record, changes, local!.listener, signal);
       this.sendWidget({ type: 'widget_change', id: frame.id, payload }, normalized);
     } else {
       const reply = await widgets.message(ctx, record, frame.content ?? null, buffers, signal);
@@ -105,117 +134,77 @@ export class Session extends SocketSession<ClientFrame> {
     }
   }
 
-  /** The connection, once a connect pipelined ahead of this frame has finished. */
+  /** The connection, once a connect pipelined ahead of this frame has finished and it is known where its instance lives. */
   private async connected(what: string): Promise<Connection> {
     if (this.connecting) await this.connecting.catch(() => undefined);
-    if (!this.connection) throw new PorticoError('not_connected', `Send connect before ${what}`);
-    return this.connection;
+    const connection = this.connection;
+    if (!connection) throw new PorticoError('not_connected', `Send connect before ${what}`);
+    if (!this.placed(connection)) {
+      this.placing ??= this.place(connection).finally(() => (this.placing = undefined));
+      await this.placing;
+    }
+    return connection;
   }
 
-  /** Refuses a new transfer while another is active (binary frames carry no id to tell two apart). */
-  private checkNoTransfer(): void {
-    const current = this.transfer;
-    // A failed upload only waits for its chunk_end to swallow its bytes: a new transfer replaces it.
-    if (current && !(current.upload?.error && !current.finishing)) {
-      throw new PorticoError('transfer_active', `Transfer '${current.id}' is still active on this socket; finish it before starting another`);
+  /**
+   * Finds where the connection's instance lives and goes there: attached here when this gateway
+   * owns it, else relayed to its owner. An owner that cannot be reached, or that moved the
+   * instance on, is asked again (its lease ends within the lease time, then a gateway takes it).
+   */
+  private async place(connection: Connection): Promise<void> {
+    const { ctx, record } = connection;
+    connection.local?.detach();
+    connection.local = undefined;
+    for (let attempt = 1; ; attempt++) {
+      const owner = await this.gateway.ownership.locate(ctx, record.uuid);
+      if (this.closed) return;
+      if (owner.local) {
+        const listener: Listener = (push) => this.forward(push);
+        connection.local = { listener, detach: ctx.project.attach(record.uuid, record.module, listener) };
+        return;
+      }
+      try {
+        const buffers = this.binaryBuffers ? 'binary' : 'base64';
+        connection.relay = await OwnerRelay.open(owner.address, this.gateway.ownership.forwardHeaders(ctx), { uuid: record.uuid, buffers }, this.relayHost(connection));
+        if (this.closed) connection.relay.close();
+        return;
+      } catch (err) {
+        const unreachable = (err as { unreachable?: boolean }).unreachable === true;
+        if (unreachable) this.gateway.ownership.unreachable(owner.address);
+        const moved = (err as PorticoError).code === 'instance_moved';
+        if (moved) this.gateway.ownership.forget(ctx, record.uuid);
+        if (attempt >= 3 || !(unreachable || moved)) throw err;
+      }
     }
   }
 
-  /** chunk_start (write | append): from here on, binary frames are this upload's bytes. */
-  private async upload(frame: Frame<'chunk_start'>): Promise<void> {
-    this.checkNoTransfer();
-    const { id } = frame;
-    let reported = false;
-    const transfer: Transfer = {
-      id,
-      finishing: false,
-      upload: new Upload(
-        this.connected('chunk_start').then((c) => uploadRoot(c.ctx, c.record.uuid)),
-        frame.path,
-        frame.mode === 'append' ? 'append' : 'write',
-        {
-          maxBytes: this.gateway.options.uploadMax,
-          highWater: LIMITS.uploadHighWaterBytes,
-          onDrain: () => this.resumeReading(),
-          onFail: (error) => {
-            if (reported || this.closed) return;
-            reported = true;
-            this.sendError(id, error);
-          },
-        },
-      ),
+  /** What the relay to the owner of `connection`'s instance tells this socket. */
+  private relayHost(connection: Connection): RelayHost<ClientFrame> {
+    return {
+      toClient: (data, isBinary) => this.sendRelayed(data, isBinary),
+      ended: (frame) => this.frameEnded(frame),
+      lost: (error, owed, unreachable) => {
+        const relay = connection.relay;
+        connection.relay = undefined;
+        if (unreachable && relay) this.gateway.ownership.unreachable(relay.address);
+        for (const frame of owed) this.frameFailed(frame, error);
+        if (this.closed) return;
+        // The instance there is gone with it: its next use makes it again, with its saved widget state.
+        const { uuid } = connection.record;
+        this.send({ type: 'instance_restarted', payload: { uuid, reason: 'owner_lost', message: 'The gateway that owned this live instance went away (or gave it up); its next use makes it again, with its saved widget state' } });
+      },
     };
-    this.transfer = transfer;
   }
 
   protected override receiveBinary(data: Buffer): void {
-    const transfer = this.transfer;
-    if (!transfer?.upload || transfer.finishing) {
-      return this.sendError(undefined, new PorticoError('no_active_upload', 'Binary frame received without chunk_start (or after its chunk_end)'));
-    }
-    transfer.upload.write(data);
-    if (transfer.upload.overHighWater && !this.paused) {
-      this.paused = true;
-      this.socket.pause();
-    }
-  }
-
-  private resumeReading(): void {
-    if (!this.paused) return;
-    this.paused = false;
-    this.socket.resume();
-  }
-
-  /** chunk_end: answers chunk_done once the bytes are durable under the final name. */
-  private async finishUpload(frame: Frame<'chunk_end'>): Promise<void> {
-    const transfer = this.transfer;
-    if (!transfer?.upload || transfer.finishing) throw new PorticoError('no_active_upload', 'No active chunk upload');
-    if (frame.id !== undefined && frame.id !== transfer.id) {
-      throw new PorticoError('upload_id_mismatch', `chunk_end id '${frame.id}' does not match the active upload '${transfer.id}'`);
-    }
-    transfer.finishing = true;
-    try {
-      if (transfer.upload.error) return; // already answered with its error
-      let done;
-      try {
-        done = await transfer.upload.finish();
-      } catch (err) {
-        if (transfer.upload.error && transfer.upload.error !== err) return;
-        throw err;
-      }
-      this.gateway.metrics.uploadBytes.inc(done.bytes_written);
-      this.send({ type: 'chunk_done', id: transfer.id, payload: done });
-    } finally {
-      if (this.transfer === transfer) this.transfer = undefined;
-    }
-  }
-
-  /** chunk_start (read): the read hook's bytes as binary frames, at the client's pace. */
-  private async read(frame: Frame<'chunk_start'>): Promise<void> {
-    this.checkNoTransfer();
-    const transfer: Transfer = { id: frame.id };
-    this.transfer = transfer;
-    try {
-      const connection = await this.connected('chunk_start');
-      let sent = 0;
-      const outcome = await this.gateway.interfaces.read(connection.ctx, connection.record, frame.params ?? {}, {
-        signal: this.controller.signal,
-        onChunk: (chunk) => {
-          sent += chunk.length;
-          return this.sendChunk(chunk);
-        },
-      });
-      this.gateway.metrics.readBytes.inc(sent);
-      if (!outcome.ok) throw outcome.error;
-      this.send({ type: 'chunk_done', id: frame.id, payload: { bytes_sent: sent } });
-    } finally {
-      if (this.transfer === transfer) this.transfer = undefined;
-    }
+    const relay = this.connection?.relay;
+    // An upload's bytes for the owner: the socket stops reading while the owner's socket is behind.
+    if (relay) return this.transfers.pauseUntil(relay.forwardBinary(data));
+    this.transfers.receive(data);
   }
 
   /** release: drops the connected interface's live instance; the socket stays connected. */
-  private async release(frame: Frame<'release'>): Promise<void> {
-    const { ctx, record } = await this.connected('release');
+  private async release({ ctx, record }: Connection, frame: Frame<'release'>): Promise<void> {
     const payload = await this.gateway.interfaces.release(ctx, record.uuid);
     this.send({ type: 'released', id: frame.id, payload });
   }
@@ -233,9 +222,10 @@ export class Session extends SocketSession<ClientFrame> {
       });
       if (this.closed) return;
       this.binaryBuffers = frame.buffers === 'binary';
-      const listener: Listener = (push) => this.forward(push);
-      const detach = ctx.project.attach(record.uuid, record.module, listener);
-      this.connection = { ctx, record, listener, detach };
+      const connection: Connection = { ctx, record };
+      await this.place(connection);
+      if (this.closed) return void connection.local?.detach();
+      this.connection = connection;
       this.send({ type: 'connected', id: frame.id, payload: record });
     })();
     this.connecting = attempt;
@@ -264,14 +254,7 @@ export class Session extends SocketSession<ClientFrame> {
    * Connected (and no connect in progress), the request leaves in this tick; one pipelined
    * behind a connect waits for the connection first.
    */
-  private call(frame: Frame<'call'>): undefined {
-    const connection = !this.connecting && this.connection;
-    if (connection) this.runCall(connection, frame);
-    else this.connected('call').then((c) => this.runCall(c, frame)).catch((err: unknown) => this.frameFailed(frame, err));
-    return undefined;
-  }
-
-  private runCall(connection: Connection, frame: Frame<'call'>): void {
+  private runCall(connection: Connection, frame: Frame<'call'>): undefined {
     const { id } = frame;
     this.gateway.interfaces.call(
       connection.ctx,
@@ -306,11 +289,10 @@ export class Session extends SocketSession<ClientFrame> {
     if (this.closed) return;
     super.teardown();
     this.controller.abort();
-    // An upload cut off before chunk_end leaves the target as it was.
-    void this.transfer?.upload?.abort();
-    this.transfer = undefined;
+    this.transfers.abort();
     const connection = this.connection;
     this.connection = undefined;
-    connection?.detach();
+    connection?.local?.detach();
+    connection?.relay?.close();
   }
 }

@@ -222,6 +222,21 @@ export abstract class SocketSession<F extends { type: string; id?: FrameId }> {
   }
 
   /**
+   * A message relayed from an instance's owner, as it came (ws/owner-relay.ts); a promise while
+   * the socket's queue is over its high-water mark, resolved once this message is written.
+   */
+  protected sendRelayed(data: Buffer, isBinary: boolean): Promise<void> | undefined {
+    if (this.socket.readyState !== this.socket.OPEN) return undefined;
+    this.corkForThisTick();
+    const options = isBinary ? BINARY_FRAME : TEXT_FRAME;
+    if (this.socket.bufferedAmount < LIMITS.socketHighWaterBytes) {
+      this.socket.send(data, options);
+      return undefined;
+    }
+    return new Promise((resolve) => this.socket.send(data, options, () => resolve()));
+  }
+
+  /**
    * Sends a read's chunk as a binary frame and resolves once the socket has written it: the
    * worker's decoder reuses the Buffer after that, and credit for the next chunk waits for it, so
    * a read keeps at most its window of chunks in the gateway.

@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type PerMessageDeflateOptions, type WebSocket } from 'ws';
-import { BEARER_SUBPROTOCOL, bearerFromHeader, bearerFromSubprotocol, type Authenticator } from '../auth/credentials.js';
+import { BEARER_SUBPROTOCOL, bearerFromHeader, bearerFromSubprotocol, peerOf, type Authenticator } from '../auth/credentials.js';
 import { originAllowed, originRefusal } from '../auth/origin.js';
 import { LIMITS } from '../config/constants.js';
 import { PorticoError, toPorticoError } from '../errors.js';
@@ -129,7 +129,7 @@ export function attachWebSockets(server: Server, gateway: Gateway, auth: Authent
         throw new PorticoError('forbidden', originRefusal(header(req, 'origin')));
       }
       const token = bearerFromHeader(header(req, 'authorization')) ?? bearerFromSubprotocol(header(req, 'sec-websocket-protocol'));
-      const principal = await auth.authenticate(token);
+      const principal = await auth.authenticate(token, peerOf((name) => header(req, name)));
       // Admitted only by the clock-skew tolerance: a socket that would close at once is refused instead.
       if (principal.expiresAt !== undefined && principal.expiresAt <= Date.now()) throw new PorticoError('unauthorized', 'Token expired');
       const binding = {

@@ -18,6 +18,7 @@ import {
 import { displayFields } from '../../service/display.js';
 import type { Gateway } from '../../service/gateway.js';
 import { bindRequest } from '../bind.js';
+import { atOwner } from '../owner-relay.js';
 import { route } from '../route.js';
 
 const closeSignals = new WeakMap<Socket, AbortSignal>();
@@ -78,6 +79,8 @@ export function interfaceRoutes(gateway: Gateway) {
       handler: async (ctx, { body }) => {
         const bound = await bindRequest(ctx, gateway);
         const record = await interfaces.create(bound, { target: body.target, version: body.version, meta: body.meta });
+        // Several gateways: the call goes where its live instance is (the owner answers it).
+        if (!(await atOwner(ctx, gateway, bound, record.uuid, { ...body, target: record.uuid, version: [] })).local) return undefined;
         // A client that goes away cancels its call.
         const signal = closeSignal(ctx.req.socket);
         // Widget hooks by name too (`widget_state`, …): the service routes them, as for a WebSocket call.
@@ -130,7 +133,11 @@ export function interfaceRoutes(gateway: Gateway) {
       params: UuidParams,
       response: null,
       errors: [401, 403, 404, 503],
-      handler: async (ctx, { params }) => interfaces.delete(await bindRequest(ctx, gateway), params.uuid),
+      handler: async (ctx, { params }) => {
+        const bound = await bindRequest(ctx, gateway);
+        // Several gateways: deleted by the owner of its live instance, which drops it too.
+        if ((await atOwner(ctx, gateway, bound, params.uuid, undefined, { claim: false })).local) await interfaces.delete(bound, params.uuid);
+      },
     }),
     route({
       method: 'patch',
@@ -154,7 +161,11 @@ export function interfaceRoutes(gateway: Gateway) {
       params: UuidParams,
       response: ReleaseResponse,
       errors: [401, 403, 404, 503],
-      handler: async (ctx, { params }) => interfaces.release(await bindRequest(ctx, gateway), params.uuid),
+      handler: async (ctx, { params }) => {
+        const bound = await bindRequest(ctx, gateway);
+        if (!(await atOwner(ctx, gateway, bound, params.uuid, undefined, { claim: false })).local) return undefined;
+        return interfaces.release(bound, params.uuid);
+      },
     }),
     route({
       method: 'post',

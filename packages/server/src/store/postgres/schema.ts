@@ -17,6 +17,7 @@ import type pg from 'pg';
 import { PorticoError } from '../../errors.js';
 import { indexedPrefix, PREFIX_INDEXED } from './coding.js';
 import { COUNTS_MIGRATION, COUNTS_PREFIX_MIGRATION } from './counts.js';
+import { LEASES_MIGRATION } from './leases.js';
 
 /** The b-trees that serve one text column's searches newest first, on its bounded prefix (coding.ts, INDEXED_PREFIX). */
 const prefixIndexes = [...PREFIX_INDEXED]
@@ -54,6 +55,8 @@ export const MIGRATIONS: readonly string[] = [
   `DROP INDEX portico_module, portico_kind, portico_created_by, portico_label;
    ${prefixIndexes}
    ${COUNTS_PREFIX_MIGRATION}`,
+  // Who owns each live instance when several gateways serve a project: see leases.ts.
+  LEASES_MIGRATION,
 ];
 
 /** The schema version this gateway writes. */

@@ -1,0 +1,98 @@
+/**
+ * A REST request for a live instance another gateway owns, forwarded there (README "Several
+ * gateways"): the same path with the parsed body, the peer secret and the client's user,
+ * project and interpreter; the owner's answer (status, type, body) streams back as it came.
+ * An owner that cannot be reached had nothing of the request: `relayToOwner` then rejects with
+ * `unreachable` set and the caller asks where the instance lives again. One that goes away
+ * while answering fails the request with `owner_lost` (the call may have run).
+ */
+import http from 'node:http';
+import https from 'node:https';
+import type Koa from 'koa';
+import { PorticoError } from '../errors.js';
+import type { RequestContext } from '../service/context.js';
+import type { Gateway } from '../service/gateway.js';
+import type { Owner } from '../service/ownership.js';
+
+/** Connections to owners are kept and reused, as a client's to the gateway. */
+const AGENTS = { http: new http.Agent({ keepAlive: true, maxSockets: 256 }), https: new https.Agent({ keepAlive: true, maxSockets: 256 }) };
+/** The owner's answer headers a client sees. */
+const PASSED = ['content-type', 'content-length', 'retry-after', 'allow', 'etag'];
+/** Connection errors that mean the owner never got the request. */
+const NOT_REACHED = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ENOTFOUND']);
+
+type Unreachable = PorticoError & { unreachable?: boolean };
+
+function relayToOwner(ctx: Koa.Context, address: string, headers: Record<string, string>, body: unknown): Promise<http.IncomingMessage> {
+  const url = new URL(ctx.path + (ctx.querystring ? `?${ctx.querystring}` : ''), address);
+  const data = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
+  const transport = url.protocol === 'https:' ? https : http;
+  return new Promise((resolve, reject) => {
+    const req = transport.request(
+      url,
+      {
+        method: ctx.method,
+        agent: url.protocol === 'https:' ? AGENTS.https : AGENTS.http,
+        headers: { ...headers, ...(data ? { 'content-type': 'application/json', 'content-length': String(data.length) } : {}) },
+      },
+      resolve,
+    );
+    req.once('error', (err: NodeJS.ErrnoException) => {
+      const reached = !NOT_REACHED.has(err.code ?? '');
+      const error: Unreachable = reached
+        ? new PorticoError('owner_lost', 'The gateway that owns this live instance went away during the request; its next use makes the instance again on the gateway that takes it over', { internal: `owner ${address}: ${err.message}` })
+        : Object.assign(new PorticoError('owner_lost', 'The gateway that owns this live instance cannot be reached', { internal: `owner ${address}: ${err.message}` }), { unreachable: true });
+      reject(error);
+    });
+    req.end(data);
+  });
+}
+
+/**
+ * Where the live instance of `uuid` lives, for a REST request: local when this gateway owns it
+ * (or takes it now: with `claim: false`, when nobody has it), else the request went to its owner
+ * with `body` (the parsed body, as the owner should read it) and the owner's answer is the
+ * response (set on `ctx`).
+ */
+export async function atOwner(ctx: Koa.Context, gateway: Gateway, bound: RequestContext, uuid: string, body: unknown, { claim = true } = {}): Promise<Owner> {
+  for (let attempt = 1; ; attempt++) {
+    const owner = await gateway.ownership.locate(bound, uuid, { claim });
+    if (owner.local) return owner;
+    let res: http.IncomingMessage;
+    try {
+      const id = ctx.get('x-request-id');
+      res = await relayToOwner(ctx, owner.address, { ...gateway.ownership.forwardHeaders(bound), ...(id ? { 'x-request-id': id } : {}) }, body);
+    } catch (err) {
+      gateway.ownership.unreachable(owner.address);
+      if (!(err as Unreachable).unreachable || attempt >= 3) throw err;
+      continue;
+    }
+    // An owner that says instance_moved no longer has it: asked again, once it is known who does.
+    const text = res.statusCode === 503 ? await bodyOf(res) : undefined;
+    if (text && attempt < 3 && errorCode(text) === 'instance_moved') {
+      gateway.ownership.forget(bound, uuid);
+      continue;
+    }
+    ctx.status = res.statusCode ?? 502;
+    for (const name of PASSED) {
+      const value = res.headers[name];
+      if (value !== undefined) ctx.set(name, String(value));
+    }
+    ctx.body = text ?? res;
+    return owner;
+  }
+}
+
+async function bodyOf(res: http.IncomingMessage): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of res) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}
+
+function errorCode(text: Buffer): string | undefined {
+  try {
+    return (JSON.parse(text.toString('utf8')) as { code?: string }).code;
+  } catch {
+    return undefined;
+  }
+}

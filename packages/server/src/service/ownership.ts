@@ -1,0 +1,206 @@
+/**
+ * One live instance, wherever a request lands (README "Several gateways"). With a PostgreSQL
+ * index several gateways serve one project, and each live instance has one owner: the gateway
+ * that took its lease (store/leases.ts). The others forward to it. This service answers where
+ * an instance lives (`locate`), keeps the leases this gateway holds renewed, gives up those no
+ * longer in use, and says which ones it lost. With the embedded store (one gateway per project)
+ * everything is local and nothing is written.
+ *
+ * - A lease is taken on the first request that needs the instance (one statement) and renewed
+ *   for all held leases at once every third of the lease time; a gateway holding none writes
+ *   nothing.
+ * - Another gateway's lease is remembered until it ends by the database's clock, so forwarding
+ *   costs no statement per request.
+ * - An owner found unreachable (`unreachable`) is waited out: its lease ends within the lease
+ *   time, and the next gateway asked takes it and makes the instance again from its record.
+ * - The database lost: instances held stay held (calls to them go on); a new one cannot be
+ *   claimed and answers `store_unavailable`, as a create does.
+ */
+import { randomUUID } from 'node:crypto';
+import { PorticoError } from '../errors.js';
+import type { LogLine } from '../ops/logger.js';
+import { leaseKey, type LeaseStore } from '../store/leases.js';
+import type { RequestContext } from './context.js';
+
+/** Where a live instance lives: here, or at another gateway (its base URL). */
+export type Owner = { local: true } | { local: false; address: string; owner: string };
+
+const LOCAL: Owner = { local: true };
+/** A remembered lease of another gateway is trusted until this long before it ends (ms). */
+const CLOCK_MARGIN_MS = 250;
+
+export interface OwnershipOptions {
+  leases: LeaseStore | undefined;
+  leaseMs: number;
+  /** What a forward presents to the owner (the peer secret, else the api token). */
+  secret: string | undefined;
+  /** Whether an instance is in use here: live in a worker, or a client attached to it. */
+  inUse: (project: string, uuid: string) => boolean;
+  /** This gateway held the lease of an instance and another gateway has it now (this one could not renew in time). */
+  onLost: (project: string, uuid: string) => void;
+  log: LogLine;
+}
+
+export class InstanceOwnership {
+  /** This gateway process, as the leases name it. */
+  readonly id = randomUUID();
+  private address = '';
+  /** Leases held here: key → when taken (performance.now()). */
+  private readonly held = new Map<string, number>();
+  /** Other gateways' leases: key → holder, trusted until `until` (performance.now()). */
+  private readonly known = new Map<string, { owner: string; address: string; until: number }>();
+  /** Owners a forward could not reach: address → until when they count as gone. */
+  private readonly gone = new Map<string, number>();
+  private readonly timer: NodeJS.Timeout | undefined;
+  private renewing: Promise<void> | undefined;
+  private renewFailing = false;
+  private readonly leases: LeaseStore | undefined;
+  private readonly leaseMs: number;
+
+  constructor(private readonly options: OwnershipOptions) {
+    this.leases = options.leases;
+    this.leaseMs = options.leaseMs;
+    if (this.leases) {
+      this.timer = setInterval(() => void this.renewSoon(), this.leaseMs / 3);
+      this.timer.unref();
+    }
+  }
+
+  /** Whether several gateways may serve a project (an index with leases). */
+  get shared(): boolean {
+    return this.leases !== undefined;
+  }
+
+  /** Where other gateways reach this one (set once the server listens). */
+  setAddress(url: string): void {
+    this.address = url;
+  }
+
+  /** True unless another gateway may own the instance: this gateway holds its lease, or leases do not exist here. */
+  holds(project: string, uuid: string): boolean {
+    return !this.leases || this.held.has(leaseKey(project, uuid));
+  }
+
+  /**
+   * Where the live instance of `uuid` lives, taking its lease when nobody holds it (or, with
+   * `claim: false`, answering local then: nobody has it live). A request `forwarded` by another
+   * gateway is never forwarded again: `instance_moved` when a third gateway owns it now.
+   */
+  async locate(ctx: RequestContext, uuid: string, { claim = true }: { claim?: boolean } = {}): Promise<Owner> {
+    const leases = this.leases;
+    if (!leases) return LOCAL;
+    const project = ctx.project.dir;
+    const key = leaseKey(project, uuid);
+    if (this.held.has(key)) return LOCAL;
+    const known = this.known.get(key);
+    if (known && !ctx.forwarded && performance.now() < known.until && !this.isGone(known.address)) return { local: false, address: known.address, owner: known.owner };
+    const deadline = performance.now() + this.leaseMs + CLOCK_MARGIN_MS;
+    for (;;) {
+      const started = performance.now();
+      const holder = await leases.claim(project, uuid, this.id, this.address, this.leaseMs);
+      if (holder.owner === this.id) {
+        this.known.delete(key);
+        if (!claim) {
+          // Taken only to learn that nobody held it: given back at once.
+          await leases.release(this.id, [key]).catch(() => undefined);
+          return LOCAL;
+        }
+        this.held.set(key, performance.now());
+        return LOCAL;
+      }
+      if (ctx.forwarded) {
+        throw new PorticoError('instance_moved', `Another gateway owns the live instance of '${uuid}' now; retry`);
+      }
+      if (!this.isGone(holder.address)) {
+        this.known.set(key, { owner: holder.owner, address: holder.address, until: started + holder.remainingMs - CLOCK_MARGIN_MS });
+        return { local: false, address: holder.address, owner: holder.owner };
+      }
+      // Its owner is gone: its lease runs out within the lease time, then this gateway takes it.
+      const wait = Math.min(holder.remainingMs + 20, deadline - performance.now());
+      if (wait <= 0) {
+        throw new PorticoError('owner_unreachable', `The gateway that owns the live instance of '${uuid}' cannot be reached from this one, and it still renews its lease; retry shortly`, {
+          internal: `owner of ${uuid} at ${holder.address} unreachable from ${this.address} while it renews its lease`,
+        });
+      }
+      await new Promise((resolve) => setTimeout(resolve, wait));
+    }
+  }
+
+  /** A forward to `address` could not reach it (refused, reset, closed unasked): its instances are taken over once their leases end. */
+  unreachable(address: string): void {
+    this.gone.set(address, performance.now() + this.leaseMs);
+    for (const [key, known] of this.known) if (known.address === address) this.known.delete(key);
+  }
+
+  /** What this gateway remembered of the owner of `uuid` is out of date (the owner said it moved on). */
+  forget(ctx: RequestContext, uuid: string): void {
+    this.known.delete(leaseKey(ctx.project.dir, uuid));
+  }
+
+  private isGone(address: string): boolean {
+    const until = this.gone.get(address);
+    if (until === undefined) return false;
+    if (performance.now() < until) return true;
+    this.gone.delete(address);
+    return false;
+  }
+
+  /** The headers a forward to an owner carries: who forwards, for whom, with the peer secret. */
+  forwardHeaders(ctx: RequestContext): Record<string, string> {
+    const secret = this.options.secret;
+    return {
+      ...(secret ? { authorization: `Bearer ${secret}` } : {}),
+      'x-portico-peer': this.id,
+      'x-portico-peer-user': ctx.user,
+      'x-service-project': ctx.project.dir,
+      'x-service-python': ctx.python,
+    };
+  }
+
+  private renewSoon(): Promise<void> {
+    this.renewing ??= this.renew().finally(() => (this.renewing = undefined));
+    return this.renewing;
+  }
+
+  /** Gives up leases no longer in use, renews the rest in one statement, and reports those another gateway took. */
+  private async renew(): Promise<void> {
+    const leases = this.leases!;
+    if (this.held.size === 0) return;
+    const began = performance.now();
+    const unused: string[] = [];
+    for (const [key, since] of this.held) {
+      // A lease taken just now may not have its instance yet: kept for a lease time at least.
+      const [project, uuid] = key.split('\0') as [string, string];
+      if (began - since > this.leaseMs && !this.options.inUse(project, uuid)) unused.push(key);
+    }
+    try {
+      if (unused.length) {
+        for (const key of unused) this.held.delete(key);
+        await leases.release(this.id, unused);
+      }
+      const still = await leases.renew(this.id, this.leaseMs);
+      if (this.renewFailing) this.options.log('instance leases renewed again: the index database is back', 'info');
+      this.renewFailing = false;
+      for (const [key, since] of this.held) {
+        if (still.has(key) || since >= began) continue;
+        this.held.delete(key);
+        const [project, uuid] = key.split('\0') as [string, string];
+        this.options.log(`lost the lease of instance ${uuid} to another gateway (it could not be renewed in time)`, 'warn');
+        this.options.onLost(project, uuid);
+      }
+    } catch (err) {
+      // Held leases stay held: calls to live instances go on while the database is away.
+      if (!this.renewFailing) this.options.log(`instance leases could not be renewed: ${(err as Error).message}`, 'warn');
+      this.renewFailing = true;
+    }
+  }
+
+  /** Gives up every lease (the gateway stops): other gateways take its instances at once. */
+  async close(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    await this.renewing?.catch(() => undefined);
+    if (!this.leases || this.held.size === 0) return;
+    this.held.clear();
+    await this.leases.release(this.id).catch((err: unknown) => this.options.log(`instance leases not given back: ${(err as Error).message}`, 'warn'));
+  }
+}

@@ -1,0 +1,30 @@
+/**
+ * Who owns a live instance when several gateways serve one project (README "Several gateways"):
+ * a lease per (project, uuid) in the shared index, held by one gateway and renewed by it. Only
+ * the PostgreSQL index has leases; the embedded store keeps one gateway per project (its lock).
+ */
+
+/** The gateway holding a lease, as another gateway reaches it. */
+export interface LeaseHolder {
+  /** The holder's gateway id (random per gateway process). */
+  owner: string;
+  /** Its base URL for other gateways (`--advertise-url`). */
+  address: string;
+  /** How long the lease still runs (ms, by the database's clock). */
+  remainingMs: number;
+}
+
+export interface LeaseStore {
+  /**
+   * Takes the lease of (project, uuid) for `owner` when it is free, expired or already its own
+   * (one statement: two gateways racing for it get one holder), and answers the holder after.
+   */
+  claim(project: string, uuid: string, owner: string, address: string, leaseMs: number): Promise<LeaseHolder>;
+  /** Extends every lease `owner` holds; answers the keys (`project\0uuid`) it still holds. */
+  renew(owner: string, leaseMs: number): Promise<Set<string>>;
+  /** Gives up the leases of these keys (`project\0uuid`), or every lease of `owner` without keys. */
+  release(owner: string, keys?: readonly string[]): Promise<void>;
+}
+
+/** The key of an instance's lease. */
+export const leaseKey = (project: string, uuid: string): string => `${project}\0${uuid}`;

@@ -1,0 +1,81 @@
+/**
+ * Several gateways, one live instance (README "Several gateways"): two or three gateways on one
+ * PostgreSQL index and one project folder, each instance owned by the gateway that made it (a
+ * lease in the index), the others forwarding to it. REST calls, WebSocket frames and widget pushes
+ * land on one counter whichever gateway they reach; a forged gateway-to-gateway request is refused.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import pg from 'pg';
+import { api, cleanup, Client, gateway, tempProject } from './helpers.js';
+import { startPostgres, type TestPostgres } from './support/postgres.js';
+
+let postgres: TestPostgres;
+const TOKEN = 'owners-test-token';
+const AUTH = { authorization: `Bearer ${TOKEN}` };
+
+beforeAll(async () => {
+  postgres = await startPostgres();
+});
+
+afterAll(async () => {
+  await cleanup();
+  await postgres?.close();
+});
+
+async function pair(extra: Record<string, unknown> = {}) {
+  const project = await tempProject();
+  const options = { project, store: postgres.url, apiToken: TOKEN, instanceLeaseMs: 2000, ...extra };
+  return { project, a: await gateway(options), b: await gateway(options) };
+}
+
+const call = (g: { url: string }, method: string, args: unknown[] = []) =>
+  api(g, 'POST', '/v1/interfaces/call', { target: 'counter', version: ['~big'], method, args }, AUTH);
+
+async function owners(project: string): Promise<Array<{ uuid: string; address: string }>> {
+  const client = new pg.Client({ connectionString: postgres.url });
+  await client.connect();
+  try {
+    return (await client.query('SELECT uuid, address FROM portico_instance_owners WHERE project LIKE $1', [`%${project.split('/').pop()}`])).rows;
+  } finally {
+    await client.end();
+  }
+}
+
+describe('one live instance across gateways', () => {
+  it('REST calls alternating between two gateways drive one counter: 10, 20, … 60', async () => {
+    const { a, b } = await pair();
+    expect((await call(a, 'reset')).body).toEqual({ payload: 0 });
+    const answers: unknown[] = [];
+    for (let i = 0; i < 6; i++) answers.push((await call(i % 2 ? b : a, 'add', [1])).body.payload);
+    expect(answers).toEqual([10, 20, 30, 40, 50, 60]);
+    // B holds no instance of its own: its worker never made one.
+    const listed = (await api(b, 'GET', '/v1/projects', undefined, AUTH)).body;
+    expect(listed.workers.reduce((n: number, w: { instances: number }) => n + w.instances, 0)).toBe(0);
+  });
+
+  it('a socket on B sees the pushes of calls made through A, and its widget_set reaches A', async () => {
+    const { a, b } = await pair();
+    const socket = await Client.open(b.url, { headers: AUTH });
+    const connected = await socket.connect('counter', { version: ['~big'] });
+    expect(connected.payload.module).toBe('counter');
+    expect((await call(a, 'reset')).status).toBe(200);
+    expect((await call(a, 'add', [2])).body.payload).toBe(20);
+    const push = await socket.waitFor((f) => f.type === 'widget_change' && f.id === undefined && f.payload?.changes?.count === 20);
+    expect(push.payload.changes).toEqual({ count: 20 });
+    const set = await socket.request({ type: 'widget_set', changes: { count: 35 } });
+    expect(set.type).toBe('widget_change');
+    expect((await call(a, 'value')).body.payload).toBe(35);
+    const result = await socket.request({ type: 'call', method: 'add', args: [1] });
+    expect(result).toMatchObject({ type: 'result', payload: 45 });
+  });
+
+  it('a request that says it comes from a gateway without the peer secret is refused', async () => {
+    const { a } = await pair({ peerSecret: 'peer-secret' });
+    const forged = await api(a, 'POST', '/v1/interfaces/call', { target: 'counter', method: 'value' }, { ...AUTH, 'x-portico-peer': 'forged', 'x-portico-peer-user': 'mallory' });
+    expect(forged.status).toBe(401);
+    expect(forged.body.code).toBe('unauthorized');
+    await expect(Client.open(a.url, { headers: { ...AUTH, 'x-portico-peer': 'forged' } })).rejects.toMatchObject({ status: 401 });
+    const genuine = await api(a, 'POST', '/v1/interfaces', { target: 'counter' }, { authorization: 'Bearer peer-secret', 'x-portico-peer': 'b', 'x-portico-peer-user': 'alice' });
+    expect(genuine.status).toBe(200);
+  });
+});
