@@ -71,7 +71,7 @@ export interface UploadResult {
  */
 export interface InstanceRestart {
   uuid: string;
-  reason: 'worker_crashed' | 'worker_wedged' | 'source_changed';
+  reason: 'worker_crashed' | 'worker_wedged' | 'source_changed' | 'owner_lost';
   message: string;
 }
 

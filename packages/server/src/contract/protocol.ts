@@ -55,7 +55,21 @@ export const HEADERS = [
   { name: 'X-Service-Python', type: 'string', required: false, description: 'Interpreter serving the request (query ?python=); the default or one on --python-allowlist.' },
   { name: 'X-Service-Source-Token', type: 'string', required: false, description: 'Writes to /v1/source (PUT, DELETE, move) need it beside Authorization; only with --enable-source-api.' },
   { name: 'Authorization', type: 'string', required: false, description: 'Bearer <token>: the api token, a session token (POST /v1/auth/token) or an OIDC access token; required when the gateway has an api token or an OIDC issuer. WebSocket upgrades may send it as Sec-WebSocket-Protocol: bearer, <token>; a socket opened with a session or OIDC token is closed with code 4401 when the token expires.' },
+  {
+    name: 'X-Portico-Peer, X-Portico-Peer-User',
+    type: 'string',
+    required: false,
+    description: 'Gateway to gateway only (several gateways on one PostgreSQL index): the forwarding gateway and the user it forwards for. A request carrying X-Portico-Peer is admitted only with Authorization: Bearer <peer secret> (--peer-secret, default the api token); any other credential answers 401.',
+  },
 ];
+
+/** How several gateways on one index serve one live instance (README "Several gateways"). */
+const SEVERAL_GATEWAYS = {
+  ownership: 'With a PostgreSQL index, each live instance (per project and uuid) is owned by one gateway: the first one asked for it takes its lease in the index and renews it (--instance-lease, every third of it). The embedded store serves one gateway per project.',
+  forwarding: 'A gateway asked for an instance another gateway owns forwards the request there: REST calls, release and delete as HTTP requests, a socket connected to the instance as one socket to the owner, every frame relayed both ways as it came (binary frames too, in order). A client sees one instance whichever gateway it reaches.',
+  takeover: 'When the owner goes away, frames waiting for it answer error owner_lost, attached sockets get instance_restarted (owner_lost), and the next request makes the instance again, with its saved widget state, on the gateway that takes the lease: at once after a clean stop, within --instance-lease after a crash.',
+  database_lost: 'Instances already live stay with their owner and their calls go on; a gateway that does not know an owner yet answers store_unavailable (503), as creates do.',
+};
 
 export const INTERFACE_HOOKS = [
   { name: '<public methods>', signature: 'method(*args, **kwargs) -> Any | Iterator | AsyncIterator', description: 'Any public name the subclass defines (or exactly __api_methods__). Generators stream as stream frames with backpressure; coroutines are awaited.' },
@@ -178,6 +192,7 @@ export function protocolDoc() {
     display: DISPLAY,
     interface_hooks: INTERFACE_HOOKS,
     capabilities: CAPABILITIES,
+    several_gateways: SEVERAL_GATEWAYS,
     errors: Object.entries(ERROR_CODES).map(([code, { status, meaning }]) => ({ code, status, meaning })),
     limits: LIMITS,
   };

@@ -188,7 +188,7 @@ const STATUS_TEXT: Record<number, string> = {
   409: 'Conflict',
   412: 'Precondition failed',
   413: 'Payload too large',
-  502: 'Worker crashed',
+  502: 'Worker crashed (worker_crashed), or the gateway owning the live instance went away (owner_lost)',
   503: 'Unavailable: the Python worker (worker_unavailable) or the index database (store_unavailable)',
   504: 'Call timed out',
 };

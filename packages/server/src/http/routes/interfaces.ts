@@ -80,7 +80,7 @@ export function interfaceRoutes(gateway: Gateway) {
         const bound = await bindRequest(ctx, gateway);
         const record = await interfaces.create(bound, { target: body.target, version: body.version, meta: body.meta });
         // Several gateways: the call goes where its live instance is (the owner answers it).
-        if (!(await atOwner(ctx, gateway, bound, record.uuid, { ...body, target: record.uuid, version: [] })).local) return undefined;
+        if (gateway.ownership.shared && !(await atOwner(ctx, gateway, bound, record.uuid, { ...body, target: record.uuid, version: [] })).local) return undefined;
         // A client that goes away cancels its call.
         const signal = closeSignal(ctx.req.socket);
         // Widget hooks by name too (`widget_state`, …): the service routes them, as for a WebSocket call.
@@ -132,7 +132,7 @@ export function interfaceRoutes(gateway: Gateway) {
       description: 'Removes the record from the index and drops its live instance.',
       params: UuidParams,
       response: null,
-      errors: [401, 403, 404, 503],
+      errors: [401, 403, 404, 502, 503],
       handler: async (ctx, { params }) => {
         const bound = await bindRequest(ctx, gateway);
         // Several gateways: deleted by the owner of its live instance, which drops it too.
@@ -160,7 +160,7 @@ export function interfaceRoutes(gateway: Gateway) {
         'Drops the live Python instance (its state in memory goes); the record and the saved widget state stay, and the next call, read or widget operation makes the instance again from them. Clients attached to it stay attached.',
       params: UuidParams,
       response: ReleaseResponse,
-      errors: [401, 403, 404, 503],
+      errors: [401, 403, 404, 502, 503],
       handler: async (ctx, { params }) => {
         const bound = await bindRequest(ctx, gateway);
         if (!(await atOwner(ctx, gateway, bound, params.uuid, undefined, { claim: false })).local) return undefined;
