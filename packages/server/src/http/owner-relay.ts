@@ -4,7 +4,9 @@
  * project and interpreter; the owner's answer (status, type, body) streams back as it came.
  * An owner that cannot be reached had nothing of the request: `relayToOwner` then rejects with
  * `unreachable` set and the caller asks where the instance lives again. One that goes away
- * while answering fails the request with `owner_lost` (the call may have run).
+ * while answering fails the request with `owner_lost` (the call may have run), and so does one
+ * that lost its lease while the request waits on it (frozen, or cut off without a reset: it
+ * answers nothing and its connection stays open), asked of the index once per lease time.
  */
 import http from 'node:http';
 import https from 'node:https';
@@ -23,7 +25,13 @@ const NOT_REACHED = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI
 
 type Unreachable = PorticoError & { unreachable?: boolean };
 
-function relayToOwner(ctx: Koa.Context, address: string, headers: Record<string, string>, body: unknown): Promise<http.IncomingMessage> {
+/** How a forward checks on its owner while it waits: `still` once every `everyMs`. */
+interface OwnerWatch {
+  everyMs: number;
+  still: () => Promise<boolean>;
+}
+
+function relayToOwner(ctx: Koa.Context, address: string, headers: Record<string, string>, body: unknown, watch: OwnerWatch): Promise<http.IncomingMessage> {
   const url = new URL(ctx.path + (ctx.querystring ? `?${ctx.querystring}` : ''), address);
   const data = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
   const transport = url.protocol === 'https:' ? https : http;
@@ -35,9 +43,22 @@ function relayToOwner(ctx: Koa.Context, address: string, headers: Record<string,
         agent: url.protocol === 'https:' ? AGENTS.https : AGENTS.http,
         headers: { ...headers, ...(data ? { 'content-type': 'application/json', 'content-length': String(data.length) } : {}) },
       },
-      resolve,
+      (res) => {
+        res.once('close', stop);
+        resolve(res);
+      },
     );
+    let done = false;
+    const timer = setInterval(() => {
+      void watch.still().then((still) => still || done || req.destroy(new Error('it lost its lease during the request (it stopped renewing it)')));
+    }, watch.everyMs);
+    timer.unref();
+    const stop = () => {
+      done = true;
+      clearInterval(timer);
+    };
     req.once('error', (err: NodeJS.ErrnoException) => {
+      stop();
       const reached = !NOT_REACHED.has(err.code ?? '');
       const error: Unreachable = reached
         ? new PorticoError('owner_lost', 'The gateway that owns this live instance went away during the request; its next use makes the instance again on the gateway that takes it over', { internal: `owner ${address}: ${err.message}` })
@@ -61,7 +82,8 @@ export async function atOwner(ctx: Koa.Context, gateway: Gateway, bound: Request
     let res: http.IncomingMessage;
     try {
       const id = ctx.get('x-request-id');
-      res = await relayToOwner(ctx, owner.address, { ...gateway.ownership.forwardHeaders(bound), ...(id ? { 'x-request-id': id } : {}) }, body);
+      const watch = { everyMs: gateway.ownership.leaseMs, still: () => gateway.ownership.stillOwns(bound, uuid, owner.owner) };
+      res = await relayToOwner(ctx, owner.address, { ...gateway.ownership.forwardHeaders(bound), ...(id ? { 'x-request-id': id } : {}) }, body, watch);
     } catch (err) {
       gateway.ownership.unreachable(owner.address);
       if (!(err as Unreachable).unreachable || attempt >= 3) throw err;

@@ -15,6 +15,9 @@
  *   time, and the next gateway asked takes it and makes the instance again from its record.
  * - The database lost: instances held stay held (calls to them go on); a new one cannot be
  *   claimed and answers `store_unavailable`, as a create does.
+ * - A gateway that did not even try to renew for a lease time (its process was stopped, its
+ *   event loop blocked) may have lost its leases meanwhile: it asks the database again before it
+ *   serves a held instance, so a copy another gateway has made since is never served here too.
  */
 import { randomUUID } from 'node:crypto';
 import { PorticoError } from '../errors.js';
@@ -54,8 +57,15 @@ export class InstanceOwnership {
   private readonly timer: NodeJS.Timeout | undefined;
   private renewing: Promise<void> | undefined;
   private renewFailing = false;
+  /**
+   * When the leases held here were last vouched for (performance.now()): the start of the last
+   * renewal that answered, or that failed because the database is away (held leases stay held
+   * then). A lease neither taken nor vouched for within a lease time is asked for again.
+   */
+  private vouched = performance.now();
   private readonly leases: LeaseStore | undefined;
-  private readonly leaseMs: number;
+  /** How long a lease lasts unless renewed (ms, `--instance-lease`). */
+  readonly leaseMs: number;
 
   constructor(private readonly options: OwnershipOptions) {
     this.leases = options.leases;
@@ -76,9 +86,16 @@ export class InstanceOwnership {
     this.address = url;
   }
 
-  /** True unless another gateway may own the instance: this gateway holds its lease, or leases do not exist here. */
+  /** True unless another gateway may own the instance: this gateway holds its lease (vouched for lately), or leases do not exist here. */
   holds(project: string, uuid: string): boolean {
-    return !this.leases || this.held.has(leaseKey(project, uuid));
+    if (!this.leases) return true;
+    const since = this.held.get(leaseKey(project, uuid));
+    return since !== undefined && this.fresh(since);
+  }
+
+  /** Whether a lease this gateway took at `since` is surely still its own. */
+  private fresh(since: number): boolean {
+    return performance.now() < Math.max(since, this.vouched) + this.leaseMs - CLOCK_MARGIN_MS;
   }
 
   /**
@@ -91,16 +108,24 @@ export class InstanceOwnership {
     if (!leases) return LOCAL;
     const project = ctx.project.dir;
     const key = leaseKey(project, uuid);
-    if (this.held.has(key)) return LOCAL;
+    const since = this.held.get(key);
+    if (since !== undefined && this.fresh(since)) return LOCAL;
     const known = this.known.get(key);
     if (known && !ctx.forwarded && performance.now() < known.until && !this.isGone(known.address)) return { local: false, address: known.address, owner: known.owner };
     const deadline = performance.now() + this.leaseMs + CLOCK_MARGIN_MS;
     for (;;) {
       const started = performance.now();
-      const holder = await leases.claim(project, uuid, this.id, this.address, this.leaseMs);
+      let holder: Awaited<ReturnType<LeaseStore['claim']>>;
+      try {
+        holder = await leases.claim(project, uuid, this.id, this.address, this.leaseMs);
+      } catch (err) {
+        // Held, and the database away: it stays held (calls to live instances go on).
+        if (since !== undefined && this.held.has(key) && (err as PorticoError).code === 'store_unavailable') return LOCAL;
+        throw err;
+      }
       if (holder.owner === this.id) {
         this.known.delete(key);
-        if (!claim) {
+        if (!claim && since === undefined) {
           // Taken only to learn that nobody held it: given back at once.
           await leases.release(this.id, [key]).catch(() => undefined);
           return LOCAL;
@@ -108,6 +133,7 @@ export class InstanceOwnership {
         this.held.set(key, performance.now());
         return LOCAL;
       }
+      if (this.held.delete(key)) this.lost(project, uuid);
       if (ctx.forwarded) {
         throw new PorticoError('instance_moved', `Another gateway owns the live instance of '${uuid}' now; retry`);
       }
@@ -126,9 +152,32 @@ export class InstanceOwnership {
     }
   }
 
+  /**
+   * Whether `owner` still holds the lease of `uuid`, asked of the database: a forward that waits
+   * on its owner asks once per lease time, since an owner that stopped renewing (frozen, cut off
+   * without a reset) may keep its connection open and answer nothing. A lease that ran out is
+   * taken here (the instance is made again here on its next use). The database away: held.
+   */
+  async stillOwns(ctx: RequestContext, uuid: string, owner: string): Promise<boolean> {
+    const project = ctx.project.dir;
+    const key = leaseKey(project, uuid);
+    let holder: Awaited<ReturnType<LeaseStore['claim']>>;
+    try {
+      holder = await this.leases!.claim(project, uuid, this.id, this.address, this.leaseMs);
+    } catch {
+      return true;
+    }
+    if (holder.owner === owner) return true;
+    this.known.delete(key);
+    if (holder.owner === this.id) this.held.set(key, performance.now());
+    return false;
+  }
+
   /** A forward to `address` could not reach it (refused, reset, closed unasked): its instances are taken over once their leases end. */
   unreachable(address: string): void {
-    this.gone.set(address, performance.now() + this.leaseMs);
+    // Gone for longer than `locate` waits (a lease time and a margin): an owner that still renews
+    // after that wait is answered `owner_unreachable`, not tried again.
+    this.gone.set(address, performance.now() + this.leaseMs + 2 * CLOCK_MARGIN_MS);
     for (const [key, known] of this.known) if (known.address === address) this.known.delete(key);
   }
 
@@ -181,18 +230,25 @@ export class InstanceOwnership {
       const still = await leases.renew(this.id, this.leaseMs);
       if (this.renewFailing) this.options.log('instance leases renewed again: the index database is back', 'info');
       this.renewFailing = false;
+      this.vouched = Math.max(this.vouched, began);
       for (const [key, since] of this.held) {
         if (still.has(key) || since >= began) continue;
         this.held.delete(key);
         const [project, uuid] = key.split('\0') as [string, string];
-        this.options.log(`lost the lease of instance ${uuid} to another gateway (it could not be renewed in time)`, 'warn');
-        this.options.onLost(project, uuid);
+        this.lost(project, uuid);
       }
     } catch (err) {
       // Held leases stay held: calls to live instances go on while the database is away.
       if (!this.renewFailing) this.options.log(`instance leases could not be renewed: ${(err as Error).message}`, 'warn');
       this.renewFailing = true;
+      this.vouched = Math.max(this.vouched, began);
     }
+  }
+
+  /** A lease this gateway held is another's now: its copy of the instance goes. */
+  private lost(project: string, uuid: string): void {
+    this.options.log(`lost the lease of instance ${uuid} to another gateway (it could not be renewed in time)`, 'warn');
+    this.options.onLost(project, uuid);
   }
 
   /** Gives up every lease (the gateway stops): other gateways take its instances at once. */

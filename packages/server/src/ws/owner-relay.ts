@@ -9,6 +9,8 @@
  * The relay reads only the start of each answer (its type and id) to know when the frame it
  * answers has ended; when the owner's socket closes unasked, every frame still owed an answer
  * fails with `owner_lost`, and the session goes to whichever gateway owns the instance next.
+ * An owner that stops answering pings for a lease time (frozen, or its network gone without a
+ * reset) counts as gone too: it stopped renewing its lease as well.
  */
 import { WebSocket, type RawData } from 'ws';
 import { LIMITS } from '../config/constants.js';
@@ -61,6 +63,11 @@ export class OwnerRelay<F extends { type: string; id?: FrameId }> {
   private readonly answeredUploads = new Set<string>();
   private lastUpload: string | undefined;
   private closed = false;
+  /** The owner's messages until the session starts the relay (after its own `connected`): none goes out before that. */
+  private waiting: Array<[Buffer, boolean]> | undefined = [];
+  /** Reads from the owner stopped while the client's socket is behind (a pong may wait unread then). */
+  private paused = 0;
+  private heartbeat: NodeJS.Timeout | undefined;
 
   private constructor(
     private readonly socket: WebSocket,
@@ -72,13 +79,15 @@ export class OwnerRelay<F extends { type: string; id?: FrameId }> {
    * Opens the owner's socket and connects it to `uuid`; resolves once the owner answered
    * `connected` (its answer is not relayed: the session answers its client itself). A refused
    * upgrade or connect rejects with the owner's error; an owner that cannot be reached, with
-   * `owner_lost` and `unreachable` set.
+   * `owner_lost` and `unreachable` set. `leaseMs`: an owner that answers no ping for this long
+   * (the instance lease time) is gone.
    */
   static open<F extends { type: string; id?: FrameId }>(
     address: string,
     headers: Record<string, string>,
     connect: { uuid: string; buffers: 'binary' | 'base64' },
     host: RelayHost<F>,
+    leaseMs: number,
   ): Promise<OwnerRelay<F>> {
     const url = `${address.replace(/^http/, 'ws')}/v1/interfaces/ws`;
     const socket = new WebSocket(url, { headers, perMessageDeflate: false, maxPayload: LIMITS.maxMessageBytes, handshakeTimeout: LIMITS.peerConnectTimeoutMs });
@@ -109,25 +118,50 @@ export class OwnerRelay<F extends { type: string; id?: FrameId }> {
         settled = true;
         socket.removeAllListeners();
         const relay = new OwnerRelay<F>(socket, address, host);
-        relay.listen();
+        relay.listen(leaseMs);
         resolve(relay);
       });
     });
   }
 
-  private listen(): void {
+  private listen(leaseMs: number): void {
     const socket = this.socket;
     socket.on('message', (data: Buffer, isBinary) => this.receive(data, isBinary));
     socket.on('error', () => undefined); // its close follows, and says it
-    socket.on('close', () => this.gone(new PorticoError('owner_lost', 'The gateway that owns this live instance went away during the request; its next use makes the instance again on the gateway that takes it over'), true));
+    socket.on('close', () => this.gone(ownerWentAway(), true));
+    // A frozen owner keeps its socket open and answers nothing: a ping every half lease time,
+    // and one unanswered by the next means it is gone (its lease runs out as well).
+    let awaiting = false;
+    socket.on('pong', () => (awaiting = false));
+    this.heartbeat = setInterval(() => {
+      if (this.paused > 0) awaiting = false;
+      else if (awaiting) this.gone(ownerWentAway(`owner ${this.address} answered no ping for ${leaseMs} ms`), true);
+      else {
+        awaiting = true;
+        socket.ping();
+      }
+    }, leaseMs / 2);
+    this.heartbeat.unref();
+  }
+
+  /** From now on the owner's messages go to the client (those that came meanwhile first, in order). */
+  start(): void {
+    const waiting = this.waiting;
+    this.waiting = undefined;
+    for (const [data, isBinary] of waiting ?? []) this.receive(data, isBinary);
   }
 
   private receive(data: Buffer, isBinary: boolean): void {
     if (this.closed) return;
+    if (this.waiting) return void this.waiting.push([data, isBinary]);
     const busy = this.host.toClient(data, isBinary);
     if (busy) {
+      this.paused++;
       this.socket.pause();
-      void busy.then(() => this.socket.resume());
+      void busy.then(() => {
+        this.paused--;
+        this.socket.resume();
+      });
     }
     if (isBinary) return;
     let answer: ReturnType<typeof answerOf>;
@@ -190,6 +224,7 @@ export class OwnerRelay<F extends { type: string; id?: FrameId }> {
   private gone(error: PorticoError, unreachable: boolean): void {
     if (this.closed) return;
     this.closed = true;
+    clearInterval(this.heartbeat);
     const owed = [...this.owed.values()];
     this.owed.clear();
     this.socket.terminate();
@@ -200,9 +235,18 @@ export class OwnerRelay<F extends { type: string; id?: FrameId }> {
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    clearInterval(this.heartbeat);
     this.owed.clear();
     this.socket.close(1000, 'client gone');
   }
+}
+
+function ownerWentAway(internal?: string): PorticoError {
+  return new PorticoError(
+    'owner_lost',
+    'The gateway that owns this live instance went away during the request; its next use makes the instance again on the gateway that takes it over',
+    internal ? { internal } : undefined,
+  );
 }
 
 function unreachableOwner(address: string, why: string): PorticoError {

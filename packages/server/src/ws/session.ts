@@ -140,10 +140,16 @@ export class Session extends SocketSession<ClientFrame> {
     const connection = this.connection;
     if (!connection) throw new PorticoError('not_connected', `Send connect before ${what}`);
     if (!this.placed(connection)) {
-      this.placing ??= this.place(connection).finally(() => (this.placing = undefined));
-      await this.placing;
+      await this.placeAgain(connection);
+      if (!this.placed(connection)) throw new PorticoError('owner_lost', 'Where the live instance of this interface lives now is not known yet; retry');
     }
     return connection;
+  }
+
+  /** Finds where the instance lives now, once for every frame waiting on it. */
+  private placeAgain(connection: Connection): Promise<void> {
+    this.placing ??= this.place(connection).finally(() => (this.placing = undefined));
+    return this.placing;
   }
 
   /**
@@ -153,20 +159,25 @@ export class Session extends SocketSession<ClientFrame> {
    */
   private async place(connection: Connection): Promise<void> {
     const { ctx, record } = connection;
-    connection.local?.detach();
-    connection.local = undefined;
     for (let attempt = 1; ; attempt++) {
       const owner = await this.gateway.ownership.locate(ctx, record.uuid);
       if (this.closed) return;
       if (owner.local) {
+        // Still attached when this gateway turned out to hold it after all (it asked the database again).
+        if (connection.local) return;
         const listener: Listener = (push) => this.forward(push);
         connection.local = { listener, detach: ctx.project.attach(record.uuid, record.module, listener) };
         return;
       }
+      // Attached until now: it heard the instance_restarted of the copy here, which another gateway's replaces.
+      connection.local?.detach();
+      connection.local = undefined;
       try {
         const buffers = this.binaryBuffers ? 'binary' : 'base64';
-        connection.relay = await OwnerRelay.open(owner.address, this.gateway.ownership.forwardHeaders(ctx), { uuid: record.uuid, buffers }, this.relayHost(connection));
+        connection.relay = await OwnerRelay.open(owner.address, this.gateway.ownership.forwardHeaders(ctx), { uuid: record.uuid, buffers }, this.relayHost(connection), this.gateway.ownership.leaseMs);
         if (this.closed) connection.relay.close();
+        // A connect starts its relay once it answered `connected`; a socket already connected, now.
+        else if (connection === this.connection) connection.relay.start();
         return;
       } catch (err) {
         const unreachable = (err as { unreachable?: boolean }).unreachable === true;
@@ -192,6 +203,9 @@ export class Session extends SocketSession<ClientFrame> {
         // The instance there is gone with it: its next use makes it again, with its saved widget state.
         const { uuid } = connection.record;
         this.send({ type: 'instance_restarted', payload: { uuid, reason: 'owner_lost', message: 'The gateway that owned this live instance went away (or gave it up); its next use makes it again, with its saved widget state' } });
+        // Placed again now, not on the next frame: a socket that only listens (events, widget
+        // pushes) hears the new owner's pushes too.
+        this.placeAgain(connection).catch((err: unknown) => this.log(`socket on ${uuid}: its instance's new owner is not found yet: ${(err as Error).message}`, 'warn'));
       },
     };
   }
@@ -227,6 +241,7 @@ export class Session extends SocketSession<ClientFrame> {
       if (this.closed) return void connection.local?.detach();
       this.connection = connection;
       this.send({ type: 'connected', id: frame.id, payload: record });
+      connection.relay?.start();
     })();
     this.connecting = attempt;
     try {

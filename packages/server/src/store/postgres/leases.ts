@@ -54,11 +54,13 @@ export class PostgresLeases implements LeaseStore {
     await this.index.ready();
     for (;;) {
       const { rows } = await this.index.query<Row>({ name: 'portico_lease_claim', text: CLAIM, values: [project, uuid, owner, address, leaseMs] });
-      if (rows[0]) return holder(rows[0]);
+      // A row of another that has run out is this statement's snapshot of a lease a racing claim
+      // took over after it (the upsert saw the taker's row and left it): read it in a new one.
+      if (rows[0] && (rows[0].owner === owner || Number(rows[0].remaining) > 0)) return holder(rows[0]);
       // A claim that committed after this statement's snapshot holds it: read it in a new one.
       const again = await this.index.query<Row>({ name: 'portico_lease_holder', text: HOLDER, values: [project, uuid] });
-      if (again.rows[0]) return holder(again.rows[0]);
-      // Released in between: claim again.
+      if (again.rows[0] && Number(again.rows[0].remaining) > 0) return holder(again.rows[0]);
+      // Released or run out in between: claim again.
     }
   }
 

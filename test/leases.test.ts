@@ -1,0 +1,94 @@
+/**
+ * Instance leases in a real PostgreSQL (store/postgres/leases.ts), the store alone: gateways
+ * racing for one instance at once get one owner and are all told who it is, whether the lease was
+ * free or had run out; a live lease is never taken from its holder; renew answers what a gateway
+ * still holds, release gives leases back.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PostgresIndex } from '../packages/server/src/store/postgres/postgres-store.js';
+import { PostgresLeases } from '../packages/server/src/store/postgres/leases.js';
+import { leaseKey, type LeaseHolder } from '../packages/server/src/store/leases.js';
+import { startPostgres, type TestPostgres } from './support/postgres.js';
+
+let postgres: TestPostgres;
+/** Each "gateway" has a pool of its own, as separate gateway processes do. */
+let indexes: PostgresIndex[] = [];
+let gateways: PostgresLeases[] = [];
+const GATEWAYS = 8;
+const LONG = 60_000;
+
+beforeAll(async () => {
+  postgres = await startPostgres({ durable: false });
+  indexes = Array.from({ length: GATEWAYS }, () => PostgresIndex.connect(postgres.url));
+  gateways = indexes.map((index) => new PostgresLeases(index));
+  await Promise.all(indexes.map((index) => index.ready()));
+});
+
+afterAll(async () => {
+  await Promise.all(indexes.map((index) => index.close()));
+  await postgres?.close();
+});
+
+const address = (i: number) => `http://127.0.0.1:${9000 + i}`;
+
+/** Every gateway claims (project, uuid) at once, each under its own id. */
+function race(project: string, uuid: string, leaseMs = LONG): Promise<LeaseHolder[]> {
+  return Promise.all(gateways.map((leases, i) => leases.claim(project, uuid, `gateway-${i}`, address(i), leaseMs)));
+}
+
+/** One owner, named alike in every answer, with its own address. */
+function expectOneOwner(answers: LeaseHolder[]): string {
+  const owners = new Set(answers.map((answer) => `${answer.owner} ${answer.address}`));
+  expect(owners.size).toBe(1);
+  const [owner] = answers.map((answer) => answer.owner);
+  expect(answers[0]!.address).toBe(address(Number(owner!.split('-')[1])));
+  for (const answer of answers) expect(answer.remainingMs).toBeGreaterThan(0);
+  return owner!;
+}
+
+describe('instance leases (PostgreSQL)', () => {
+  it('gateways racing for a free instance: exactly one owner, and every loser is told that owner', async () => {
+    for (let round = 0; round < 25; round++) {
+      const owner = expectOneOwner(await race('/projects/race', `free-${round}`));
+      // …and the database agrees: the owner renews it, nobody else holds anything there.
+      const i = Number(owner.split('-')[1]);
+      expect(await gateways[i]!.renew(owner, LONG)).toEqual(new Set([leaseKey('/projects/race', `free-${round}`)]));
+      await gateways[i]!.release(owner);
+    }
+  });
+
+  it('gateways racing for a lease that ran out: exactly one takes it over, and every loser is told that one', async () => {
+    for (let round = 0; round < 25; round++) {
+      const uuid = `expired-${round}`;
+      // A gateway that died: its lease (1 ms) has run out by the time the others ask.
+      await gateways[0]!.claim('/projects/race', uuid, 'dead-gateway', 'http://127.0.0.1:1', 1);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      const owner = expectOneOwner(await race('/projects/race', uuid));
+      expect(owner).not.toBe('dead-gateway');
+      // The dead gateway, were it to come back, holds nothing any more.
+      expect(await gateways[0]!.renew('dead-gateway', LONG)).toEqual(new Set());
+    }
+  });
+
+  it('a live lease is not taken from its holder; its holder claiming again keeps it', async () => {
+    const held = await gateways[0]!.claim('/projects/live', 'u1', 'holder', address(0), LONG);
+    expect(held.owner).toBe('holder');
+    const other = await gateways[1]!.claim('/projects/live', 'u1', 'other', address(1), LONG);
+    expect(other).toMatchObject({ owner: 'holder', address: address(0) });
+    expect((await gateways[0]!.claim('/projects/live', 'u1', 'holder', address(0), LONG)).owner).toBe('holder');
+    // The same uuid in another project is another instance.
+    expect((await gateways[1]!.claim('/projects/other', 'u1', 'other', address(1), LONG)).owner).toBe('other');
+  });
+
+  it('renew answers the leases still held; release gives back some or all, and a released lease is free at once', async () => {
+    const leases = gateways[2]!;
+    for (const uuid of ['r1', 'r2', 'r3']) await leases.claim('/projects/renew', uuid, 'renewer', address(2), LONG);
+    expect(await leases.renew('renewer', LONG)).toEqual(new Set(['r1', 'r2', 'r3'].map((uuid) => leaseKey('/projects/renew', uuid))));
+    await leases.release('renewer', [leaseKey('/projects/renew', 'r1')]);
+    expect(await leases.renew('renewer', LONG)).toEqual(new Set(['r2', 'r3'].map((uuid) => leaseKey('/projects/renew', uuid))));
+    expect((await gateways[3]!.claim('/projects/renew', 'r1', 'next', address(3), LONG)).owner).toBe('next');
+    await leases.release('renewer');
+    expect(await leases.renew('renewer', LONG)).toEqual(new Set());
+    expect((await gateways[3]!.claim('/projects/renew', 'r2', 'next', address(3), LONG)).owner).toBe('next');
+  });
+});
