@@ -5,6 +5,7 @@
  * land on one counter whichever gateway they reach; a forged gateway-to-gateway request is refused.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { realpath } from 'node:fs/promises';
 import pg from 'pg';
 import { api, cleanup, Client, gateway, tempProject } from './helpers.js';
 import { startPostgres, type TestPostgres } from './support/postgres.js';
@@ -35,7 +36,7 @@ async function owners(project: string): Promise<Array<{ uuid: string; address: s
   const client = new pg.Client({ connectionString: postgres.url });
   await client.connect();
   try {
-    return (await client.query('SELECT uuid, address FROM portico_instance_owners WHERE project LIKE $1', [`%${project.split('/').pop()}`])).rows;
+    return (await client.query('SELECT uuid, address FROM portico_instance_owners WHERE project = $1', [await realpath(project)])).rows;
   } finally {
     await client.end();
   }
@@ -43,7 +44,7 @@ async function owners(project: string): Promise<Array<{ uuid: string; address: s
 
 describe('one live instance across gateways', () => {
   it('REST calls alternating between two gateways drive one counter: 10, 20, … 60', async () => {
-    const { a, b } = await pair();
+    const { project, a, b } = await pair();
     expect((await call(a, 'reset')).body).toEqual({ payload: 0 });
     const answers: unknown[] = [];
     for (let i = 0; i < 6; i++) answers.push((await call(i % 2 ? b : a, 'add', [1])).body.payload);
@@ -51,6 +52,9 @@ describe('one live instance across gateways', () => {
     // B holds no instance of its own: its worker never made one.
     const listed = (await api(b, 'GET', '/v1/projects', undefined, AUTH)).body;
     expect(listed.workers.reduce((n: number, w: { instances: number }) => n + w.instances, 0)).toBe(0);
+    // The lease in the index names A, where B sent every call.
+    const uuid = (await api(a, 'POST', '/v1/interfaces', { target: 'counter', version: ['~big'] }, AUTH)).body.uuid;
+    expect(await owners(project)).toEqual([{ uuid, address: a.url }]);
   });
 
   it('a socket on B sees the pushes of calls made through A, and its widget_set reaches A', async () => {
