@@ -290,7 +290,7 @@ describe('an owner the others cannot reach', { timeout: TIMEOUT }, () => {
 });
 
 describe('the index database lost', { timeout: TIMEOUT }, () => {
-  it('calls to a live instance go on, on its owner and forwarded; a new instance answers 503 store_unavailable; once it is back the owner renews its leases', async () => {
+  it('calls to a live instance go on, on its owner and forwarded, by socket and by REST; a new instance answers 503 store_unavailable; once it is back the owner renews its leases', async () => {
     const project = await tempProject();
     const logged: string[] = [];
     const a = await inProcess(project, { log: (line: string) => logged.push(line) });
@@ -305,6 +305,9 @@ describe('the index database lost', { timeout: TIMEOUT }, () => {
     try {
       expect((await onA.request({ type: 'call', method: 'add', args: [1] })).payload).toBe(10);
       expect((await onB.request({ type: 'call', method: 'add', args: [1] })).payload).toBe(20);
+      // REST too: its record is known from its last use, its owner too.
+      expect((await call(a, 'counter', 'add', [1], big)).body).toEqual({ payload: 30 });
+      expect((await call(b, 'counter', 'add', [1], big)).body).toEqual({ payload: 40 });
       // A new instance needs the index: 503 as a create, over REST and over a socket.
       const fresh = await call(a, 'counter', 'value', [], [{ start: 5 }]);
       expect([fresh.status, fresh.body.code]).toEqual([503, 'store_unavailable']);
@@ -313,9 +316,12 @@ describe('the index database lost', { timeout: TIMEOUT }, () => {
       // Longer than the lease: A could not renew it, and keeps its instance all the same.
       await until(() => logged.some((line) => line.includes('instance leases could not be renewed')));
       await new Promise((resolve) => setTimeout(resolve, LEASE_SECONDS * 1000 + 500));
-      expect((await onA.request({ type: 'call', method: 'add', args: [1] })).payload).toBe(30);
-      expect((await onB.request({ type: 'widget_set', changes: { count: 35 } })).type).toBe('widget_change');
-      expect((await onA.request({ type: 'call', method: 'value' })).payload).toBe(35);
+      expect((await onA.request({ type: 'call', method: 'add', args: [1] })).payload).toBe(50);
+      expect((await onB.request({ type: 'widget_set', changes: { count: 55 } })).type).toBe('widget_change');
+      expect((await onA.request({ type: 'call', method: 'value' })).payload).toBe(55);
+      // B's knowledge of the owner outlived its lease: nobody can take a lease while the index is away.
+      expect((await call(a, 'counter', 'add', [1], big)).body).toEqual({ payload: 65 });
+      expect((await call(b, 'counter', 'add', [1], big)).body).toEqual({ payload: 75 });
     } finally {
       await postgres.start();
     }
@@ -323,8 +329,8 @@ describe('the index database lost', { timeout: TIMEOUT }, () => {
     // Back: A renews its lease (it still names A and runs), then everything works again.
     await expect.poll(() => leasesOf(project).catch(() => []), { timeout: 30_000, interval: 100 }).toEqual([expect.objectContaining({ address: a.url, live: true })]);
     expect(logged.some((line) => line.includes('instance leases renewed again'))).toBe(true);
-    expect((await onB.request({ type: 'call', method: 'add', args: [1] })).payload).toBe(45);
-    expect((await call(b, 'counter', 'add', [1], big)).body).toEqual({ payload: 55 });
+    expect((await onB.request({ type: 'call', method: 'add', args: [1] })).payload).toBe(85);
+    expect((await call(b, 'counter', 'add', [1], big)).body).toEqual({ payload: 95 });
     let fresh = await call(b, 'counter', 'value', [], [{ start: 5 }]);
     for (let attempt = 0; fresh.status === 503 && attempt < 100; attempt++) {
       await new Promise((resolve) => setTimeout(resolve, 100));

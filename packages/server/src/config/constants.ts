@@ -61,6 +61,8 @@ export const LIMITS = {
   instanceLeaseMs: 15_000,
   /** A forward to an instance's owner gives up connecting after this long (ms): the owner counts as unreachable. */
   peerConnectTimeoutMs: 5_000,
+  /** Interfaces whose records a gateway keeps for calls while the index database is away (the most recently used). */
+  recentRecords: 1024,
   /**
    * A worker whose reading side has answered no heartbeat for this long is wedged: it is killed
    * and started again (ms; `--worker-liveness`, 0 turns the check off).

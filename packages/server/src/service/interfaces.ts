@@ -101,7 +101,36 @@ export interface ResolveResult {
 }
 
 
+/**
+ * The records clients used lately through this gateway, by uuid, the most recent last: what a
+ * call or connect finds its record in while the index database cannot be reached, so that calls
+ * to live instances go on (README "Several gateways"). Consulted only then; bounded.
+ */
+class RecentRecords {
+  private readonly records = new Map<string, InterfaceInfo>();
+  private last: InterfaceInfo | undefined;
+
+  constructor(private readonly max: number) {}
+
+  note(info: InterfaceInfo): InterfaceInfo {
+    // Already the most recent (a run of calls on one interface): nothing to move.
+    if (this.last !== info) {
+      this.records.delete(info.uuid);
+      this.records.set(info.uuid, info);
+      this.last = info;
+      if (this.records.size > this.max) this.records.delete(this.records.keys().next().value!);
+    }
+    return info;
+  }
+
+  get(uuid: string): InterfaceInfo | undefined {
+    return this.records.get(uuid);
+  }
+}
+
 export class InterfaceService {
+  private readonly recent = new RecentRecords(LIMITS.recentRecords);
+
   constructor(
     private readonly pool: KernelPool,
     private readonly remotes: RemoteModules,
@@ -133,6 +162,29 @@ export class InterfaceService {
    * version is resolved by Python and whose uuid is the content hash of the result.
    */
   async create(ctx: RequestContext, input: CreateInput): Promise<InterfaceInfo> {
+    try {
+      return this.recent.note(await this.createOrFind(ctx, input));
+    } catch (err) {
+      // The index away: an interface used lately is still known here (its calls go on); a new one waits.
+      if (!(err instanceof PorticoError && err.code === 'store_unavailable')) throw err;
+      const known = this.recent.get(input.uuid ?? input.target) ?? (await this.recentByContent(ctx, input));
+      if (!known) throw err;
+      return known;
+    }
+  }
+
+  /** The recently used interface `input` resolves to, by its content uuid (the worker resolves without the index). */
+  private async recentByContent(ctx: RequestContext, input: CreateInput): Promise<InterfaceInfo | undefined> {
+    if (input.uuid) return undefined;
+    try {
+      const worker = await this.pool.get(ctx.project.dir, ctx.python);
+      return this.recent.get(contentUuid(await worker.resolve(input.target, input.version ?? []), input.predicate ?? {}));
+    } catch {
+      return undefined;
+    }
+  }
+
+  private async createOrFind(ctx: RequestContext, input: CreateInput): Promise<InterfaceInfo> {
     const { store } = ctx.project;
     const existing = (input.uuid && (await store.get(input.uuid))) || (await store.get(input.target));
     if (existing) return publicInfo(existing);

@@ -119,8 +119,11 @@ export class InstanceOwnership {
       try {
         holder = await leases.claim(project, uuid, this.id, this.address, this.leaseMs);
       } catch (err) {
+        const away = (err as PorticoError).code === 'store_unavailable';
         // Held, and the database away: it stays held (calls to live instances go on).
-        if (since !== undefined && this.held.has(key) && (err as PorticoError).code === 'store_unavailable') return LOCAL;
+        if (away && since !== undefined && this.held.has(key)) return LOCAL;
+        // Another's, and the database away: nobody can take a lease now, so its owner is still the one known.
+        if (away && known && !ctx.forwarded && !this.isGone(known.address)) return { local: false, address: known.address, owner: known.owner };
         throw err;
       }
       if (holder.owner === this.id) {
