@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `npm run bench`: every figure beside its floor measured in this same run. Never part of `npm test`.
 // `npm run bench -- calls binary` runs only the named sections (floors, calls, binary, compression, sockets, widgets,
-// anywidgets, executions, display, index, postgres, creates, slurm, lifetime), so a before/after comparison of one part need not wait for all of them.
+// anywidgets, executions, display, index, postgres, creates, slurm, lifetime, owners), so a before/after comparison of one part need not wait for all of them.
 import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { cpus } from 'node:os';
@@ -26,7 +26,7 @@ if (!existsSync(path.join(ROOT, 'packages/server/dist/cli/main.js'))) {
   process.exit(1);
 }
 
-const SECTIONS = ['floors', 'calls', 'binary', 'compression', 'sockets', 'widgets', 'anywidgets', 'executions', 'display', 'index', 'postgres', 'creates', 'slurm', 'lifetime'];
+const SECTIONS = ['floors', 'calls', 'binary', 'compression', 'sockets', 'widgets', 'anywidgets', 'executions', 'display', 'index', 'postgres', 'creates', 'slurm', 'lifetime', 'owners'];
 const args = process.argv.slice(2);
 // --json [file]: also write every figure as JSON (to the file, or to stdout when none is named).
 const jsonAt = args.indexOf('--json');
@@ -221,6 +221,11 @@ if (want('creates')) {
 if (want('lifetime')) {
   section('lifetime', 'Live instances (issue 28): a worker killed or wedged until calls and widget state are back; saving a 1 MB widget state');
   report(await onDemoCopy((dir) => lifetimeBench(dir, RUNS)));
+}
+
+if (want('owners')) {
+  section('owners', 'Several gateways (issue 34): two gateway processes on one PostgreSQL, the streamer owned by A; calls on B forwarded to A beside the same calls on A and the raw ws echo, interleaved');
+  report(await (await import('./owners.mjs')).ownersBench(RUNS));
 }
 
 if (want('slurm')) report(await (await import('./slurm.mjs')).slurmBench());
