@@ -19,7 +19,7 @@ const TOKEN = 'faults-api-token';
 const SECRET = 'faults-peer-secret';
 const AUTH = { authorization: `Bearer ${TOKEN}` };
 /** The lease time of every gateway here (seconds): takeovers happen within it. */
-const LEASE_SECONDS = 2;
+const LEASE_SECONDS = 3;
 
 /** A module whose stream goes on until its gateway dies, and whose `hold` call never ends by itself. */
 const DRIP = `"""Calls that outlive their gateway."""

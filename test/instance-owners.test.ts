@@ -25,7 +25,7 @@ afterAll(async () => {
 
 async function pair(extra: Record<string, unknown> = {}) {
   const project = await tempProject();
-  const options = { project, store: postgres.url, apiToken: TOKEN, instanceLeaseMs: 2000, ...extra };
+  const options = { project, store: postgres.url, apiToken: TOKEN, instanceLeaseMs: 5000, ...extra };
   return { project, a: await gateway(options), b: await gateway(options) };
 }
 
