@@ -139,6 +139,9 @@ function start(): Worker {
   worker.unref();
   worker.once('online', () => {
     if (thread === worker) online = true;
+    // Node refs a worker again as it comes online: without this, a thread started and never sent
+    // a batch keeps the process alive after the gateway closed (until a garbage collection).
+    if (!batch) worker.unref();
   });
   worker.on('message', (outcomes: NewFileOutcome[]) => {
     const answered = batch ?? [];
