@@ -1,8 +1,10 @@
 /**
- * Debian's nginx as the TLS reverse proxy in front of a gateway, as a deployment runs it: the
- * site configuration README "Behind a proxy" shows (`proxySite`, the one text both use), wrapped
+ * Debian's nginx as the TLS reverse proxy in front of a gateway, or of several taking requests in
+ * turn, as a deployment runs it: the site configuration README "Behind a proxy" and "Several
+ * gateways" show (`proxySite`, the one text the README and the tests use), wrapped
  * in a main configuration of its own (pid, logs and temporary folders in a temporary folder, so it
  * needs no root-owned directory), with a throwaway self-signed certificate made by the openssl CLI.
+ * Its access log names the gateway nginx sent each request to (`Proxy.access`).
  * `npm test` (and `npm run provision`) installs /usr/sbin/nginx and exports PORTICO_NGINX.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
@@ -19,8 +21,12 @@ export const NGINX = process.env.PORTICO_NGINX ?? '/usr/sbin/nginx';
 export interface SiteOptions {
   /** Where nginx listens (`443`, `127.0.0.1:8443`). */
   listen: string;
-  /** The gateway, as `portico serve` printed it without the scheme (`127.0.0.1:8000`). */
-  gateway: string;
+  /**
+   * The gateways, as `portico serve` printed them without the scheme (`127.0.0.1:8000`): one, or
+   * several that nginx sends requests to in turn (round-robin, its default; each request and
+   * each socket on its own, whatever connection the client or nginx reuses).
+   */
+  gateways: string[];
   certificate: string;
   key: string;
 }
@@ -31,15 +37,14 @@ export interface SiteOptions {
  * Answers stream through unbuffered (reads, output), uploads too, and sockets stay open for as
  * long as the gateway keeps them (its heartbeat, not nginx's 60 s read timeout, finds dead peers).
  */
-export function proxySite({ listen, gateway, certificate, key }: SiteOptions): string {
+export function proxySite({ listen, gateways, certificate, key }: SiteOptions): string {
   return `map $http_upgrade $connection_upgrade {
     default upgrade;
     ''      '';
 }
 
 upstream portico {
-    server ${gateway};
-    keepalive 16;
+${gateways.map((gateway) => `    server ${gateway};\n`).join('')}    keepalive 16;
 }
 
 server {
@@ -66,7 +71,15 @@ server {
 }
 
 /** The example README "Behind a proxy" shows: the site for a gateway on 127.0.0.1:8000. */
-export const README_SITE = proxySite({ listen: '443', gateway: '127.0.0.1:8000', certificate: '/etc/ssl/portico/cert.pem', key: '/etc/ssl/portico/key.pem' });
+export const README_SITE = proxySite({ listen: '443', gateways: ['127.0.0.1:8000'], certificate: '/etc/ssl/portico/cert.pem', key: '/etc/ssl/portico/key.pem' });
+
+/** The example README "Several gateways" shows: the same site for three gateways on three hosts. */
+export const README_GATEWAYS_SITE = proxySite({
+  listen: '443',
+  gateways: ['10.0.0.11:8000', '10.0.0.12:8000', '10.0.0.13:8000'],
+  certificate: '/etc/ssl/portico/cert.pem',
+  key: '/etc/ssl/portico/key.pem',
+});
 
 /** A main configuration around `site` that writes only under `dir`. */
 function mainConfig(dir: string, site: string): string {
@@ -76,7 +89,8 @@ pid ${dir}/nginx.pid;
 error_log ${dir}/error.log;
 events { worker_connections 256; }
 http {
-    access_log ${dir}/access.log;
+    log_format upstreams escape=json '{"request":"$request","status":$status,"upstream":"$upstream_addr","request_id":"$http_x_request_id"}';
+    access_log ${dir}/access.log upstreams;
     client_body_temp_path ${dir}/client_body;
     proxy_temp_path ${dir}/proxy;
     fastcgi_temp_path ${dir}/fastcgi;
@@ -94,13 +108,28 @@ export interface Proxy {
   certificate: string;
   /** nginx's error log, for a failing test's message. */
   errors(): Promise<string>;
+  /** nginx's access log so far, a line per request ended (a socket's when it closed). */
+  access(): Promise<AccessLine[]>;
   stop(): Promise<void>;
+}
+
+export interface AccessLine {
+  /** `POST /v1/interfaces/call HTTP/1.1` */
+  request: string;
+  status: number;
+  /** The gateway nginx sent it to (`127.0.0.1:41235`; several, comma-separated, when it tried more than one). */
+  upstream: string;
+  /** The request's X-Request-Id ('' without one). */
+  request_id: string;
 }
 
 const run = promisify(execFile);
 
-/** Starts nginx on a free loopback port with TLS in front of the gateway at `gatewayUrl` (http://host:port). */
-export async function startProxy(gatewayUrl: string): Promise<Proxy> {
+/**
+ * Starts nginx on a free loopback port with TLS in front of the gateway at `gatewayUrls`
+ * (http://host:port), or of the gateways there in turn.
+ */
+export async function startProxy(gatewayUrls: string | string[]): Promise<Proxy> {
   if (!existsSync(NGINX)) throw new Error(`no nginx at ${NGINX}: run \`npm run provision\` (installs Debian's nginx)`);
   const dir = await mkdtemp(path.join(tmpdir(), 'portico-nginx-'));
   const certificate = path.join(dir, 'cert.pem');
@@ -108,9 +137,15 @@ export async function startProxy(gatewayUrl: string): Promise<Proxy> {
   await run('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', key, '-out', certificate]);
   const port = await freePort();
   const conf = path.join(dir, 'nginx.conf');
-  await writeFile(conf, mainConfig(dir, proxySite({ listen: `127.0.0.1:${port}`, gateway: new URL(gatewayUrl).host, certificate, key })));
+  const gateways = (typeof gatewayUrls === 'string' ? [gatewayUrls] : gatewayUrls).map((url) => new URL(url).host);
+  await writeFile(conf, mainConfig(dir, proxySite({ listen: `127.0.0.1:${port}`, gateways, certificate, key })));
   const errorLog = path.join(dir, 'error.log');
   const errors = () => readFile(errorLog, 'utf8').catch(() => '');
+  const access = async () =>
+    (await readFile(path.join(dir, 'access.log'), 'utf8').catch(() => ''))
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as AccessLine);
   const child: ChildProcess = spawn(NGINX, ['-p', dir, '-e', errorLog, '-c', conf], { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr!.on('data', (d) => (stderr += d));
@@ -138,5 +173,5 @@ export async function startProxy(gatewayUrl: string): Promise<Proxy> {
     if (up) break;
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
-  return { url, port, certificate, errors, stop };
+  return { url, port, certificate, errors, access, stop };
 }
