@@ -12,11 +12,11 @@
  * An owner that stops answering pings for a lease time (frozen, or its network gone without a
  * reset) counts as gone too: it stopped renewing its lease as well.
  */
-import type { Socket } from 'node:net';
 import { WebSocket, type RawData } from 'ws';
 import { LIMITS } from '../config/constants.js';
 import { ERROR_CODES as ERRORS, PorticoError } from '../errors.js';
 import type { FrameId } from './decode.js';
+import { TickCork } from './tick-cork.js';
 
 /** What a relay tells its session. */
 export interface RelayHost<F> {
@@ -70,31 +70,15 @@ export class OwnerRelay<F extends { type: string; id?: FrameId }> {
   private paused = 0;
   private heartbeat: NodeJS.Timeout | undefined;
 
-  /** The TCP socket under the owner's WebSocket, corked while this tick's frames are queued. */
-  private readonly tcp: Socket | undefined;
-  private corked = false;
+  /** Frames forwarded in one tick go to the owner in one write (a pipelined client sends many in one read). */
+  private readonly cork: TickCork;
 
   private constructor(
     private readonly socket: WebSocket,
     readonly address: string,
     private readonly host: RelayHost<F>,
   ) {
-    // ws keeps its TCP socket in `_socket` (as the session's sending does, socket-session.ts).
-    this.tcp = (socket as unknown as { _socket?: Socket })._socket;
-  }
-
-  /**
-   * Frames forwarded in one tick go to the owner in one write: a pipelined client sends many in
-   * one read, and a write per frame was most of the relaying gateway's time per forwarded call.
-   */
-  private corkForThisTick(): void {
-    if (this.corked || !this.tcp) return;
-    this.corked = true;
-    this.tcp.cork();
-    process.nextTick(() => {
-      this.corked = false;
-      this.tcp!.uncork();
-    });
+    this.cork = new TickCork(socket);
   }
 
   /**
@@ -220,7 +204,7 @@ export class OwnerRelay<F extends { type: string; id?: FrameId }> {
       if (id) this.answeredUploads.delete(id);
     }
     const key = frame.type === 'chunk_end' ? (id ?? this.lastUpload) : id;
-    this.corkForThisTick();
+    this.cork.now();
     const text = JSON.stringify(buffers.length ? { ...frame, binary_buffers: buffers.length } : frame);
     this.socket.send(text);
     for (const buffer of buffers) this.socket.send(buffer, { binary: true, compress: false });

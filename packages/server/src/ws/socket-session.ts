@@ -6,7 +6,6 @@
  * queue. A frame with `binary_buffers: n` is handled once the n binary frames right after it (its
  * buffers) are in.
  */
-import type { Socket } from 'node:net';
 import type { WebSocket } from 'ws';
 import { LIMITS } from '../config/constants.js';
 import type { z } from '../contract/zod.js';
@@ -15,6 +14,7 @@ import type { LogLine } from '../ops/logger.js';
 import { displayFields, type Display } from '../service/display.js';
 import type { BindInput, Gateway } from '../service/gateway.js';
 import { decodeFrame, type FrameId } from './decode.js';
+import { TickCork } from './tick-cork.js';
 
 const BINARY_FRAME = { binary: true, compress: false } as const;
 const TEXT_FRAME = { binary: false } as const;
@@ -40,9 +40,8 @@ export abstract class SocketSession<F extends { type: string; id?: FrameId }> {
   /** Frames handled since the socket opened (for its access line). */
   frames = 0;
   private awaiting: Awaiting<F> | undefined;
-  /** The TCP socket under the WebSocket, corked while this tick's frames are queued (see `send`). */
-  private readonly tcp: Socket | undefined;
-  private corked = false;
+  /** This tick's frames go out in one write (see `send`). */
+  private readonly cork: TickCork;
   /** The client asked (connect `buffers: binary`) for binary data as binary frames, not base64. */
   protected binaryBuffers = false;
 
@@ -54,8 +53,7 @@ export abstract class SocketSession<F extends { type: string; id?: FrameId }> {
     protected readonly log: LogLine,
     private readonly schemas: Record<string, z.ZodType>,
   ) {
-    // ws keeps its TCP socket in `_socket` (not typed, but what ws itself and its users rely on).
-    this.tcp = (socket as unknown as { _socket?: Socket })._socket;
+    this.cork = new TickCork(socket);
     socket.on('message', (data, isBinary) => this.receive(data as Buffer, isBinary));
     socket.on('close', () => this.teardown());
     socket.on('error', (err) => this.log(`websocket error: ${err.message}`));
@@ -150,20 +148,9 @@ export abstract class SocketSession<F extends { type: string; id?: FrameId }> {
     }
   }
 
-  /**
-   * Frames sent in one tick go out in one write: the worker answers pipelined calls in batches,
-   * and a write (a syscall that wakes the peer) per result frame was the largest cost of a
-   * pipelined call in the gateway's profile. Uncorked before the event loop waits again, so
-   * nothing is delayed beyond the current tick.
-   */
+  /** Frames sent in one tick go out in one write (ws/tick-cork.ts). */
   protected corkForThisTick(): void {
-    if (this.corked || !this.tcp) return;
-    this.corked = true;
-    this.tcp.cork();
-    process.nextTick(() => {
-      this.corked = false;
-      this.tcp!.uncork();
-    });
+    this.cork.now();
   }
 
   /**
