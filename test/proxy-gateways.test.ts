@@ -9,7 +9,6 @@
  */
 import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
-import https from 'node:https';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import type { Page } from 'playwright-core';
@@ -18,6 +17,7 @@ import { launchBrowser, type LaunchedBrowser } from './browser.js';
 import { cleanup, ROOT, tempProject } from './helpers.js';
 import { README_GATEWAYS_SITE, startProxy, type AccessLine, type Proxy } from './support/nginx.js';
 import { startPostgres, type TestPostgres } from './support/postgres.js';
+import { cleanEnv, send as request, type Answer, type SendOptions } from './support/requests.js';
 import { killGroup, launch, type Launched } from './support/processes.js';
 
 const TIMEOUT = 180_000;
@@ -29,38 +29,8 @@ const WAIT = { timeout: 30_000 };
 /** How long afterAll lets a gateway stop after SIGTERM before it counts as stuck (its drain takes 5 s at most). */
 const STOP_BOUND_MS = 60_000;
 
-interface Answer {
-  status: number;
-  body: any;
-}
-
-/** One HTTPS request to the proxy (trusting its certificate), or an HTTP one to a gateway. */
-function send(url: string, { method = 'GET', headers = {}, body }: { method?: string; headers?: Record<string, string>; body?: unknown } = {}): Promise<Answer> {
-  const data = body === undefined ? undefined : JSON.stringify(body);
-  return new Promise((resolve, reject) => {
-    const req = https.request(url, { method, ca, agent: false, headers: { ...AUTH, ...(data ? { 'content-type': 'application/json' } : {}), ...headers } }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk) => (text += chunk));
-      res.on('end', () => {
-        let parsed: unknown = text;
-        try {
-          parsed = JSON.parse(text);
-        } catch {
-          // not JSON: kept as text
-        }
-        resolve({ status: res.statusCode!, body: parsed });
-      });
-    });
-    req.once('error', reject);
-    req.end(data);
-  });
-}
-
-/** The environment without the PORTICO_* variables the test run itself may have. */
-function cleanEnv(): NodeJS.ProcessEnv {
-  return Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('PORTICO_')));
-}
+/** One HTTPS request to the proxy (trusting its certificate) with the api token. */
+const send = (url: string, options: SendOptions = {}): Promise<Answer> => request(url, { ca, ...options, headers: { ...AUTH, ...options.headers } });
 
 interface Served {
   launched: Launched;

@@ -8,8 +8,6 @@
  */
 import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
-import http from 'node:http';
-import https from 'node:https';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,45 +15,12 @@ import { launchBrowser, type LaunchedBrowser } from './browser.js';
 import { cleanup, Client, ROOT, tempProject } from './helpers.js';
 import { killGroup, launch, type Launched } from './support/processes.js';
 import { README_SITE, startProxy, type Proxy } from './support/nginx.js';
+import { cleanEnv, send } from './support/requests.js';
 
 const TIMEOUT = 120_000;
 const BIN = path.join(ROOT, 'packages/server/bin/portico.js');
 /** A loopback address the gateway does not trust: a client that is not the proxy. */
 const STRANGER = '127.0.0.5';
-
-interface Answer {
-  status: number;
-  body: any;
-}
-
-/** One HTTP(S) request: `ca` trusts the proxy's certificate, `localAddress` picks the client's address. */
-function send(url: string, { method = 'GET', headers = {}, body, ca, localAddress }: { method?: string; headers?: Record<string, string>; body?: unknown; ca?: string; localAddress?: string } = {}): Promise<Answer> {
-  const data = body === undefined ? undefined : JSON.stringify(body);
-  const transport = url.startsWith('https:') ? https : http;
-  return new Promise((resolve, reject) => {
-    const req = transport.request(url, { method, ca, localAddress, agent: false, headers: { ...(data ? { 'content-type': 'application/json' } : {}), ...headers } }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk) => (text += chunk));
-      res.on('end', () => {
-        let parsed: unknown = text;
-        try {
-          parsed = JSON.parse(text);
-        } catch {
-          // not JSON: kept as text
-        }
-        resolve({ status: res.statusCode!, body: parsed });
-      });
-    });
-    req.once('error', reject);
-    req.end(data);
-  });
-}
-
-/** The environment without the PORTICO_* variables the test run itself may have. */
-function cleanEnv(): NodeJS.ProcessEnv {
-  return Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('PORTICO_')));
-}
 
 let served: Launched;
 let gatewayUrl: string;
