@@ -11,7 +11,7 @@ import { chown, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir, userInfo } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { apt, log, notice, ProvisionError } from './provision.mjs';
+import { apt, log, notice, ProvisionError } from './provision-shell.mjs';
 
 const DEBIAN_ROOT = '/usr/lib/postgresql';
 

@@ -6,7 +6,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { commandStdio, log, notice } from './provision.mjs';
+import { commandStdio, log, notice } from './provision-shell.mjs';
 
 /** The programs the tests run: clients for the gateway, daemons for the throwaway cluster. */
 export const SLURM_PROGRAMS = ['sbatch', 'squeue', 'scancel', 'scontrol', 'sinfo', 'slurmctld', 'slurmd', 'munged', 'mungekey'];

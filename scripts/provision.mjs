@@ -17,13 +17,13 @@
 // Idempotent; well under 2 s when everything is there. Alone (`npm run provision`) it prints what it
 // does; `npm test` sends all of it, pip's and apt-get's output included, to its log file and shows
 // only a line when a slow step starts (provision({ logFd })).
-import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureSlurm } from './provision-slurm.mjs';
 import { ensurePostgres } from './provision-postgres.mjs';
+import { apt, capture, log, notice, ProvisionError, setLogFd, sh } from './provision-shell.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const CHROMIUM = '/usr/bin/chromium';
@@ -43,56 +43,6 @@ export const LAB_NEWEST_PYTHON = path.join(LAB_NEWEST, 'bin', 'python');
 const LAB_NEWEST_REQUIREMENTS = path.join(ROOT, 'scripts', 'lab-newest-requirements.txt');
 /** How long the newest JupyterLab found stays the newest before pip asks PyPI again. */
 const LAB_NEWEST_RECHECK_MS = 24 * 3600 * 1000;
-
-/** Where provisioning writes: null for the terminal, else the file descriptor of npm test's log. */
-let logFd = null;
-
-export const log = (line) => {
-  if (logFd === null) console.log(`provision: ${line}`);
-  else writeSync(logFd, `provision: ${line}\n`);
-};
-
-/** A line for the terminal even when the rest goes to the log: a slow step starting. */
-export const notice = (line) => {
-  log(line);
-  if (logFd !== null) console.log(`provision: ${line}`);
-};
-
-/** stdio for a command provisioning runs: its output where provisioning writes. */
-export const commandStdio = () => ['ignore', logFd ?? 'inherit', logFd ?? 'inherit'];
-
-export class ProvisionError extends Error {}
-
-/** Runs a command with its output shown (or logged); throws a ProvisionError naming it when it fails. */
-function sh(cmd, args, { what, ...opts } = {}) {
-  log(`$ ${[cmd, ...args].join(' ')}`);
-  const res = spawnSync(cmd, args, { cwd: ROOT, stdio: commandStdio(), ...opts });
-  if (res.error) throw new ProvisionError(`${what ?? cmd}: cannot run ${cmd}: ${res.error.message}`);
-  if (res.status !== 0) throw new ProvisionError(`${what ?? cmd}: \`${[cmd, ...args].join(' ')}\` exited with ${res.status ?? res.signal}`);
-}
-
-/** Runs a command quietly and returns its stdout, or null when it cannot run or fails. */
-function capture(cmd, args) {
-  const res = spawnSync(cmd, args, { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-  return res.status === 0 ? res.stdout : null;
-}
-
-function onPath(cmd) {
-  return (process.env.PATH ?? '').split(path.delimiter).some((dir) => dir && existsSync(path.join(dir, cmd)));
-}
-
-/** How to run apt-get: directly as root, through sudo otherwise (non-interactive when there is no terminal). */
-function aptPrefix() {
-  if (process.getuid?.() === 0) return [];
-  if (onPath('sudo')) return process.stdin.isTTY ? ['sudo'] : ['sudo', '-n'];
-  throw new ProvisionError('installing Debian packages needs root or sudo; run `npm run provision` as root');
-}
-
-export function apt(args, what) {
-  if (!onPath('apt-get')) throw new ProvisionError(`${what}: apt-get is not available here; install the Debian package by hand`);
-  const [cmd, ...pre] = [...aptPrefix(), 'apt-get'];
-  sh(cmd, [...pre, ...args], { what, env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
-}
 
 export function ensureChromium() {
   if (existsSync(CHROMIUM)) {
@@ -217,7 +167,7 @@ export function ensureLabNewest() {
  * any part that could not be provisioned (empty when all is well).
  */
 export function provision({ logFd: fd = null } = {}) {
-  logFd = fd;
+  setLogFd(fd);
   try {
     const started = Date.now();
     const errors = [];
@@ -234,7 +184,7 @@ export function provision({ logFd: fd = null } = {}) {
     log(`${errors.length ? `${errors.length} step(s) failed` : 'ready'} in ${((Date.now() - started) / 1000).toFixed(2)} s`);
     return { env, errors };
   } finally {
-    logFd = null;
+    setLogFd(null);
   }
 }
 
