@@ -11,6 +11,22 @@ import { api, cleanup, Client, gateway, tempProject } from './helpers.js';
 import { startPostgres, type TestPostgres } from './support/postgres.js';
 
 let postgres: TestPostgres;
+
+/** A widget whose message handler sends its buffers back reversed. */
+const ECHO = `
+from portico import Interface, WidgetReply
+
+
+class Echo(Interface):
+    def ping(self):
+        return "pong"
+
+    def widget_state(self):
+        return {}
+
+    def widget_message(self, content, buffers):
+        return WidgetReply({"sizes": [len(b) for b in buffers]}, [bytes(reversed(b)) for b in buffers])
+`;
 const TOKEN = 'owners-test-token';
 const AUTH = { authorization: `Bearer ${TOKEN}` };
 
@@ -71,6 +87,36 @@ describe('one live instance across gateways', () => {
     expect((await call(a, 'value')).body.payload).toBe(35);
     const result = await socket.request({ type: 'call', method: 'add', args: [1] });
     expect(result).toMatchObject({ type: 'result', payload: 45 });
+  });
+
+  it('the data plane crosses the relay as it came: an upload and a read of 3 MiB, widget buffers both ways as binary frames', async () => {
+    const project = await tempProject({ 'echo.py': ECHO });
+    const options = { project, store: postgres.url, apiToken: TOKEN, instanceLeaseMs: 5000 };
+    const [a, b] = [await gateway(options), await gateway(options)];
+    // A makes both instances (it takes their leases); every frame below goes through B.
+    for (const [target, method] of [['files', 'listing'], ['echo', 'ping']]) expect((await api(a, 'POST', '/v1/interfaces/call', { target, method }, AUTH)).status).toBe(200);
+    const socket = await Client.open(b.url, { headers: AUTH });
+    await socket.connect('files', { buffers: 'binary' });
+    const data = Buffer.from(Array.from({ length: 3 * 1024 * 1024 }, (_, i) => (i * 7919) % 251));
+    const upload = socket.send({ type: 'chunk_start', path: 'data.bin', mode: 'write' });
+    for (let at = 0; at < data.length; at += 1024 * 1024) socket.ws.send(data.subarray(at, at + 1024 * 1024));
+    socket.send({ type: 'chunk_end', id: upload });
+    expect(await socket.waitFor((f) => f.id === upload)).toMatchObject({ type: 'chunk_done', payload: { bytes_written: data.length } });
+    const received: Buffer[] = [];
+    socket.onBinary = (chunk) => received.push(Buffer.from(chunk));
+    expect(await socket.request({ type: 'chunk_start', mode: 'read', params: { name: 'data.bin' } })).toMatchObject({ type: 'chunk_done', payload: { bytes_sent: data.length } });
+    expect(Buffer.concat(received).equals(data)).toBe(true);
+
+    const widget = await Client.open(b.url, { headers: AUTH });
+    await widget.connect('echo', { buffers: 'binary' });
+    const sent = [Buffer.from([1, 2, 3]), Buffer.alloc(0), Buffer.from('portico')];
+    const id = widget.sendWithBuffers({ type: 'widget_msg', content: 'echo' }, sent);
+    const reply = await widget.waitFor((f) => f.id === id && f.attached?.length === 3);
+    expect(reply).toMatchObject({ type: 'widget_msg', payload: { content: { sizes: [3, 0, 7] } }, binary_buffers: 3 });
+    expect(reply.attached!.map((buffer) => [...buffer])).toEqual(sent.map((buffer) => [...buffer].reverse()));
+    // B's worker made neither instance: every byte went to A and back.
+    const listed = (await api(b, 'GET', '/v1/projects', undefined, AUTH)).body;
+    expect(listed.workers.reduce((n: number, w: { instances: number }) => n + w.instances, 0)).toBe(0);
   });
 
   it('a request that says it comes from a gateway without the peer secret is refused', async () => {
