@@ -31,6 +31,8 @@ export type Owner = { local: true } | { local: false; address: string; owner: st
 const LOCAL: Owner = { local: true };
 /** A remembered lease of another gateway is trusted until this long before it ends (ms). */
 const CLOCK_MARGIN_MS = 250;
+/** What is known of another gateway's lease is forgotten this long (at least) after it ended. */
+const FORGET_AFTER_MS = 60_000;
 
 export interface OwnershipOptions {
   leases: LeaseStore | undefined;
@@ -71,7 +73,10 @@ export class InstanceOwnership {
     this.leases = options.leases;
     this.leaseMs = options.leaseMs;
     if (this.leases) {
-      this.timer = setInterval(() => void this.renewSoon(), this.leaseMs / 3);
+      this.timer = setInterval(() => {
+        void this.renewSoon();
+        this.forgetOld();
+      }, this.leaseMs / 3);
       this.timer.unref();
     }
   }
@@ -207,6 +212,19 @@ export class InstanceOwnership {
       'x-service-project': ctx.project.dir,
       'x-service-python': ctx.python,
     };
+  }
+
+  /**
+   * Drops what is remembered of other gateways' leases that ended long ago (and of owners found
+   * gone), so that a gateway forwarding to many instances over days keeps no entry per instance
+   * ever used. Kept a while past their end: with the database away, the last known owner is still
+   * where calls go.
+   */
+  private forgetOld(): void {
+    const now = performance.now();
+    const keep = Math.max(10 * this.leaseMs, FORGET_AFTER_MS);
+    for (const [key, known] of this.known) if (now - known.until > keep) this.known.delete(key);
+    for (const [address, until] of this.gone) if (now > until) this.gone.delete(address);
   }
 
   private renewSoon(): Promise<void> {
