@@ -40,7 +40,8 @@ afterAll(async () => {
 describe('schema migration', () => {
   // First in this file: the database is still empty, as a gateway of schema version 2 would leave it.
   it('migrates a version-2 database at start, keeping its records and totals', async () => {
-    expect(SCHEMA_VERSION).toBe(3);
+    // Migration 3 (bounded label indexes) is what this test is about; later ones run after it.
+    expect(SCHEMA_VERSION).toBeGreaterThanOrEqual(3);
     const admin = new pg.Client({ connectionString: postgres.url });
     await admin.connect();
     try {
