@@ -18,6 +18,7 @@ import { answerRefusals } from './http/refusals.js';
 import { createLogger, lineLogger } from './ops/logger.js';
 import { checkPortFree, portInUse } from './ops/port.js';
 import { Gateway } from './service/gateway.js';
+import { isPostgresUrl } from './store/postgres/postgres-store.js';
 import { attachWebSockets } from './ws/upgrade.js';
 import { Session } from './ws/session.js';
 
@@ -54,7 +55,7 @@ export async function startServer(overrides: Partial<GatewayOptions> = {}): Prom
   const logger = options.logger ?? createLogger(options.logLevel);
   const log = options.log ?? lineLogger(logger);
   // Before the gateway: a bad auth or proxy configuration or a taken port must fail before any index is opened.
-  const auth = new Authenticator({ ...options, log });
+  const auth = new Authenticator({ ...options, sharedIndex: isPostgresUrl(options.store), log });
   trustedProxies(options.trustedProxies);
   await checkPortFree(options.host, options.port);
   const gateway = await Gateway.create({ ...options, log, logger });

@@ -9,9 +9,12 @@
  *
  * Key: 32 random bytes per gateway process. A restart therefore invalidates every session token
  * (clients mint again). A key derived from the api token would survive restarts, but then each
- * session token handed to a page would let anyone brute-force the api token offline.
+ * session token handed to a page would let anyone try guesses of the api token offline. Several
+ * gateways behind one proxy (a shared index) must accept each other's tokens, so there the key
+ * comes from the secret they share (the peer secret, else the api token) through scrypt, which
+ * makes each offline guess cost tens of milliseconds and 32 MiB (`sharedKey`).
  */
-import { createHmac, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomBytes, randomUUID, scryptSync, timingSafeEqual } from 'node:crypto';
 import { LIMITS } from '../config/constants.js';
 import { PorticoError } from '../errors.js';
 
@@ -39,10 +42,16 @@ export interface VerifiedToken {
   expiresAt: number;
 }
 
-export class SessionTokens {
-  private readonly key = randomBytes(32);
+/** The key every gateway sharing `secret` derives alike (slowly: see the key above). */
+export function sharedKey(secret: string): Buffer {
+  return scryptSync(secret, 'portico session tokens v1', 32, { N: 2 ** 15, r: 8, p: 1, maxmem: 64 * 1024 * 1024 });
+}
 
-  constructor(private readonly now: () => number = Date.now) {}
+export class SessionTokens {
+  constructor(
+    private readonly now: () => number = Date.now,
+    private readonly key: Buffer = randomBytes(32),
+  ) {}
 
   /**
    * A new token valid for `ttlSeconds` (default LIMITS.sessionTokenTtlDefaultS, at most
