@@ -7,7 +7,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { PorticoError } from '../errors.js';
 import { looksLikeJwt, OidcVerifier } from './oidc.js';
-import { SESSION_TOKEN_PREFIX, SessionTokens, type MintedToken } from './session-tokens.js';
+import { SESSION_TOKEN_PREFIX, SessionTokens, sharedKey, type MintedToken } from './session-tokens.js';
 
 export const BEARER_SUBPROTOCOL = 'bearer';
 
@@ -51,7 +51,14 @@ export const PEER_HEADERS = { gateway: 'x-portico-peer', user: 'x-portico-peer-u
 export function peerOf(get: (name: string) => string | undefined): { gateway: string; user?: string } | undefined {
   const gateway = get(PEER_HEADERS.gateway);
   if (!gateway) return undefined;
-  const user = get(PEER_HEADERS.user);
+  const encoded = get(PEER_HEADERS.user);
+  // Percent-encoded by the forwarding gateway (a header holds Latin-1 only).
+  let user = encoded;
+  try {
+    user = encoded && decodeURIComponent(encoded);
+  } catch {
+    // not encoding: taken as it is
+  }
   return user ? { gateway, user } : { gateway };
 }
 
@@ -65,18 +72,21 @@ export interface AuthOptions {
   oidcUserClaim?: string | undefined;
   /** What gateways present to each other when they forward (default: the api token). */
   peerSecret?: string | undefined;
+  /** Several gateways share the index: session tokens minted by one are accepted by all (their key comes from the peer secret). */
+  sharedIndex?: boolean | undefined;
   log?: ((line: string) => void) | undefined;
 }
 
 export class Authenticator {
   private readonly apiToken: string | undefined;
   private readonly peerSecret: string | undefined;
-  private readonly sessions = new SessionTokens();
+  private readonly sessions: SessionTokens;
   private readonly oidc: OidcVerifier | undefined;
 
   constructor(options: AuthOptions = {}) {
     this.apiToken = options.apiToken || undefined;
     this.peerSecret = options.peerSecret || this.apiToken;
+    this.sessions = new SessionTokens(Date.now, options.sharedIndex && this.peerSecret ? sharedKey(this.peerSecret) : undefined);
     if (options.oidcIssuer) {
       if (!options.oidcAudience) {
         // Without an audience, any token the issuer mints for any other API would be accepted here.

@@ -31,6 +31,14 @@ describe('portico serve options', () => {
     expect(parseServeArgs([], { PORTICO_ENABLE_SOURCE_API: 'true', PORTICO_SOURCE_TOKEN: 't' })).toMatchObject({ enableSourceApi: true, sourceToken: 't' });
     expect(() => parseServeArgs(['--oidc-issuer', 'https://id.example'], {})).toThrow(/--oidc-audience/);
     expect(parseServeArgs(['--oidc-issuer', 'https://id.example', '--oidc-audience', 'portico'], {})).toMatchObject({ oidcUserClaim: 'sub' });
+    // Gateways sharing an index forward with a secret: OIDC alone gives them none.
+    const oidc = ['--oidc-issuer', 'https://id.example', '--oidc-audience', 'portico', '--store', 'postgres://u@localhost/db'];
+    expect(() => parseServeArgs(oidc, {})).toThrow(/--peer-secret/);
+    expect(parseServeArgs([...oidc, '--peer-secret', 's'], {})).toMatchObject({ peerSecret: 's' });
+    // The lease options.
+    expect(parseServeArgs(['--instance-lease', '2', '--advertise-url', 'http://10.0.0.5:8000/'], {})).toMatchObject({ instanceLeaseMs: 2000, advertiseUrl: 'http://10.0.0.5:8000' });
+    expect(() => parseServeArgs(['--advertise-url', 'http://10.0.0.5:8000/portico'], {})).toThrow(/--advertise-url/);
+    expect(() => parseServeArgs(['--instance-lease', '0.5'], {})).toThrow(/--instance-lease/);
   });
 
   it('a non-loopback host needs an api token or an OIDC issuer (or --insecure)', () => {

@@ -54,7 +54,7 @@ export const SERVE_OPTIONS = [
     flag: '--instance-lease',
     env: 'PORTICO_INSTANCE_LEASE',
     default: `${LIMITS.instanceLeaseMs / 1000}`,
-    help: 'Seconds a gateway owns a live instance unless it renews the lease (every third of it): when its owner dies, another gateway makes the instance again at most this long after.',
+    help: 'Seconds a gateway owns a live instance unless it renews the lease (every third of it): when its owner dies, another gateway makes the instance again at most 4/3 of this later (the lease, then a grace for a holder cut off from the database to renew first).',
   },
   { flag: '--upload-max', env: 'PORTICO_UPLOAD_MAX', default: `${LIMITS.uploadMaxDefault / 1024 ** 3}G`, help: 'Largest WebSocket upload in bytes (suffixes K, M, G, T allowed); larger ones answer payload_too_large.' },
   { flag: '--widget-buffer-max', env: 'PORTICO_WIDGET_BUFFER_MAX', default: `${LIMITS.widgetBufferMaxDefault / 1024 ** 2}M`, help: 'Most bytes of binary buffers one widget message, set, state or push carries (suffixes K, M, G, T allowed); more answers payload_too_large and delivers nothing.' },
@@ -310,6 +310,10 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
   if (options.peerSecret === '') delete options.peerSecret;
   if (options.oidcIssuer && !options.oidcAudience) {
     throw new UsageError('--oidc-issuer needs --oidc-audience: a token minted for another service must not be accepted here.');
+  }
+  // Gateways sharing an index forward to each other: with OIDC alone they would have nothing to show.
+  if (isPostgresUrl(options.store) && options.oidcIssuer && !options.apiToken && !options.peerSecret) {
+    throw new UsageError('--store postgres://… with --oidc-issuer needs --peer-secret (or --api-token): the gateways sharing the index forward requests to each other with it.');
   }
   // An api token or an OIDC issuer each mean that every request is authenticated.
   if (!isLoopback(options.host) && !options.apiToken && !options.oidcIssuer && !options.insecure) {
