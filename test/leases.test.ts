@@ -33,7 +33,7 @@ const address = (i: number) => `http://127.0.0.1:${9000 + i}`;
 
 /** Every gateway claims (project, uuid) at once, each under its own id. */
 function race(project: string, uuid: string, leaseMs = LONG): Promise<LeaseHolder[]> {
-  return Promise.all(gateways.map((leases, i) => leases.claim(project, uuid, `gateway-${i}`, address(i), leaseMs)));
+  return Promise.all(gateways.map((leases, i) => leases.claim(project, uuid, `gateway-${i}`, address(i), leaseMs, 0)));
 }
 
 /** One owner, named alike in every answer, with its own address. */
@@ -61,7 +61,7 @@ describe('instance leases (PostgreSQL)', () => {
     for (let round = 0; round < 25; round++) {
       const uuid = `expired-${round}`;
       // A gateway that died: its lease (1 ms) has run out by the time the others ask.
-      await gateways[0]!.claim('/projects/race', uuid, 'dead-gateway', 'http://127.0.0.1:1', 1);
+      await gateways[0]!.claim('/projects/race', uuid, 'dead-gateway', 'http://127.0.0.1:1', 1, 0);
       await new Promise((resolve) => setTimeout(resolve, 5));
       const owner = expectOneOwner(await race('/projects/race', uuid));
       expect(owner).not.toBe('dead-gateway');
@@ -71,24 +71,24 @@ describe('instance leases (PostgreSQL)', () => {
   });
 
   it('a live lease is not taken from its holder; its holder claiming again keeps it', async () => {
-    const held = await gateways[0]!.claim('/projects/live', 'u1', 'holder', address(0), LONG);
+    const held = await gateways[0]!.claim('/projects/live', 'u1', 'holder', address(0), LONG, 0);
     expect(held.owner).toBe('holder');
-    const other = await gateways[1]!.claim('/projects/live', 'u1', 'other', address(1), LONG);
+    const other = await gateways[1]!.claim('/projects/live', 'u1', 'other', address(1), LONG, 0);
     expect(other).toMatchObject({ owner: 'holder', address: address(0) });
-    expect((await gateways[0]!.claim('/projects/live', 'u1', 'holder', address(0), LONG)).owner).toBe('holder');
+    expect((await gateways[0]!.claim('/projects/live', 'u1', 'holder', address(0), LONG, 0)).owner).toBe('holder');
     // The same uuid in another project is another instance.
-    expect((await gateways[1]!.claim('/projects/other', 'u1', 'other', address(1), LONG)).owner).toBe('other');
+    expect((await gateways[1]!.claim('/projects/other', 'u1', 'other', address(1), LONG, 0)).owner).toBe('other');
   });
 
   it('renew answers the leases still held; release gives back some or all, and a released lease is free at once', async () => {
     const leases = gateways[2]!;
-    for (const uuid of ['r1', 'r2', 'r3']) await leases.claim('/projects/renew', uuid, 'renewer', address(2), LONG);
+    for (const uuid of ['r1', 'r2', 'r3']) await leases.claim('/projects/renew', uuid, 'renewer', address(2), LONG, 0);
     expect(await leases.renew('renewer', LONG)).toEqual(new Set(['r1', 'r2', 'r3'].map((uuid) => leaseKey('/projects/renew', uuid))));
     await leases.release('renewer', [leaseKey('/projects/renew', 'r1')]);
     expect(await leases.renew('renewer', LONG)).toEqual(new Set(['r2', 'r3'].map((uuid) => leaseKey('/projects/renew', uuid))));
-    expect((await gateways[3]!.claim('/projects/renew', 'r1', 'next', address(3), LONG)).owner).toBe('next');
+    expect((await gateways[3]!.claim('/projects/renew', 'r1', 'next', address(3), LONG, 0)).owner).toBe('next');
     await leases.release('renewer');
     expect(await leases.renew('renewer', LONG)).toEqual(new Set());
-    expect((await gateways[3]!.claim('/projects/renew', 'r2', 'next', address(3), LONG)).owner).toBe('next');
+    expect((await gateways[3]!.claim('/projects/renew', 'r2', 'next', address(3), LONG, 0)).owner).toBe('next');
   });
 });

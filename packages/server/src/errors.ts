@@ -49,7 +49,7 @@ export const ERROR_CODES = {
   owner_lost: {
     status: 502,
     meaning:
-      'Several gateways: the gateway that owned this live instance went away, froze (no answer to pings, no lease renewal) or lost its lease while the request was on its way there; the answer is lost. The next request makes the instance again, with its saved widget state, on whichever gateway takes its lease (at most --instance-lease later).',
+      'Several gateways: the gateway that owned this live instance went away, froze (no answer to pings, no lease renewal) or lost its lease while the request was on its way there; the answer is lost. The next request makes the instance again, with its saved widget state, on whichever gateway takes its lease (at most 4/3 of --instance-lease later).',
   },
   owner_unreachable: {
     status: 503,

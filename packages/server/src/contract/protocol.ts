@@ -59,7 +59,7 @@ export const HEADERS = [
     name: 'X-Portico-Peer, X-Portico-Peer-User',
     type: 'string',
     required: false,
-    description: 'Gateway to gateway only (several gateways on one PostgreSQL index): the forwarding gateway and the user it forwards for. A request carrying X-Portico-Peer is admitted only with Authorization: Bearer <peer secret> (--peer-secret, default the api token); any other credential answers 401.',
+    description: 'Gateway to gateway only (several gateways on one PostgreSQL index): the forwarding gateway and the user it forwards for (percent-encoded). A request carrying X-Portico-Peer is admitted only with Authorization: Bearer <peer secret> (--peer-secret, default the api token); any other credential answers 401.',
   },
 ];
 
@@ -67,7 +67,7 @@ export const HEADERS = [
 const SEVERAL_GATEWAYS = {
   ownership: 'With a PostgreSQL index, each live instance (per project and uuid) is owned by one gateway: the first one asked for it takes its lease in the index and renews it (--instance-lease, every third of it). The embedded store serves one gateway per project.',
   forwarding: 'A gateway asked for an instance another gateway owns forwards the request there: REST calls, release and delete as HTTP requests, a socket connected to the instance as one socket to the owner, every frame relayed both ways as it came (binary frames too, in order). A client sees one instance whichever gateway it reaches.',
-  takeover: 'When the owner goes away, frames waiting for it answer error owner_lost, attached sockets get instance_restarted (owner_lost), and the next request makes the instance again, with its saved widget state, on the gateway that takes the lease: at once after a clean stop, within --instance-lease after a crash.',
+  takeover: 'When the owner goes away, frames waiting for it answer error owner_lost, attached sockets get instance_restarted (owner_lost), and the next request makes the instance again, with its saved widget state, on the gateway that takes the lease: at once after a clean stop, within 4/3 of --instance-lease after a crash (the lease, then a grace in which a holder cut off from the database renews first).',
   database_lost: 'Instances already live stay with their owner and their calls go on; a gateway that does not know an owner yet answers store_unavailable (503), as creates do.',
 };
 

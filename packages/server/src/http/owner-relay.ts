@@ -14,7 +14,7 @@ import type Koa from 'koa';
 import { PorticoError } from '../errors.js';
 import type { RequestContext } from '../service/context.js';
 import type { Gateway } from '../service/gateway.js';
-import type { Owner } from '../service/ownership.js';
+import { peerRefused, type Owner } from '../service/ownership.js';
 
 /** Connections to owners are kept and reused, as a client's to the gateway. */
 const AGENTS = { http: new http.Agent({ keepAlive: true, maxSockets: 256 }), https: new https.Agent({ keepAlive: true, maxSockets: 256 }) };
@@ -31,8 +31,9 @@ interface OwnerWatch {
   still: () => Promise<boolean>;
 }
 
-function relayToOwner(ctx: Koa.Context, address: string, headers: Record<string, string>, body: unknown, watch: OwnerWatch): Promise<http.IncomingMessage> {
+function relayToOwner(ctx: Koa.Context, address: string, headers: Record<string, string>, params: Record<string, string>, body: unknown, watch: OwnerWatch): Promise<http.IncomingMessage> {
   const url = new URL(ctx.path + (ctx.querystring ? `?${ctx.querystring}` : ''), address);
+  for (const [name, value] of Object.entries(params)) url.searchParams.set(name, value);
   const data = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
   const transport = url.protocol === 'https:' ? https : http;
   return new Promise((resolve, reject) => {
@@ -49,6 +50,15 @@ function relayToOwner(ctx: Koa.Context, address: string, headers: Record<string,
       },
     );
     let done = false;
+    // A client that goes away before the owner answered cancels the call there too (the owner
+    // cancels what a closed connection was waiting for).
+    let clientGone = false;
+    const onClientGone = () => {
+      if (done || ctx.res.writableEnded) return;
+      clientGone = true;
+      req.destroy(new Error('the client went away'));
+    };
+    ctx.res.once('close', onClientGone);
     const timer = setInterval(() => {
       void watch.still().then((still) => still || done || req.destroy(new Error('it lost its lease during the request (it stopped renewing it)')));
     }, watch.everyMs);
@@ -56,9 +66,11 @@ function relayToOwner(ctx: Koa.Context, address: string, headers: Record<string,
     const stop = () => {
       done = true;
       clearInterval(timer);
+      ctx.res.off('close', onClientGone);
     };
     req.once('error', (err: NodeJS.ErrnoException) => {
       stop();
+      if (clientGone) return reject(new PorticoError('cancelled', 'The client went away; its call was cancelled'));
       const reached = !NOT_REACHED.has(err.code ?? '');
       const error: Unreachable = reached
         ? new PorticoError('owner_lost', 'The gateway that owns this live instance went away during the request; its next use makes the instance again on the gateway that takes it over', { internal: `owner ${address}: ${err.message}` })
@@ -83,11 +95,17 @@ export async function atOwner(ctx: Koa.Context, gateway: Gateway, bound: Request
     try {
       const id = ctx.get('x-request-id');
       const watch = { everyMs: gateway.ownership.leaseMs, still: () => gateway.ownership.stillOwns(bound, uuid, owner.owner) };
-      res = await relayToOwner(ctx, owner.address, { ...gateway.ownership.forwardHeaders(bound), ...(id ? { 'x-request-id': id } : {}) }, body, watch);
+      res = await relayToOwner(ctx, owner.address, { ...gateway.ownership.forwardHeaders(bound), ...(id ? { 'x-request-id': id } : {}) }, gateway.ownership.forwardParams(bound), body, watch);
     } catch (err) {
-      gateway.ownership.unreachable(owner.address);
+      // Only what the network said counts against the owner (not a cancel, not a local failure).
+      if (err instanceof PorticoError && err.code === 'owner_lost') gateway.ownership.unreachable(owner.owner);
       if (!(err as Unreachable).unreachable || attempt >= 3) throw err;
       continue;
+    }
+    // The owner refused this gateway's credential: the gateways' settings, not the client's fault.
+    if (res.statusCode === 401) {
+      res.resume();
+      throw peerRefused(401);
     }
     // An owner that says instance_moved no longer has it: asked again, once it is known who does.
     const text = res.statusCode === 503 ? await bodyOf(res) : undefined;

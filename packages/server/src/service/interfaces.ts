@@ -102,7 +102,7 @@ export interface ResolveResult {
 
 
 /**
- * The records clients used lately through this gateway, by uuid, the most recent last: what a
+ * The records clients used lately through this gateway, by project and uuid, the most recent last: what a
  * call or connect finds its record in while the index database cannot be reached, so that calls
  * to live instances go on (README "Several gateways"). Consulted only then; bounded.
  */
@@ -112,19 +112,20 @@ class RecentRecords {
 
   constructor(private readonly max: number) {}
 
-  note(info: InterfaceInfo): InterfaceInfo {
+  note(project: string, info: InterfaceInfo): InterfaceInfo {
     // Already the most recent (a run of calls on one interface): nothing to move.
     if (this.last !== info) {
-      this.records.delete(info.uuid);
-      this.records.set(info.uuid, info);
+      const key = `${project}\0${info.uuid}`;
+      this.records.delete(key);
+      this.records.set(key, info);
       this.last = info;
       if (this.records.size > this.max) this.records.delete(this.records.keys().next().value!);
     }
     return info;
   }
 
-  get(uuid: string): InterfaceInfo | undefined {
-    return this.records.get(uuid);
+  get(project: string, uuid: string): InterfaceInfo | undefined {
+    return this.records.get(`${project}\0${uuid}`);
   }
 }
 
@@ -163,11 +164,11 @@ export class InterfaceService {
    */
   async create(ctx: RequestContext, input: CreateInput): Promise<InterfaceInfo> {
     try {
-      return this.recent.note(await this.createOrFind(ctx, input));
+      return this.recent.note(ctx.project.dir, await this.createOrFind(ctx, input));
     } catch (err) {
       // The index away: an interface used lately is still known here (its calls go on); a new one waits.
       if (!(err instanceof PorticoError && err.code === 'store_unavailable')) throw err;
-      const known = this.recent.get(input.uuid ?? input.target) ?? (await this.recentByContent(ctx, input));
+      const known = this.recent.get(ctx.project.dir, input.uuid ?? input.target) ?? (await this.recentByContent(ctx, input));
       if (!known) throw err;
       return known;
     }
@@ -178,7 +179,7 @@ export class InterfaceService {
     if (input.uuid) return undefined;
     try {
       const worker = await this.pool.get(ctx.project.dir, ctx.python);
-      return this.recent.get(contentUuid(await worker.resolve(input.target, input.version ?? []), input.predicate ?? {}));
+      return this.recent.get(ctx.project.dir, contentUuid(await worker.resolve(input.target, input.version ?? []), input.predicate ?? {}));
     } catch {
       return undefined;
     }

@@ -54,24 +54,34 @@ export class InstanceOwnership {
   private readonly held = new Map<string, number>();
   /** Other gateways' leases: key → holder, trusted until `until` (performance.now()). */
   private readonly known = new Map<string, { owner: string; address: string; until: number }>();
-  /** Owners a forward could not reach: address → until when they count as gone. */
+  /** Owners (gateway ids) a forward could not reach → until when they count as gone. */
   private readonly gone = new Map<string, number>();
   private readonly timer: NodeJS.Timeout | undefined;
   private renewing: Promise<void> | undefined;
+  /** The last renewal failed because the database is away: held leases stay held (and count as fresh) until one succeeds. */
   private renewFailing = false;
+  /** When each held lease's instance was last asked for here (performance.now()): one in use is not given back. */
+  private readonly used = new Map<string, number>();
   /**
    * When the leases held here were last vouched for (performance.now()): the start of the last
-   * renewal that answered, or that failed because the database is away (held leases stay held
-   * then). A lease neither taken nor vouched for within a lease time is asked for again.
+   * renewal that answered. A lease neither taken nor vouched for within a lease time is asked for
+   * again (this gateway may have been frozen meanwhile), unless the database is away.
    */
   private vouched = performance.now();
   private readonly leases: LeaseStore | undefined;
   /** How long a lease lasts unless renewed (ms, `--instance-lease`). */
   readonly leaseMs: number;
+  /**
+   * How long a lease that ran out stays its holder's before another gateway may take it (ms): one
+   * renewal period and a margin, counted from its end or from the database's start, whichever is
+   * later. After an outage every lease has run out; their holders renew within this time.
+   */
+  private readonly graceMs: number;
 
   constructor(private readonly options: OwnershipOptions) {
     this.leases = options.leases;
     this.leaseMs = options.leaseMs;
+    this.graceMs = options.leaseMs / 3 + CLOCK_MARGIN_MS;
     if (this.leases) {
       this.timer = setInterval(() => {
         void this.renewSoon();
@@ -95,7 +105,7 @@ export class InstanceOwnership {
   holds(project: string, uuid: string): boolean {
     if (!this.leases) return true;
     const since = this.held.get(leaseKey(project, uuid));
-    return since !== undefined && this.fresh(since);
+    return since !== undefined && (this.renewFailing || this.fresh(since));
   }
 
   /** Whether a lease this gateway took at `since` is surely still its own. */
@@ -114,21 +124,24 @@ export class InstanceOwnership {
     const project = ctx.project.dir;
     const key = leaseKey(project, uuid);
     const since = this.held.get(key);
-    if (since !== undefined && this.fresh(since)) return LOCAL;
+    if (since !== undefined && (this.renewFailing || this.fresh(since))) {
+      this.used.set(key, performance.now());
+      return LOCAL;
+    }
     const known = this.known.get(key);
-    if (known && !ctx.forwarded && performance.now() < known.until && !this.isGone(known.address)) return { local: false, address: known.address, owner: known.owner };
-    const deadline = performance.now() + this.leaseMs + CLOCK_MARGIN_MS;
+    if (known && !ctx.forwarded && performance.now() < known.until && !this.isGone(known.owner)) return { local: false, address: known.address, owner: known.owner };
+    const deadline = performance.now() + this.leaseMs + this.graceMs + CLOCK_MARGIN_MS;
     for (;;) {
       const started = performance.now();
       let holder: Awaited<ReturnType<LeaseStore['claim']>>;
       try {
-        holder = await leases.claim(project, uuid, this.id, this.address, this.leaseMs);
+        holder = await leases.claim(project, uuid, this.id, this.address, this.leaseMs, this.graceMs);
       } catch (err) {
         const away = (err as PorticoError).code === 'store_unavailable';
         // Held, and the database away: it stays held (calls to live instances go on).
         if (away && since !== undefined && this.held.has(key)) return LOCAL;
         // Another's, and the database away: nobody can take a lease now, so its owner is still the one known.
-        if (away && known && !ctx.forwarded && !this.isGone(known.address)) return { local: false, address: known.address, owner: known.owner };
+        if (away && known && !ctx.forwarded && !this.isGone(known.owner)) return { local: false, address: known.address, owner: known.owner };
         throw err;
       }
       if (holder.owner === this.id) {
@@ -139,17 +152,18 @@ export class InstanceOwnership {
           return LOCAL;
         }
         this.held.set(key, performance.now());
+        this.used.set(key, performance.now());
         return LOCAL;
       }
-      if (this.held.delete(key)) this.lost(project, uuid);
+      if (this.drop(key)) this.lost(project, uuid);
       if (ctx.forwarded) {
         throw new PorticoError('instance_moved', `Another gateway owns the live instance of '${uuid}' now; retry`);
       }
-      if (!this.isGone(holder.address)) {
+      if (!this.isGone(holder.owner)) {
         this.known.set(key, { owner: holder.owner, address: holder.address, until: started + holder.remainingMs - CLOCK_MARGIN_MS });
         return { local: false, address: holder.address, owner: holder.owner };
       }
-      // Its owner is gone: its lease runs out within the lease time, then this gateway takes it.
+      // Its owner is gone: its lease runs out within the lease time (and a grace), then this gateway takes it.
       const wait = Math.min(holder.remainingMs + 20, deadline - performance.now());
       if (wait <= 0) {
         throw new PorticoError('owner_unreachable', `The gateway that owns the live instance of '${uuid}' cannot be reached from this one, and it still renews its lease; retry shortly`, {
@@ -171,7 +185,7 @@ export class InstanceOwnership {
     const key = leaseKey(project, uuid);
     let holder: Awaited<ReturnType<LeaseStore['claim']>>;
     try {
-      holder = await this.leases!.claim(project, uuid, this.id, this.address, this.leaseMs);
+      holder = await this.leases!.claim(project, uuid, this.id, this.address, this.leaseMs, this.graceMs);
     } catch {
       return true;
     }
@@ -181,12 +195,16 @@ export class InstanceOwnership {
     return false;
   }
 
-  /** A forward to `address` could not reach it (refused, reset, closed unasked): its instances are taken over once their leases end. */
-  unreachable(address: string): void {
-    // Gone for longer than `locate` waits (a lease time and a margin): an owner that still renews
-    // after that wait is answered `owner_unreachable`, not tried again.
-    this.gone.set(address, performance.now() + this.leaseMs + 2 * CLOCK_MARGIN_MS);
-    for (const [key, known] of this.known) if (known.address === address) this.known.delete(key);
+  /**
+   * A forward to the gateway `owner` (its id) could not reach it (refused, reset, closed unasked):
+   * its instances are taken over once their leases end. By id, not address: a gateway started
+   * again at the same address is another owner, reached at once.
+   */
+  unreachable(owner: string): void {
+    // Gone for longer than `locate` waits (a lease time, its grace and a margin): an owner that
+    // still renews after that wait is answered `owner_unreachable`, not tried again.
+    this.gone.set(owner, performance.now() + this.leaseMs + this.graceMs + 2 * CLOCK_MARGIN_MS);
+    for (const [key, known] of this.known) if (known.owner === owner) this.known.delete(key);
   }
 
   /** What this gateway remembered of the owner of `uuid` is out of date (the owner said it moved on). */
@@ -194,24 +212,37 @@ export class InstanceOwnership {
     this.known.delete(leaseKey(ctx.project.dir, uuid));
   }
 
-  private isGone(address: string): boolean {
-    const until = this.gone.get(address);
+  private isGone(owner: string): boolean {
+    const until = this.gone.get(owner);
     if (until === undefined) return false;
     if (performance.now() < until) return true;
-    this.gone.delete(address);
+    this.gone.delete(owner);
     return false;
   }
 
-  /** The headers a forward to an owner carries: who forwards, for whom, with the peer secret. */
+  /** Forgets a held lease; whether it was held. */
+  private drop(key: string): boolean {
+    this.used.delete(key);
+    return this.held.delete(key);
+  }
+
+  /**
+   * What a forward to an owner carries: who forwards, for whom (percent-encoded: a header holds
+   * Latin-1 only, a user name anything), with the peer secret; the project and interpreter go as
+   * query parameters (a path may hold anything too).
+   */
   forwardHeaders(ctx: RequestContext): Record<string, string> {
     const secret = this.options.secret;
     return {
       ...(secret ? { authorization: `Bearer ${secret}` } : {}),
       'x-portico-peer': this.id,
-      'x-portico-peer-user': ctx.user,
-      'x-service-project': ctx.project.dir,
-      'x-service-python': ctx.python,
+      'x-portico-peer-user': encodeURIComponent(ctx.user),
     };
+  }
+
+  /** The query parameters of a forward: the request's project and interpreter. */
+  forwardParams(ctx: RequestContext): Record<string, string> {
+    return { project: ctx.project.dir, python: ctx.python };
   }
 
   /**
@@ -241,11 +272,11 @@ export class InstanceOwnership {
     for (const [key, since] of this.held) {
       // A lease taken just now may not have its instance yet: kept for a lease time at least.
       const [project, uuid] = key.split('\0') as [string, string];
-      if (began - since > this.leaseMs && !this.options.inUse(project, uuid)) unused.push(key);
+      if (began - Math.max(since, this.used.get(key) ?? 0) > this.leaseMs && !this.options.inUse(project, uuid)) unused.push(key);
     }
     try {
       if (unused.length) {
-        for (const key of unused) this.held.delete(key);
+        for (const key of unused) this.drop(key);
         await leases.release(this.id, unused);
       }
       const still = await leases.renew(this.id, this.leaseMs);
@@ -254,7 +285,7 @@ export class InstanceOwnership {
       this.vouched = Math.max(this.vouched, began);
       for (const [key, since] of this.held) {
         if (still.has(key) || since >= began) continue;
-        this.held.delete(key);
+        this.drop(key);
         const [project, uuid] = key.split('\0') as [string, string];
         this.lost(project, uuid);
       }
@@ -262,7 +293,6 @@ export class InstanceOwnership {
       // Held leases stay held: calls to live instances go on while the database is away.
       if (!this.renewFailing) this.options.log(`instance leases could not be renewed: ${(err as Error).message}`, 'warn');
       this.renewFailing = true;
-      this.vouched = Math.max(this.vouched, began);
     }
   }
 
@@ -278,6 +308,14 @@ export class InstanceOwnership {
     await this.renewing?.catch(() => undefined);
     if (!this.leases || this.held.size === 0) return;
     this.held.clear();
+    this.used.clear();
     await this.leases.release(this.id).catch((err: unknown) => this.options.log(`instance leases not given back: ${(err as Error).message}`, 'warn'));
   }
+}
+
+/** The owner refused this gateway as a peer: the gateways' peer secrets differ (or none is set). */
+export function peerRefused(status: number): PorticoError {
+  return new PorticoError('owner_unreachable', 'The gateway that owns this live instance refused this one: the gateways must share one --peer-secret (or api token)', {
+    internal: `the owner answered ${status} to a forward: give every gateway the same --peer-secret`,
+  });
 }

@@ -10,16 +10,18 @@ export interface LeaseHolder {
   owner: string;
   /** Its base URL for other gateways (`--advertise-url`). */
   address: string;
-  /** How long the lease still runs (ms, by the database's clock). */
+  /** How long until another gateway may take the lease (ms, by the database's clock: its end, and its grace). */
   remainingMs: number;
 }
 
 export interface LeaseStore {
   /**
-   * Takes the lease of (project, uuid) for `owner` when it is free, expired or already its own
-   * (one statement: two gateways racing for it get one holder), and answers the holder after.
+   * Takes the lease of (project, uuid) for `owner` when it is free, already its own, or ran out
+   * more than `graceMs` ago (counted from the database's start when that is later: after an
+   * outage, holders renew first), in one statement (two gateways racing for it get one holder),
+   * and answers the holder after.
    */
-  claim(project: string, uuid: string, owner: string, address: string, leaseMs: number): Promise<LeaseHolder>;
+  claim(project: string, uuid: string, owner: string, address: string, leaseMs: number, graceMs: number): Promise<LeaseHolder>;
   /** Extends every lease `owner` holds; answers the keys (`project\0uuid`) it still holds. */
   renew(owner: string, leaseMs: number): Promise<Set<string>>;
   /** Gives up the leases of these keys (`project\0uuid`), or every lease of `owner` without keys. */

@@ -15,6 +15,7 @@
 import { WebSocket, type RawData } from 'ws';
 import { LIMITS } from '../config/constants.js';
 import { ERROR_CODES as ERRORS, PorticoError } from '../errors.js';
+import { peerRefused } from '../service/ownership.js';
 import type { FrameId } from './decode.js';
 import { TickCork } from './tick-cork.js';
 
@@ -36,11 +37,13 @@ const HEAD_BYTES = 160;
 
 /** The type, the id's JSON text and whether it ends its request, of an owner's text frame. */
 function answerOf(data: Buffer): { type: string; id: string | undefined; ends: boolean; code?: string } {
-  const match = HEAD.exec(data.toString('utf8', 0, Math.min(data.length, HEAD_BYTES)));
+  const head = data.toString('utf8', 0, Math.min(data.length, HEAD_BYTES));
+  const match = HEAD.exec(head);
   let type: string;
   let id: string | undefined;
   let final: boolean;
-  if (match) {
+  // An id longer than the head read here (string ids run to 256 characters) is read whole too.
+  if (match && !(match[2] === undefined && head.startsWith(',"id":', match[0].length))) {
     type = match[1]!;
     id = match[2];
     final = type !== 'stream' || data.toString('latin1', Math.max(0, data.length - 14)).endsWith('"final":true}');
@@ -58,8 +61,8 @@ function answerOf(data: Buffer): { type: string; id: string | undefined; ends: b
 }
 
 export class OwnerRelay<F extends { type: string; id?: FrameId }> {
-  /** Frames sent to the owner and owed an answer, by their id's JSON text. */
-  private readonly owed = new Map<string, F>();
+  /** Frames sent to the owner and owed an answer, by their id's JSON text (several with one id: answered in order). */
+  private readonly owed = new Map<string, F[]>();
   /** Uploads the owner already answered (an error): their chunk_end gets no answer of its own. */
   private readonly answeredUploads = new Set<string>();
   private lastUpload: string | undefined;
@@ -76,6 +79,8 @@ export class OwnerRelay<F extends { type: string; id?: FrameId }> {
   private constructor(
     private readonly socket: WebSocket,
     readonly address: string,
+    /** The owner's gateway id. */
+    readonly owner: string,
     private readonly host: RelayHost<F>,
   ) {
     this.cork = new TickCork(socket);
@@ -89,19 +94,23 @@ export class OwnerRelay<F extends { type: string; id?: FrameId }> {
    * (the instance lease time) is gone.
    */
   static open<F extends { type: string; id?: FrameId }>(
-    address: string,
+    { address, owner }: { address: string; owner: string },
     headers: Record<string, string>,
+    params: Record<string, string>,
     connect: { uuid: string; buffers: 'binary' | 'base64' },
     host: RelayHost<F>,
     leaseMs: number,
   ): Promise<OwnerRelay<F>> {
-    const url = `${address.replace(/^http/, 'ws')}/v1/interfaces/ws`;
+    const url = `${address.replace(/^http/, 'ws')}/v1/interfaces/ws?${new URLSearchParams(params)}`;
     const socket = new WebSocket(url, { headers, perMessageDeflate: false, maxPayload: LIMITS.maxMessageBytes, handshakeTimeout: LIMITS.peerConnectTimeoutMs });
     return new Promise((resolve, reject) => {
       let settled = false;
+      // An owner that took the socket but never answers its connect (frozen meanwhile) is gone too.
+      let answerDue: NodeJS.Timeout | undefined;
       const fail = (error: PorticoError & { unreachable?: boolean }) => {
         if (settled) return;
         settled = true;
+        clearTimeout(answerDue);
         socket.terminate();
         reject(error);
       };
@@ -113,7 +122,10 @@ export class OwnerRelay<F extends { type: string; id?: FrameId }> {
       });
       socket.once('error', (err) => fail(Object.assign(unreachableOwner(address, err.message), { unreachable: true })));
       socket.once('close', () => fail(Object.assign(unreachableOwner(address, 'closed'), { unreachable: true })));
-      socket.once('open', () => socket.send(JSON.stringify({ type: 'connect', id: 'relay', target: connect.uuid, uuid: connect.uuid, buffers: connect.buffers })));
+      socket.once('open', () => {
+        answerDue = setTimeout(() => fail(Object.assign(unreachableOwner(address, 'no answer to connect'), { unreachable: true })), LIMITS.peerConnectTimeoutMs);
+        socket.send(JSON.stringify({ type: 'connect', id: 'relay', target: connect.uuid, uuid: connect.uuid, buffers: connect.buffers }));
+      });
       socket.once('message', (data: RawData, isBinary) => {
         if (settled) return;
         const frame = isBinary ? undefined : (JSON.parse(String(data)) as { type?: string; payload?: { code?: string; message?: string } });
@@ -123,7 +135,8 @@ export class OwnerRelay<F extends { type: string; id?: FrameId }> {
         }
         settled = true;
         socket.removeAllListeners();
-        const relay = new OwnerRelay<F>(socket, address, host);
+        clearTimeout(answerDue);
+        const relay = new OwnerRelay<F>(socket, address, owner, host);
         relay.listen(leaseMs);
         resolve(relay);
       });
@@ -177,11 +190,12 @@ export class OwnerRelay<F extends { type: string; id?: FrameId }> {
       return; // not JSON: the client says so if it cares; nothing here ends
     }
     if (answer.id !== undefined) {
-      const frame = this.owed.get(answer.id);
-      if (frame && answer.ends) {
-        this.owed.delete(answer.id);
+      const frames = this.owed.get(answer.id);
+      if (frames && answer.ends) {
+        const frame = frames.shift()!;
+        if (frames.length === 0) this.owed.delete(answer.id);
         this.host.ended(frame);
-      } else if (!frame && answer.type === 'error' && answer.id === this.lastUpload) {
+      } else if (!frames && answer.type === 'error' && answer.id === this.lastUpload) {
         this.answeredUploads.add(answer.id);
       }
     }
@@ -210,7 +224,9 @@ export class OwnerRelay<F extends { type: string; id?: FrameId }> {
     for (const buffer of buffers) this.socket.send(buffer, { binary: true, compress: false });
     if (upload || key === undefined) return this.host.ended(frame);
     if (frame.type === 'chunk_end' && this.answeredUploads.delete(key)) return this.host.ended(frame);
-    this.owed.set(key, frame);
+    const waiting = this.owed.get(key);
+    if (waiting) waiting.push(frame);
+    else this.owed.set(key, [frame]);
   }
 
   /** A binary frame of the client (an upload's bytes); resolves nothing, pauses the client when the owner's socket is behind. */
@@ -223,16 +239,11 @@ export class OwnerRelay<F extends { type: string; id?: FrameId }> {
     return new Promise((resolve) => this.socket.send(data, { binary: true, compress: false }, () => resolve()));
   }
 
-  /** The frames still owed an answer. */
-  get pending(): F[] {
-    return [...this.owed.values()];
-  }
-
   private gone(error: PorticoError, unreachable: boolean): void {
     if (this.closed) return;
     this.closed = true;
     clearInterval(this.heartbeat);
-    const owed = [...this.owed.values()];
+    const owed = [...this.owed.values()].flat();
     this.owed.clear();
     this.socket.terminate();
     this.host.lost(error, owed, unreachable);
@@ -262,8 +273,13 @@ function unreachableOwner(address: string, why: string): PorticoError {
   });
 }
 
-/** The owner's refusal of the upgrade, as its error body says (`instance_moved`, `unauthorized`, …). */
+/**
+ * The owner's refusal of the upgrade, as its error body says (`instance_moved`, …). One that
+ * refuses this gateway's credential is a setting of the gateways, not the client's fault:
+ * `owner_unreachable`, saying which.
+ */
 function ownerRefusal(status: number, body: string): PorticoError {
+  if (status === 401) return peerRefused(status);
   try {
     const parsed = JSON.parse(body) as { code?: string; message?: string; detail?: unknown };
     if (parsed.code && parsed.code in ERRORS) return new PorticoError(parsed.code as never, parsed.message ?? String(parsed.detail));
@@ -272,3 +288,4 @@ function ownerRefusal(status: number, body: string): PorticoError {
   }
   return new PorticoError('owner_lost', `The gateway that owns this live instance refused the forwarded socket (HTTP ${status})`);
 }
+

@@ -174,14 +174,14 @@ export class Session extends SocketSession<ClientFrame> {
       connection.local = undefined;
       try {
         const buffers = this.binaryBuffers ? 'binary' : 'base64';
-        connection.relay = await OwnerRelay.open(owner.address, this.gateway.ownership.forwardHeaders(ctx), { uuid: record.uuid, buffers }, this.relayHost(connection), this.gateway.ownership.leaseMs);
+        connection.relay = await OwnerRelay.open(owner, this.gateway.ownership.forwardHeaders(ctx), this.gateway.ownership.forwardParams(ctx), { uuid: record.uuid, buffers }, this.relayHost(connection), this.gateway.ownership.leaseMs);
         if (this.closed) connection.relay.close();
         // A connect starts its relay once it answered `connected`; a socket already connected, now.
         else if (connection === this.connection) connection.relay.start();
         return;
       } catch (err) {
         const unreachable = (err as { unreachable?: boolean }).unreachable === true;
-        if (unreachable) this.gateway.ownership.unreachable(owner.address);
+        if (unreachable) this.gateway.ownership.unreachable(owner.owner);
         const moved = (err as PorticoError).code === 'instance_moved';
         if (moved) this.gateway.ownership.forget(ctx, record.uuid);
         if (attempt >= 3 || !(unreachable || moved)) throw err;
@@ -197,7 +197,7 @@ export class Session extends SocketSession<ClientFrame> {
       lost: (error, owed, unreachable) => {
         const relay = connection.relay;
         connection.relay = undefined;
-        if (unreachable && relay) this.gateway.ownership.unreachable(relay.address);
+        if (unreachable && relay) this.gateway.ownership.unreachable(relay.owner);
         for (const frame of owed) this.frameFailed(frame, error);
         if (this.closed) return;
         // The instance there is gone with it: its next use makes it again, with its saved widget state.

@@ -14,23 +14,31 @@ export interface LeaseDatabase {
 }
 
 /**
- * Takes the lease when it is free, expired or the claimant's own, and answers the holder: the
+ * When a lease may be taken by another gateway: a grace ($6 ms) after it ran out, counted from the
+ * database's start when that is later. After an outage every lease has run out by the clock, and
+ * its holder, still serving its instance, renews within one renewal period: the grace lets it.
+ */
+const CLAIMABLE = `greatest(expires_at, pg_postmaster_start_time()) + $6 * interval '1 millisecond'`;
+
+/**
+ * Takes the lease when it is free, claimable or the claimant's own, and answers the holder: the
  * claimant's row when the upsert wrote it, else the row as this statement's snapshot saw it
- * (empty when a racing claim committed after the snapshot: `claim` then reads again).
+ * (empty when a racing claim committed after the snapshot: `claim` then reads again). Remaining:
+ * how long until another gateway may take it.
  */
 const CLAIM = `WITH claimed AS (
   INSERT INTO portico_instance_owners AS held (project, uuid, owner, address, expires_at)
   VALUES ($1, $2, $3, $4, now() + $5 * interval '1 millisecond')
   ON CONFLICT (project, uuid) DO UPDATE SET owner = EXCLUDED.owner, address = EXCLUDED.address, expires_at = EXCLUDED.expires_at
-    WHERE held.expires_at <= now() OR held.owner = EXCLUDED.owner
+    WHERE greatest(held.expires_at, pg_postmaster_start_time()) + $6 * interval '1 millisecond' <= now() OR held.owner = EXCLUDED.owner
   RETURNING owner, address, expires_at
 )
-SELECT owner, address, extract(epoch FROM expires_at - now()) * 1000 AS remaining FROM claimed
+SELECT owner, address, extract(epoch FROM ${CLAIMABLE} - now()) * 1000 AS remaining FROM claimed
 UNION ALL
-SELECT owner, address, extract(epoch FROM expires_at - now()) * 1000 FROM portico_instance_owners
+SELECT owner, address, extract(epoch FROM ${CLAIMABLE} - now()) * 1000 FROM portico_instance_owners
   WHERE project = $1 AND uuid = $2 AND NOT EXISTS (SELECT 1 FROM claimed)`;
 
-const HOLDER = `SELECT owner, address, extract(epoch FROM expires_at - now()) * 1000 AS remaining FROM portico_instance_owners WHERE project = $1 AND uuid = $2`;
+const HOLDER = `SELECT owner, address, extract(epoch FROM ${CLAIMABLE.replaceAll('$6', '$3')} - now()) * 1000 AS remaining FROM portico_instance_owners WHERE project = $1 AND uuid = $2`;
 
 type Row = { owner: string; address: string; remaining: string | number };
 
@@ -50,15 +58,15 @@ export const LEASES_MIGRATION = `CREATE TABLE portico_instance_owners (
 export class PostgresLeases implements LeaseStore {
   constructor(private readonly index: LeaseDatabase) {}
 
-  async claim(project: string, uuid: string, owner: string, address: string, leaseMs: number): Promise<LeaseHolder> {
+  async claim(project: string, uuid: string, owner: string, address: string, leaseMs: number, graceMs: number): Promise<LeaseHolder> {
     await this.index.ready();
     for (;;) {
-      const { rows } = await this.index.query<Row>({ name: 'portico_lease_claim', text: CLAIM, values: [project, uuid, owner, address, leaseMs] });
+      const { rows } = await this.index.query<Row>({ name: 'portico_lease_claim', text: CLAIM, values: [project, uuid, owner, address, leaseMs, graceMs] });
       // A row of another that has run out is this statement's snapshot of a lease a racing claim
       // took over after it (the upsert saw the taker's row and left it): read it in a new one.
       if (rows[0] && (rows[0].owner === owner || Number(rows[0].remaining) > 0)) return holder(rows[0]);
       // A claim that committed after this statement's snapshot holds it: read it in a new one.
-      const again = await this.index.query<Row>({ name: 'portico_lease_holder', text: HOLDER, values: [project, uuid] });
+      const again = await this.index.query<Row>({ name: 'portico_lease_holder', text: HOLDER, values: [project, uuid, graceMs] });
       if (again.rows[0] && Number(again.rows[0].remaining) > 0) return holder(again.rows[0]);
       // Released or run out in between: claim again.
     }
