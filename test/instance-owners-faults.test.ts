@@ -83,6 +83,17 @@ const call = (g: { url: string }, target: string, method: string, args: unknown[
   api(g, 'POST', '/v1/interfaces/call', { target, version, method, args }, AUTH);
 const big = ['~big'];
 
+/** A (a process of its own) owns a counter reset to 0; a socket on B (in the test) is connected to it, relayed. */
+async function counterOwnedByA() {
+  const project = await tempProject();
+  const a = await serve(project);
+  const b = await inProcess(project);
+  expect((await call(a, 'counter', 'reset', [], big)).body).toEqual({ payload: 0 });
+  const socket = await Client.open(b.url, { headers: AUTH });
+  await socket.connect('counter', { version: big });
+  return { project, a, b, socket };
+}
+
 /** The leases of `project` in the database itself: who holds them (address) and whether they still run. */
 async function leasesOf(project: string): Promise<Array<{ uuid: string; address: string; live: boolean }>> {
   const client = new pg.Client({ connectionString: postgres.url });
@@ -186,12 +197,7 @@ describe('the owner of a live instance dies', { timeout: TIMEOUT }, () => {
   });
 
   it('frozen (SIGSTOP: no more renewals, its connections still open): what it owes ends with owner_lost, B takes over once its lease ran out, and thawed it serves no stale copy', async () => {
-    const project = await tempProject();
-    const a = await serve(project);
-    const b = await inProcess(project);
-    expect((await call(a, 'counter', 'reset', [], big)).body).toEqual({ payload: 0 });
-    const socket = await Client.open(b.url, { headers: AUTH });
-    await socket.connect('counter', { version: big });
+    const { project, a, b, socket } = await counterOwnedByA();
     expect((await socket.request({ type: 'call', method: 'add', args: [2] })).payload).toBe(20);
     const onA = await Client.open(a.url, { headers: AUTH });
     await onA.connect('counter', { version: big });
@@ -228,12 +234,7 @@ describe('the owner of a live instance dies', { timeout: TIMEOUT }, () => {
   });
 
   it('a graceful stop (SIGTERM) gives its leases back: the socket on B hears instance_restarted owner_lost, and B serves the next call with the saved state', async () => {
-    const project = await tempProject();
-    const a = await serve(project);
-    const b = await inProcess(project);
-    expect((await call(a, 'counter', 'reset', [], big)).body).toEqual({ payload: 0 });
-    const socket = await Client.open(b.url, { headers: AUTH });
-    await socket.connect('counter', { version: big });
+    const { project, a, b, socket } = await counterOwnedByA();
     expect((await socket.request({ type: 'call', method: 'add', args: [2] })).payload).toBe(20);
     expect((await leasesOf(project)).map(({ address }) => address)).toEqual([a.url]);
 
@@ -248,12 +249,7 @@ describe('the owner of a live instance dies', { timeout: TIMEOUT }, () => {
   });
 
   it('a socket that only listens follows the instance to its new owner: after a graceful stop of A it hears the pushes of calls made through B', async () => {
-    const project = await tempProject();
-    const a = await serve(project);
-    const b = await inProcess(project);
-    expect((await call(a, 'counter', 'reset', [], big)).body).toEqual({ payload: 0 });
-    const listener = await Client.open(b.url, { headers: AUTH });
-    await listener.connect('counter', { version: big });
+    const { project, a, b, socket: listener } = await counterOwnedByA();
     expect((await call(a, 'counter', 'add', [1], big)).body).toEqual({ payload: 10 });
     await listener.waitFor((f) => f.type === 'widget_change' && f.payload?.changes?.count === 10);
 
