@@ -119,6 +119,38 @@ describe('one live instance across gateways', () => {
     expect(listed.workers.reduce((n: number, w: { instances: number }) => n + w.instances, 0)).toBe(0);
   });
 
+  it('a single gateway on PostgreSQL writes one lease per instance it makes, and nothing per call', async () => {
+    const project = await tempProject();
+    // A lease long enough that no renewal falls inside the test: renewals are the only other write.
+    const only = await gateway({ project, store: postgres.url, apiToken: TOKEN, instanceLeaseMs: 180_000 });
+    const leases = async () => {
+      const client = new pg.Client({ connectionString: postgres.url });
+      await client.connect();
+      try {
+        // xmin changes with every write to a row: equal before and after, the row was not written.
+        const sql = 'SELECT uuid, address, xmin::text AS version FROM portico_instance_owners WHERE project = $1 ORDER BY uuid';
+        return (await client.query(sql, [await realpath(project)])).rows;
+      } finally {
+        await client.end();
+      }
+    };
+    expect((await call(only, 'reset')).status).toBe(200);
+    const made = await leases();
+    expect(made).toHaveLength(1);
+    expect(made[0].address).toBe(only.url);
+    for (let i = 1; i <= 10; i++) expect((await call(only, 'add', [1])).body.payload).toBe(10 * i);
+    const socket = await Client.open(only.url, { headers: AUTH });
+    await socket.connect('counter', { version: ['~big'] });
+    for (let i = 11; i <= 20; i++) expect(await socket.request({ type: 'call', method: 'add', args: [1] })).toMatchObject({ type: 'result', payload: 10 * i });
+    await socket.close();
+    expect(await leases()).toEqual(made);
+    // A second instance is a second lease, written once.
+    expect((await api(only, 'POST', '/v1/interfaces/call', { target: 'counter', version: [{ step: 3 }], method: 'value' }, AUTH)).status).toBe(200);
+    const after = await leases();
+    expect(after).toHaveLength(2);
+    expect(after).toEqual(expect.arrayContaining(made));
+  });
+
   it('a request that says it comes from a gateway without the peer secret is refused', async () => {
     const { a } = await pair({ peerSecret: 'peer-secret' });
     const forged = await api(a, 'POST', '/v1/interfaces/call', { target: 'counter', method: 'value' }, { ...AUTH, 'x-portico-peer': 'forged', 'x-portico-peer-user': 'mallory' });
