@@ -48,11 +48,12 @@ async function pair(extra: Record<string, unknown> = {}) {
 const call = (g: { url: string }, method: string, args: unknown[] = []) =>
   api(g, 'POST', '/v1/interfaces/call', { target: 'counter', version: ['~big'], method, args }, AUTH);
 
-async function owners(project: string): Promise<Array<{ uuid: string; address: string }>> {
+/** The project's leases as the index holds them: `columns` of each row, by uuid. */
+async function owners(project: string, columns = 'uuid, address'): Promise<Array<Record<string, string>>> {
   const client = new pg.Client({ connectionString: postgres.url });
   await client.connect();
   try {
-    return (await client.query('SELECT uuid, address FROM portico_instance_owners WHERE project = $1', [await realpath(project)])).rows;
+    return (await client.query(`SELECT ${columns} FROM portico_instance_owners WHERE project = $1 ORDER BY uuid`, [await realpath(project)])).rows;
   } finally {
     await client.end();
   }
@@ -123,17 +124,8 @@ describe('one live instance across gateways', () => {
     const project = await tempProject();
     // A lease long enough that no renewal falls inside the test: renewals are the only other write.
     const only = await gateway({ project, store: postgres.url, apiToken: TOKEN, instanceLeaseMs: 180_000 });
-    const leases = async () => {
-      const client = new pg.Client({ connectionString: postgres.url });
-      await client.connect();
-      try {
-        // xmin changes with every write to a row: equal before and after, the row was not written.
-        const sql = 'SELECT uuid, address, xmin::text AS version FROM portico_instance_owners WHERE project = $1 ORDER BY uuid';
-        return (await client.query(sql, [await realpath(project)])).rows;
-      } finally {
-        await client.end();
-      }
-    };
+    // xmin changes with every write to a row: equal before and after, the row was not written.
+    const leases = () => owners(project, 'uuid, address, xmin::text AS version');
     expect((await call(only, 'reset')).status).toBe(200);
     const made = await leases();
     expect(made).toHaveLength(1);
