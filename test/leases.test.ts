@@ -2,7 +2,8 @@
  * Instance leases in a real PostgreSQL (store/postgres/leases.ts), the store alone: gateways
  * racing for one instance at once get one owner and are all told who it is, whether the lease was
  * free or had run out; a live lease is never taken from its holder; renew answers what a gateway
- * still holds, release gives leases back.
+ * still holds, release gives leases back; a lease taken over names whom it was taken from, and
+ * goes back to that gateway (handBack) only from its holder.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresIndex } from '../packages/server/src/store/postgres/postgres-store.js';
@@ -49,7 +50,10 @@ function expectOneOwner(answers: LeaseHolder[]): string {
 describe('instance leases (PostgreSQL)', () => {
   it('gateways racing for a free instance: exactly one owner, and every loser is told that owner', async () => {
     for (let round = 0; round < 25; round++) {
-      const owner = expectOneOwner(await race('/projects/race', `free-${round}`));
+      const answers = await race('/projects/race', `free-${round}`);
+      const owner = expectOneOwner(answers);
+      // Nobody had it: nobody took it from anyone.
+      expect(answers.filter((answer) => answer.previous)).toEqual([]);
       // …and the database agrees: the owner renews it, nobody else holds anything there.
       const i = Number(owner.split('-')[1]);
       expect(await gateways[i]!.renew(owner, LONG)).toEqual(new Set([leaseKey('/projects/race', `free-${round}`)]));
@@ -63,8 +67,11 @@ describe('instance leases (PostgreSQL)', () => {
       // A gateway that died: its lease (1 ms) has run out by the time the others ask.
       await gateways[0]!.claim('/projects/race', uuid, 'dead-gateway', 'http://127.0.0.1:1', 1, 0);
       await new Promise((resolve) => setTimeout(resolve, 5));
-      const owner = expectOneOwner(await race('/projects/race', uuid));
+      const answers = await race('/projects/race', uuid);
+      const owner = expectOneOwner(answers);
       expect(owner).not.toBe('dead-gateway');
+      // The winner alone is told whom it took the lease from.
+      expect(answers.filter((answer) => answer.previous)).toEqual([{ owner, address: address(Number(owner.split('-')[1])), remainingMs: expect.any(Number), previous: { owner: 'dead-gateway', address: 'http://127.0.0.1:1' } }]);
       // The dead gateway, were it to come back, holds nothing any more.
       expect(await gateways[0]!.renew('dead-gateway', LONG)).toEqual(new Set());
     }
@@ -90,5 +97,21 @@ describe('instance leases (PostgreSQL)', () => {
     await leases.release('renewer');
     expect(await leases.renew('renewer', LONG)).toEqual(new Set());
     expect((await gateways[3]!.claim('/projects/renew', 'r2', 'next', address(3), LONG, 0)).owner).toBe('next');
+  });
+
+  it('a lease taken over goes back to its holder before (handBack) only from the gateway that took it, for a lease time', async () => {
+    await gateways[4]!.claim('/projects/back', 'b1', 'cut-off', address(4), 1, 0);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const taken = await gateways[5]!.claim('/projects/back', 'b1', 'taker', address(5), LONG, 0);
+    expect(taken).toMatchObject({ owner: 'taker', previous: { owner: 'cut-off', address: address(4) } });
+    // Only the holder can give it away.
+    expect(await gateways[6]!.handBack('/projects/back', 'b1', 'stranger', { owner: 'stranger', address: address(6) }, LONG)).toBe(false);
+    expect(await gateways[5]!.handBack('/projects/back', 'b1', 'taker', taken.previous!, LONG)).toBe(true);
+    expect(await gateways[5]!.renew('taker', LONG)).toEqual(new Set());
+    // Its holder before renews it as its own again, and it is live: nobody takes it.
+    expect(await gateways[4]!.renew('cut-off', LONG)).toEqual(new Set([leaseKey('/projects/back', 'b1')]));
+    const after = await gateways[7]!.claim('/projects/back', 'b1', 'late', address(7), LONG, 0);
+    expect(after).toMatchObject({ owner: 'cut-off', address: address(4) });
+    expect(after.previous).toBeUndefined();
   });
 });

@@ -12,6 +12,8 @@ export interface LeaseHolder {
   address: string;
   /** How long until another gateway may take the lease (ms, by the database's clock: its end, and its grace). */
   remainingMs: number;
+  /** Whom the claim took the lease from: another gateway whose lease had run out (not for a free or own lease). */
+  previous?: { owner: string; address: string };
 }
 
 export interface LeaseStore {
@@ -22,6 +24,11 @@ export interface LeaseStore {
    * and answers the holder after.
    */
   claim(project: string, uuid: string, owner: string, address: string, leaseMs: number, graceMs: number): Promise<LeaseHolder>;
+  /**
+   * Gives a lease `from` took back to `to`, its holder before (which still serves the instance),
+   * for a lease time; false when `from` no longer holds it.
+   */
+  handBack(project: string, uuid: string, from: string, to: { owner: string; address: string }, leaseMs: number): Promise<boolean>;
   /** Extends every lease `owner` holds; answers the keys (`project\0uuid`) it still holds. */
   renew(owner: string, leaseMs: number): Promise<Set<string>>;
   /** Gives up the leases of these keys (`project\0uuid`), or every lease of `owner` without keys. */

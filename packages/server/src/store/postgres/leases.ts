@@ -22,27 +22,35 @@ const CLAIMABLE = `greatest(expires_at, pg_postmaster_start_time()) + $6 * inter
 
 /**
  * Takes the lease when it is free, claimable or the claimant's own, and answers the holder: the
- * claimant's row when the upsert wrote it, else the row as this statement's snapshot saw it
- * (empty when a racing claim committed after the snapshot: `claim` then reads again). Remaining:
- * how long until another gateway may take it.
+ * claimant's row when the upsert wrote it (with the holder it replaced, as the statement's
+ * snapshot saw it), else the row as this statement's snapshot saw it (empty when a racing claim
+ * committed after the snapshot: `claim` then reads again). Remaining: how long until another
+ * gateway may take it.
  */
-const CLAIM = `WITH claimed AS (
+const CLAIM = `WITH prior AS (
+  SELECT owner, address FROM portico_instance_owners WHERE project = $1 AND uuid = $2
+), claimed AS (
   INSERT INTO portico_instance_owners AS held (project, uuid, owner, address, expires_at)
   VALUES ($1, $2, $3, $4, now() + $5 * interval '1 millisecond')
   ON CONFLICT (project, uuid) DO UPDATE SET owner = EXCLUDED.owner, address = EXCLUDED.address, expires_at = EXCLUDED.expires_at
     WHERE greatest(held.expires_at, pg_postmaster_start_time()) + $6 * interval '1 millisecond' <= now() OR held.owner = EXCLUDED.owner
   RETURNING owner, address, expires_at
 )
-SELECT owner, address, extract(epoch FROM ${CLAIMABLE} - now()) * 1000 AS remaining FROM claimed
+SELECT claimed.owner, claimed.address, extract(epoch FROM ${CLAIMABLE} - now()) * 1000 AS remaining, prior.owner AS prior_owner, prior.address AS prior_address
+  FROM claimed LEFT JOIN prior ON true
 UNION ALL
-SELECT owner, address, extract(epoch FROM ${CLAIMABLE} - now()) * 1000 FROM portico_instance_owners
+SELECT owner, address, extract(epoch FROM ${CLAIMABLE} - now()) * 1000, NULL, NULL FROM portico_instance_owners
   WHERE project = $1 AND uuid = $2 AND NOT EXISTS (SELECT 1 FROM claimed)`;
 
 const HOLDER = `SELECT owner, address, extract(epoch FROM ${CLAIMABLE.replaceAll('$6', '$3')} - now()) * 1000 AS remaining FROM portico_instance_owners WHERE project = $1 AND uuid = $2`;
 
-type Row = { owner: string; address: string; remaining: string | number };
+type Row = { owner: string; address: string; remaining: string | number; prior_owner?: string | null; prior_address?: string | null };
 
-const holder = (row: Row): LeaseHolder => ({ owner: row.owner, address: row.address, remainingMs: Math.max(0, Number(row.remaining)) });
+function holder(row: Row): LeaseHolder {
+  const found: LeaseHolder = { owner: row.owner, address: row.address, remainingMs: Math.max(0, Number(row.remaining)) };
+  if (row.prior_owner && row.prior_owner !== row.owner) found.previous = { owner: row.prior_owner, address: row.prior_address! };
+  return found;
+}
 
 /** The migration that adds the table (schema.ts). */
 export const LEASES_MIGRATION = `CREATE TABLE portico_instance_owners (
@@ -70,6 +78,16 @@ export class PostgresLeases implements LeaseStore {
       if (again.rows[0] && Number(again.rows[0].remaining) > 0) return holder(again.rows[0]);
       // Released or run out in between: claim again.
     }
+  }
+
+  async handBack(project: string, uuid: string, from: string, to: { owner: string; address: string }, leaseMs: number): Promise<boolean> {
+    await this.index.ready();
+    const { rowCount } = await this.index.query({
+      name: 'portico_lease_hand_back',
+      text: `UPDATE portico_instance_owners SET owner = $4, address = $5, expires_at = now() + $6 * interval '1 millisecond' WHERE project = $1 AND uuid = $2 AND owner = $3`,
+      values: [project, uuid, from, to.owner, to.address, leaseMs],
+    });
+    return rowCount === 1;
   }
 
   async renew(owner: string, leaseMs: number): Promise<Set<string>> {
