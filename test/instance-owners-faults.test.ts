@@ -6,6 +6,7 @@
  * with their Python worker, killed as a whole); the gateway that survives runs in the test.
  */
 import { existsSync, readFileSync } from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -337,6 +338,103 @@ describe('the index database lost', { timeout: TIMEOUT }, () => {
       fresh = await call(b, 'counter', 'value', [], [{ start: 5 }]);
     }
     expect([fresh.status, fresh.body]).toEqual([200, { payload: 5 }]);
+  });
+});
+
+/**
+ * A way to PostgreSQL for one gateway alone that the test can cut and mend: a TCP port passed on
+ * to the server (its unix socket, or its host and port). Cut, it drops every connection and takes
+ * none; the other gateways' own connections are untouched.
+ */
+async function cuttableWay(url: string): Promise<{ url: string; cut: () => void; mend: () => void; close: () => Promise<void> }> {
+  const target = new URL(url);
+  const socketDir = target.searchParams.get('host');
+  const port = Number(target.port || 5432);
+  const open = new Set<net.Socket>();
+  let cut = false;
+  const server = net.createServer((client) => {
+    if (cut) return client.destroy();
+    const upstream = socketDir ? net.connect(path.join(socketDir, `.s.PGSQL.${port}`)) : net.connect(port, target.hostname);
+    for (const [from, to] of [[client, upstream], [upstream, client]] as const) {
+      open.add(from);
+      from.pipe(to);
+      from.on('error', () => to.destroy());
+      from.on('close', () => {
+        open.delete(from);
+        to.destroy();
+      });
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const way = new URL(url);
+  way.searchParams.delete('host');
+  way.hostname = '127.0.0.1';
+  way.port = String((server.address() as net.AddressInfo).port);
+  return {
+    url: way.toString(),
+    cut: () => {
+      cut = true;
+      for (const socket of open) socket.destroy();
+    },
+    mend: () => {
+      cut = false;
+    },
+    close: () => new Promise((resolve) => {
+      for (const socket of open) socket.destroy();
+      server.close(() => resolve());
+    }),
+  };
+}
+
+describe('the index database lost to the owner alone', { timeout: TIMEOUT }, () => {
+  it('the other gateways ask the owner before they take its instance over: it still serves it, so calls through them reach its one counter, and once it is back it keeps its lease', async () => {
+    const project = await tempProject();
+    const way = await cuttableWay(postgres.url);
+    try {
+      const logged: string[] = [];
+      const a = await inProcess(project, { store: way.url, log: (line: string) => logged.push(line) });
+      const b = await inProcess(project);
+      expect((await call(a, 'counter', 'reset', [], big)).body).toEqual({ payload: 0 });
+      const onA = await Client.open(a.url, { headers: AUTH });
+      await onA.connect('counter', { version: big });
+      expect((await onA.request({ type: 'call', method: 'add', args: [1] })).payload).toBe(10);
+
+      way.cut();
+      await until(() => logged.some((line) => line.includes('instance leases could not be renewed')));
+      // A's lease and the grace run out: B may take the lease now, and asks A first.
+      await new Promise((resolve) => setTimeout(resolve, (LEASE_SECONDS * 4000) / 3 + 500));
+      expect((await call(b, 'counter', 'add', [1], big)).body).toEqual({ payload: 20 });
+      expect((await onA.request({ type: 'call', method: 'add', args: [1] })).payload).toBe(30);
+      const onB = await Client.open(b.url, { headers: AUTH });
+      await onB.connect('counter', { version: big });
+      expect((await onB.request({ type: 'call', method: 'add', args: [1] })).payload).toBe(40);
+      // B handed the lease back to A, which serves the one instance.
+      expect((await leasesOf(project)).map(({ address }) => address)).toEqual([a.url]);
+      const listed = (await api(b, 'GET', '/v1/projects', undefined, AUTH)).body;
+      expect(listed.workers.reduce((n: number, w: { instances: number }) => n + w.instances, 0)).toBe(0);
+
+      way.mend();
+      await until(() => logged.some((line) => line.includes('instance leases renewed again')));
+      expect((await call(b, 'counter', 'add', [1], big)).body).toEqual({ payload: 50 });
+      expect((await onA.request({ type: 'call', method: 'value' })).payload).toBe(50);
+      expect((await leasesOf(project)).map(({ address, live }) => [address, live])).toEqual([[a.url, true]]);
+      // Nobody's instance was made again.
+      expect([...onA.frames, ...onB.frames].filter((f) => f.type === 'instance_restarted')).toEqual([]);
+    } finally {
+      await way.close();
+    }
+  });
+
+  it('a gateway that is not a peer cannot ask whether one serves an instance', async () => {
+    const project = await tempProject();
+    const a = await inProcess(project);
+    expect((await call(a, 'counter', 'reset', [], big)).status).toBe(200);
+    const uuid = (await leasesOf(project))[0]!.uuid;
+    const asked = await api(a, 'GET', `/v1/peers/instances/${uuid}`, undefined, AUTH);
+    expect([asked.status, asked.body.code]).toEqual([403, 'forbidden']);
+    const peer = await api(a, 'GET', `/v1/peers/instances/${uuid}`, undefined, { authorization: `Bearer ${SECRET}`, 'x-portico-peer': 'b' });
+    expect([peer.status, peer.body]).toEqual([200, { uuid, serving: true }]);
+    expect((await api(a, 'GET', '/v1/peers/instances/nobody', undefined, { authorization: `Bearer ${SECRET}`, 'x-portico-peer': 'b' })).body).toEqual({ uuid: 'nobody', serving: false });
   });
 });
 

@@ -21,3 +21,9 @@ export const ProjectsResponse = z
     workers: z.array(WorkerInfo).describe('Running workers, one per (project, interpreter); stopped ones are not listed.'),
   })
   .openapi('ProjectsResponse');
+
+/** What one gateway of a group asks another (README "Several gateways"): not part of the client API. */
+export const PeerInstanceResponse = z.object({
+  uuid: z.string(),
+  serving: z.boolean().describe('This gateway serves the live instance under a lease it holds (or cannot renew: the index is away for it).'),
+});

@@ -68,7 +68,7 @@ const SEVERAL_GATEWAYS = {
   ownership: 'With a PostgreSQL index, each live instance (per project and uuid) is owned by one gateway: the first one asked for it takes its lease in the index and renews it (--instance-lease, every third of it). The embedded store serves one gateway per project.',
   forwarding: 'A gateway asked for an instance another gateway owns forwards the request there: REST calls, release and delete as HTTP requests, a socket connected to the instance as one socket to the owner, every frame relayed both ways as it came (binary frames too, in order). A client sees one instance whichever gateway it reaches.',
   takeover: 'When the owner goes away, frames waiting for it answer error owner_lost, attached sockets get instance_restarted (owner_lost), and the next request makes the instance again, with its saved widget state, on the gateway that takes the lease: at once after a clean stop, within 4/3 of --instance-lease after a crash (the lease, then a grace in which a holder cut off from the database renews first).',
-  database_lost: 'Instances already live stay with their owner and their calls go on; a gateway that does not know an owner yet answers store_unavailable (503), as creates do.',
+  database_lost: 'Instances already live stay with their owner and their calls go on; a gateway that does not know an owner yet answers store_unavailable (503), as creates do. An owner cut off from the database alone keeps its instances: a gateway that takes over a lease that ran out first asks its holder (GET /v1/peers/instances/{uuid}, gateways only) and hands the lease back to one that still serves the instance.',
 };
 
 export const INTERFACE_HOOKS = [

@@ -25,6 +25,7 @@ import { metaRoutes } from './routes/meta.js';
 import { projectRoutes } from './routes/project.js';
 import { sourceRoutes } from './routes/source.js';
 import { authRoutes } from './routes/auth.js';
+import { peerRoutes } from './routes/peers.js';
 import { projectsRoutes } from './routes/projects.js';
 import { isStaticPath, mountStatic } from './static.js';
 
@@ -50,6 +51,7 @@ export function createApp(gateway: Gateway, auth: Authenticator, log: LogLine, s
       ...projectRoutes(gateway),
       ...sourceRoutes(gateway),
       ...projectsRoutes(gateway),
+      ...peerRoutes(gateway),
       ...authRoutes(auth),
     ] as never,
   );

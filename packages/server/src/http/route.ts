@@ -35,7 +35,7 @@ export interface RouteSpec<B extends z.ZodType | undefined, Q extends AnyObject 
   responseType?: string | string[];
   /** Statuses besides 200/422 this route answers, for the docs. */
   errors?: number[];
-  /** Answered but left out of /openapi.json and /docs (a feature this gateway has switched off). */
+  /** Answered but left out of /openapi.json and /docs (a feature this gateway has switched off, or a route only gateways use). */
   undocumented?: true;
   handler: (
     ctx: Koa.Context,

@@ -13,6 +13,10 @@
  *   costs no statement per request.
  * - An owner found unreachable (`unreachable`) is waited out: its lease ends within the lease
  *   time, and the next gateway asked takes it and makes the instance again from its record.
+ * - A lease taken over from another gateway is not kept before that gateway was asked: one cut
+ *   off from the database alone cannot renew, and still serves its instance. It answers the
+ *   question (`serving`, PEER_INSTANCES_PATH) and keeps its instance, the lease handed back to
+ *   it; one that answers no, or nothing within PROBE_MS, loses it.
  * - The database lost: instances held stay held (calls to them go on); a new one cannot be
  *   claimed and answers `store_unavailable`, as a create does.
  * - A gateway that did not even try to renew for a lease time (its process was stopped, its
@@ -22,7 +26,7 @@
 import { randomUUID } from 'node:crypto';
 import { PorticoError } from '../errors.js';
 import type { LogLine } from '../ops/logger.js';
-import { leaseKey, type LeaseStore } from '../store/leases.js';
+import { leaseKey, type LeaseHolder, type LeaseStore } from '../store/leases.js';
 import type { RequestContext } from './context.js';
 
 /** Where a live instance lives: here, or at another gateway (its base URL). */
@@ -33,6 +37,10 @@ const LOCAL: Owner = { local: true };
 const CLOCK_MARGIN_MS = 250;
 /** What is known of another gateway's lease is forgotten this long (at least) after it ended. */
 const FORGET_AFTER_MS = 60_000;
+/** How long a gateway whose lease ran out has to say that it still serves the instance (ms, at most a third of the lease). */
+const PROBE_MS = 1_000;
+/** Where a gateway asks another whether it still serves an instance: `GET {PEER_INSTANCES_PATH}/{uuid}?project=…` (gateways only). */
+export const PEER_INSTANCES_PATH = '/v1/peers/instances';
 
 export interface OwnershipOptions {
   leases: LeaseStore | undefined;
@@ -108,6 +116,17 @@ export class InstanceOwnership {
     return since !== undefined && (this.renewFailing || this.fresh(since));
   }
 
+  /**
+   * Whether this gateway serves the live instance of `uuid` under a lease it holds (renewed
+   * lately, or not renewable since the database is away for it): another gateway that found the
+   * lease ended asks this before it takes it over.
+   */
+  serving(project: string, uuid: string): boolean {
+    if (!this.leases) return false;
+    const since = this.held.get(leaseKey(project, uuid));
+    return since !== undefined && (this.renewFailing || this.fresh(since)) && this.options.inUse(project, uuid);
+  }
+
   /** Whether a lease this gateway took at `since` is surely still its own. */
   private fresh(since: number): boolean {
     return performance.now() < Math.max(since, this.vouched) + this.leaseMs - CLOCK_MARGIN_MS;
@@ -133,9 +152,9 @@ export class InstanceOwnership {
     const deadline = performance.now() + this.leaseMs + this.graceMs + CLOCK_MARGIN_MS;
     for (;;) {
       const started = performance.now();
-      let holder: Awaited<ReturnType<LeaseStore['claim']>>;
+      let holder: LeaseHolder;
       try {
-        holder = await leases.claim(project, uuid, this.id, this.address, this.leaseMs, this.graceMs);
+        holder = await this.claim(ctx, project, uuid);
       } catch (err) {
         const away = (err as PorticoError).code === 'store_unavailable';
         // Held, and the database away: it stays held (calls to live instances go on).
@@ -183,9 +202,9 @@ export class InstanceOwnership {
   async stillOwns(ctx: RequestContext, uuid: string, owner: string): Promise<boolean> {
     const project = ctx.project.dir;
     const key = leaseKey(project, uuid);
-    let holder: Awaited<ReturnType<LeaseStore['claim']>>;
+    let holder: LeaseHolder;
     try {
-      holder = await this.leases!.claim(project, uuid, this.id, this.address, this.leaseMs, this.graceMs);
+      holder = await this.claim(ctx, project, uuid);
     } catch {
       return true;
     }
@@ -193,6 +212,28 @@ export class InstanceOwnership {
     this.known.delete(key);
     if (holder.owner === this.id) this.held.set(key, performance.now());
     return false;
+  }
+
+  /**
+   * Claims the lease of `uuid` (see LeaseStore.claim). One taken over from another gateway that
+   * is not known to be gone goes back to it when it says it still serves the instance: it could
+   * not renew only because the database is away for it alone.
+   */
+  private async claim(ctx: RequestContext, project: string, uuid: string): Promise<LeaseHolder> {
+    const leases = this.leases!;
+    const holder = await leases.claim(project, uuid, this.id, this.address, this.leaseMs, this.graceMs);
+    const previous = holder.previous;
+    if (holder.owner !== this.id || !previous || this.isGone(previous.owner)) return holder;
+    const asked = { headers: this.forwardHeaders(ctx), params: this.forwardParams(ctx), timeoutMs: Math.min(PROBE_MS, this.leaseMs / 3) };
+    if (!(await stillServes(previous.address, uuid, asked))) return holder;
+    try {
+      // Not this gateway's any more (released meanwhile): whoever has it now is the answer.
+      if (!(await leases.handBack(project, uuid, this.id, previous, this.leaseMs))) return await leases.claim(project, uuid, this.id, this.address, this.leaseMs, this.graceMs);
+    } catch {
+      return holder;
+    }
+    this.options.log(`instance ${uuid}: its lease ran out, but its owner at ${previous.address} still serves it (it cannot reach the index): handed back`, 'warn');
+    return { owner: previous.owner, address: previous.address, remainingMs: this.leaseMs };
   }
 
   /**
@@ -310,6 +351,18 @@ export class InstanceOwnership {
     this.held.clear();
     this.used.clear();
     await this.leases.release(this.id).catch((err: unknown) => this.options.log(`instance leases not given back: ${(err as Error).message}`, 'warn'));
+  }
+}
+
+/** Whether the gateway at `address` says it still serves the live instance of `uuid` (no answer within `timeoutMs`: no). */
+async function stillServes(address: string, uuid: string, asked: { headers: Record<string, string>; params: Record<string, string>; timeoutMs: number }): Promise<boolean> {
+  try {
+    const url = new URL(`${PEER_INSTANCES_PATH}/${encodeURIComponent(uuid)}`, address);
+    for (const [name, value] of Object.entries(asked.params)) url.searchParams.set(name, value);
+    const answer = await fetch(url, { headers: asked.headers, signal: AbortSignal.timeout(asked.timeoutMs) });
+    return answer.ok && ((await answer.json()) as { serving?: unknown }).serving === true;
+  } catch {
+    return false;
   }
 }
 
