@@ -76,8 +76,10 @@ describe('a connection the server ends in the middle of a transaction', () => {
       await client.query('SELECT 1');
     });
     await started;
+    // Awaited from before the end: the transaction may fail before pg_terminate_backend answers.
+    const failed = expect(transaction).rejects.toMatchObject({ code: 'store_unavailable' });
     await admin.query('SELECT pg_terminate_backend($1)', [backend]);
-    await expect(transaction).rejects.toMatchObject({ code: 'store_unavailable' });
+    await failed;
     const store = await index.open('/srv/after-terminate');
     await store.insert(record('after', {}));
     expect((await store.search({ limit: 1 })).total).toBe(1);
