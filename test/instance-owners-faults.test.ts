@@ -49,6 +49,19 @@ class Drip(Interface):
         return "pong"
 `;
 
+/** A call that takes as long as it is asked to. */
+const NAP = `"""Calls that take their time."""
+import time
+
+from portico import Interface
+
+
+class Nap(Interface):
+    def nap(self, seconds: float) -> str:
+        time.sleep(seconds)
+        return "rested"
+`;
+
 let postgres: TestPostgres;
 const served: Launched[] = [];
 
@@ -420,6 +433,22 @@ describe('the index database lost to the owner alone', { timeout: TIMEOUT }, () 
       expect((await leasesOf(project)).map(({ address, live }) => [address, live])).toEqual([[a.url, true]]);
       // Nobody's instance was made again.
       expect([...onA.frames, ...onB.frames].filter((f) => f.type === 'instance_restarted')).toEqual([]);
+    } finally {
+      await way.close();
+    }
+  });
+
+  it('a long call forwarded to it is not cut off: the gateway waiting on it asks it again once its lease ran out, and leaves it the instance', async () => {
+    const project = await tempProject({ 'nap.py': NAP });
+    const way = await cuttableWay(postgres.url);
+    try {
+      const a = await inProcess(project, { store: way.url });
+      const b = await inProcess(project);
+      expect((await call(a, 'nap', 'nap', [0])).body).toEqual({ payload: 'rested' });
+      way.cut();
+      // Longer than A's lease and its grace: B, waiting on A, checks the lease (once per lease time) and finds it ended.
+      expect((await call(b, 'nap', 'nap', [LEASE_SECONDS * 3])).body).toEqual({ payload: 'rested' });
+      expect((await leasesOf(project)).map(({ address }) => address)).toEqual([a.url]);
     } finally {
       await way.close();
     }
