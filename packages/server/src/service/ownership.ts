@@ -122,9 +122,7 @@ export class InstanceOwnership {
    * lease ended asks this before it takes it over.
    */
   serving(project: string, uuid: string): boolean {
-    if (!this.leases) return false;
-    const since = this.held.get(leaseKey(project, uuid));
-    return since !== undefined && (this.renewFailing || this.fresh(since)) && this.options.inUse(project, uuid);
+    return this.shared && this.holds(project, uuid) && this.options.inUse(project, uuid);
   }
 
   /** Whether a lease this gateway took at `since` is surely still its own. */
