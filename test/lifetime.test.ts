@@ -167,6 +167,30 @@ describe('widget state that comes back', { timeout: 120_000 }, () => {
     expect(Buffer.from(state.payload.buffers[0], 'base64')).toEqual(image);
   });
 
+  it('set through any door: a REST call of widget_update, and a widget_message that changes the state, come back after a crash', async () => {
+    const project = await tempProject({ 'probe.py': PROBE, 'board.py': BOARD.replace('    def retitle', '    def widget_message(self, content, buffers):\n        self.title = str(content)\n        return None\n\n    def retitle') });
+    const g = await gateway({ project });
+    const board = await created(g, 'board');
+    // As the reference's web SDK sets it: by module name, the changes as a keyword.
+    const updated = await api(g, 'POST', '/v1/interfaces/call', { target: 'board', method: 'widget_update', kwargs: { changes: { title: 'Set over REST' } } });
+    expect([updated.status, updated.body.payload]).toEqual([200, { title: 'Set over REST' }]);
+    const crasher = await created(g, 'probe');
+    await sleep(200); // the save is coalesced (30 ms)
+    expect((await call(g, crasher, 'crash')).body.code).toBe('worker_crashed');
+    const after = await call(g, board, 'widget_state');
+    expect(after.body.payload?.title, JSON.stringify(after.body)).toBe('Set over REST');
+
+    // A custom message whose hook changes the state, over the WebSocket: kept the same way.
+    const ws = await Client.open(g.url);
+    await ws.connect(board);
+    await ws.request({ type: 'widget_msg', content: 'Set by a message' });
+    ws.close();
+    // Released (a second crash this soon would be a quick death in a row): the next use makes it again from the saved file.
+    expect((await api(g, 'POST', `/v1/interfaces/${board}/release`)).body.released).toBe(true);
+    const last = await call(g, board, 'widget_state');
+    expect(last.body.payload?.title, JSON.stringify(last.body)).toBe('Set by a message');
+  });
+
   it('after an idle release, and on another gateway serving the same folder after this one stops', async () => {
     const project = await tempProject({ 'board.py': BOARD });
     const g = await gateway({ project, instanceIdleMs: 1000, workerIdleMs: 1000 });

@@ -53,6 +53,11 @@ COUNTER = """
             self.push_widget_change({"count": self.state["count"]})
             return self.state["count"]
 
+        def widget_message(self, content, buffers):
+            if content == "zero":
+                self.state["count"] = 0
+            return None
+
         def reads(self):
             return self.state_reads
 
@@ -245,6 +250,23 @@ class WidgetPersistTest(PersistTestCase):
         self.stop(worker)
         fresh = self.start()
         self.assertEqual(fresh.result(fresh.call("bump", 1, uuid="p1")), 4)
+
+    def test_a_widget_message_whose_hook_changed_the_state_is_saved_and_one_that_did_not_writes_nothing(self) -> None:
+        worker = self.start()
+        self.answer(worker, self.op(worker, "widget_set", "m1", changes={"count": 7}))
+        self.saved("m1", lambda h, b: h["state"]["count"] == 7)
+        self.answer(worker, self.op(worker, "widget_msg", "m1", content="zero"))
+        self.saved("m1", lambda h, b: h["state"]["count"] == 0)
+        inode = os.stat(state_path(self.project, "m1")).st_ino
+        # A message that changes nothing: the state is read, found as written, and not written again.
+        reads = worker.result(worker.call("reads", uuid="m1"))
+        self.answer(worker, self.op(worker, "widget_msg", "m1", content="hello"))
+        wait_until(lambda: worker.result(worker.call("reads", uuid="m1")) > reads, what="the save to read the state")
+        self.assertEqual(os.stat(state_path(self.project, "m1")).st_ino, inode)
+        self.stop(worker)
+        fresh = self.start()
+        frame, _ = self.answer(fresh, self.op(fresh, "widget_get", "m1"))
+        self.assertEqual(frame["payload"]["state"]["count"], 0)
 
     def test_a_hook_that_refuses_read_only_keys_still_gets_its_changed_ones_back(self) -> None:
         worker = self.start()

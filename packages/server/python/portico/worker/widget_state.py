@@ -12,7 +12,9 @@ and given to its ``widget_update`` before anyone can use it.
   the binary values one after the other, raw (``_buffers``), exactly as ``widget_get`` answers.
 - **Coalesced.** A change only marks the uuid; one saver thread writes it ``SAVE_DELAY_S`` after
   the first mark, calling ``widget_state()`` there, so a burst of changes is one write of the
-  latest state and no call waits for a save.
+  latest state and no call waits for a save. A state that encodes to the bytes this worker last
+  wrote for the uuid, while that file is still there, is not written again: a ``widget_message`` that changed
+  nothing costs no disk write.
 - **Atomic.** Temp file in the same folder, fsync, ``os.replace`` (``_storage.atomic_write``): a
   reader, or the next worker after a crash, finds the previous file or the new one, never a torn one.
 - **Exit.** ``flush`` writes what is pending, bounded (``EXIT_FLUSH_SECONDS``), before the worker
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import hashlib
 import inspect
 import os
 import threading
@@ -123,6 +126,7 @@ class WidgetStates:
         self._pending: dict[str, _Due] = {}  # uuid → its next save
         self._saving: str | None = None  # the uuid the saver is writing now
         self._thread: threading.Thread | None = None
+        self._written: dict[str, bytes] = {}  # uuid → SHA-256 of the file as this worker last wrote it
 
     # -- saving ----------------------------------------------------------------------------------
 
@@ -204,11 +208,17 @@ class WidgetStates:
         path = state_path(self.project, uuid)
         if path is None:
             return
+        digest = hashlib.sha256(data).digest()
+        if self._written.get(uuid) == digest and os.path.exists(path):
+            return
         try:
             os.makedirs(os.path.dirname(path), exist_ok=True)
             _storage.atomic_write(path, data)  # temp file, fsync, os.replace; the temp file goes on failure
         except OSError as exc:
+            self._written.pop(uuid, None)
             log(f"the widget state of {uuid} was not saved: {described(exc)}")
+            return
+        self._written[uuid] = digest
 
     def _hook(self, fn: Any, *args: Any) -> Any:
         """``fn(*args)``; an ``async def`` hook runs on the worker's loop, waited for here."""

@@ -10,8 +10,11 @@ at a time in arrival order, as a Jupyter kernel handles a widget's comm messages
 queries rely on it), while other instances and method calls run meanwhile. Binary values and
 message buffers travel in the frame body (``buffer_lengths``), never as base64.
 
-A ``widget_update`` that returned (the hook accepted the changes) marks its instance's widget
-state for saving (``Instances.state_changed``, ``widget_state.py``).
+A ``widget_update`` that returned (the hook accepted the changes), and a ``widget_message`` that
+returned (its hook may change the state too), mark the instance's widget state for saving
+(``Instances.state_changed``, ``widget_state.py``), whichever door they came through: a
+``widget_set`` or ``widget_msg`` frame, or a REST or WebSocket ``call`` of the hook by name. A
+save that finds the state as it last wrote it writes nothing.
 """
 
 from __future__ import annotations
@@ -37,6 +40,10 @@ from .lookup import inside_project
 from .modules import Modules
 from .pipe import Pipe, Work
 from .protocol import Refusal, described, log
+
+
+#: The queued hooks after which the widget state is saved: both may change it.
+_STATE_CHANGING = frozenset({"widget_update", "widget_message"})
 
 
 class Widgets:
@@ -109,7 +116,7 @@ class Widgets:
             return
         try:
             instance = self.calls.instances.instance(uuid, module, config)
-            if call.method == "widget_update" and instance.persist:
+            if call.method in _STATE_CHANGING and instance.persist:
                 finish = functools.partial(self._finish_and_save, uuid, instance, finish)
             work = self.calls.start_hook(call, instance, args, finish, self._fail_hook)
         except Refusal as refusal:
@@ -124,7 +131,7 @@ class Widgets:
             concurrent.futures.wait([call.future])
 
     def _finish_and_save(self, uuid: str, instance: Instance, finish: Finish, call: Call, normalized: Any) -> None:
-        """The hook accepted the changes: answer, then save the state soon (whatever the answer's shape)."""
+        """The hook returned (changes accepted, or a message handled): answer, then save the state soon (whatever the answer's shape)."""
         finish(call, normalized)
         self.calls.instances.state_changed(uuid, instance)
 
