@@ -111,7 +111,7 @@ describe('one gateway behind a TLS reverse proxy (nginx)', { timeout: TIMEOUT },
     const forged = { origin: 'https://evil.example', 'x-forwarded-host': 'evil.example', 'x-forwarded-proto': 'https', 'x-forwarded-for': '198.51.100.7' };
     const rest = await call(gatewayUrl, { target: 'counter', method: 'value' }, { localAddress: STRANGER, headers: { ...forged, 'x-request-id': 'forged-direct' } });
     expect([rest.status, rest.body.code]).toEqual([403, 'forbidden']);
-    expect(rest.body.detail).toContain('https://evil.example');
+    expect(rest.body.message).toContain('https://evil.example');
     expect((await send(`${gatewayUrl}/v1/origin`, { localAddress: STRANGER, headers: forged })).body).toMatchObject({ origin: 'https://evil.example', allowed: false });
     await expect(Client.open(gatewayUrl, { headers: forged, tls: { localAddress: STRANGER } })).rejects.toMatchObject({ status: 403 });
     // Its access line names the peer, not the address it claimed to forward for.

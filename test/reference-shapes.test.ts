@@ -188,6 +188,74 @@ describe('errors a reference client can print', () => {
   });
 });
 
+describe('failures of the call endpoint carry the structured detail, whatever their status', () => {
+  const PROBE = `
+from portico import Interface
+
+
+class Probe(Interface):
+    def hello(self):
+        return "hi"
+
+    def _secret(self):
+        return "no"
+`;
+  const NARROW = `
+from portico import Interface
+
+
+class Narrow(Interface):
+    __api_methods__ = ["one"]
+
+    def one(self):
+        return 1
+
+    def two(self):
+        return 2
+`;
+  let g: Awaited<ReturnType<typeof gateway>>;
+  beforeAll(async () => {
+    g = await gateway({ project: await tempProject({ 'probe.py': PROBE, 'narrow.py': NARROW }), apiToken: 'secret' });
+  });
+  const auth = { Authorization: 'Bearer secret' };
+
+  it('an unknown, a private, an inherited and an unlisted method: 404 / 403 with detail.code and detail.message', async () => {
+    const cases: Array<[string, string, number, string, RegExp]> = [
+      ['probe', 'nope', 404, 'not_found', /nope/],
+      ['probe', '_secret', 403, 'forbidden', /_secret/],
+      ['probe', 'local_directory', 403, 'forbidden', /local_directory/],
+      ['narrow', 'two', 403, 'forbidden', /two/],
+    ];
+    for (const [target, method, status, code, says] of cases) {
+      const res = await api(g, 'POST', '/v1/interfaces/call', { target, method }, auth);
+      expect([res.status, res.body.detail?.code], `${target}.${method}: ${JSON.stringify(res.body)}`).toEqual([status, code]);
+      expect(res.body.detail.message).toMatch(says);
+      // The top level keeps code and message too, as on every other error body.
+      expect([res.body.code, res.body.message]).toEqual([code, res.body.detail.message]);
+    }
+    expect((await api(g, 'POST', '/v1/interfaces/call', { target: 'probe', method: 'hello' }, auth)).body).toEqual({ payload: 'hi' });
+  });
+
+  it('a refused credential and a wrong HTTP method on the call path are structured too; other paths keep the string', async () => {
+    const refused = await api(g, 'POST', '/v1/interfaces/call', { target: 'probe', method: 'hello' });
+    expect(refused.status).toBe(401);
+    expect(refused.body).toEqual({ detail: { code: 'unauthorized', message: refused.body.message }, code: 'unauthorized', message: expect.any(String) });
+    const wrongMethod = await api(g, 'PUT', '/v1/interfaces/call', {}, auth);
+    expect([wrongMethod.status, wrongMethod.body.detail?.code]).toEqual([405, 'method_not_allowed']);
+    const elsewhere = await api(g, 'GET', '/v1/interfaces/0123456789abcdef01234567', undefined, auth);
+    expect(typeof elsewhere.body.detail).toBe('string');
+  });
+
+  it('/openapi.json documents the structured body for every error status of the call endpoint', async () => {
+    const doc = (await api(g, 'GET', '/openapi.json')).body;
+    const responses = doc.paths['/v1/interfaces/call'].post.responses as Record<string, { content?: Record<string, { schema: unknown }> }>;
+    for (const [status, response] of Object.entries(responses)) {
+      if (status.startsWith('2') || status === '422' || status === '431') continue;
+      expect(response.content?.['application/json']?.schema, status).toEqual({ $ref: '#/components/schemas/BadRequestResponse' });
+    }
+  });
+});
+
 describe('GET /v1/protocol', () => {
   it('lists every frame once per direction it travels (widget_msg both ways) and the widget hooks among the interface hooks', async () => {
     const g = await gateway({ project: await tempProject() });

@@ -1,7 +1,8 @@
 /**
- * One answer for one mistake: a target that names no module of the project is 400
- * `unknown_module` with issues on every endpoint and frame, naming the interface modules that do
- * exist and the nearest ones; and no message a client gets holds the server's absolute project path.
+ * One answer for one mistake: a target that names no module of the project is `unknown_module`
+ * with issues on every endpoint and frame, naming the interface modules that do exist and the
+ * nearest ones: 400 in a body or frame, 404 in a path (a missing resource); and no message a
+ * client gets holds the server's absolute project path.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, Client, cleanup, gateway, tempProject } from './helpers.js';
@@ -20,7 +21,9 @@ describe('an unknown module', () => {
   async function answers(target: string): Promise<Record<string, { status: number; detail: any }>> {
     const rest = async (method: string, pathname: string, body?: unknown) => {
       const res = await api(g, method, pathname, body);
-      return { status: res.status, detail: res.body?.detail };
+      // A 404's detail is its message (a string), with code, message and issues beside it.
+      const { code, message, issues } = res.body ?? {};
+      return { status: res.status, detail: res.status === 404 ? (res.body.detail === message ? { code, message, issues } : res.body) : res.body?.detail };
     };
     const client = await Client.open(g.url);
     const frame = await client.request({ type: 'connect', target });
@@ -38,14 +41,14 @@ describe('an unknown module', () => {
     };
   }
 
-  it('is 400 unknown_module with issues everywhere, naming the modules that exist and the nearest', async () => {
+  it('is unknown_module with issues everywhere, naming the modules that exist and the nearest: 400, or 404 where a path names it', async () => {
     const all = await answers('countr');
     const expected = {
       code: 'unknown_module',
       message: "Unknown module 'countr': did you mean 'counter'? The interface modules of this project: counter, faulty, files, gallery, slow, streamer, trainer, wave.",
     };
     for (const [surface, { status, detail }] of Object.entries(all)) {
-      expect(status, surface).toBe(400);
+      expect(status, surface).toBe(surface === 'schema' || surface === 'widget' ? 404 : 400);
       expect(detail, surface).toEqual({ ...expected, issues: [{ path: null, message: expected.message }] });
     }
   });

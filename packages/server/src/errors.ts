@@ -23,7 +23,11 @@ export const ERROR_CODES = {
   unserializable_result: { status: 400, meaning: 'The method returned a value that is not JSON.' },
   streaming_unsupported: { status: 400, meaning: 'A streaming method was called over REST; use the WebSocket.' },
   module_error: { status: 400, meaning: 'The module fails to import, or has no single interface class.' },
-  unknown_module: { status: 400, meaning: 'The target names no module of the project (on every endpoint and frame): like every resolve failure, a 400 with issues; the message names the nearest and the existing interface modules.' },
+  unknown_module: {
+    status: 400,
+    meaning:
+      'The target names no module of the project: in a body or frame, like every resolve failure, a 400 with issues; in a path (GET /v1/project/{module}, its widget assets), a missing resource, 404. Either way the message and issue name the nearest and the existing interface modules.',
+  },
   unauthorized: { status: 401, meaning: 'Missing, invalid, tampered or expired bearer credential.' },
   forbidden: { status: 403, meaning: 'The request is outside what this gateway allows (project roots, interpreter allowlist, origins, private methods).' },
   mint_refused: { status: 403, meaning: 'Only the api token itself may mint a session token; a session or OIDC token cannot.' },
@@ -103,14 +107,22 @@ export class PorticoError extends Error {
   readonly exception?: string;
   /** The operator's version of `message` (with hosts, paths, driver messages): for the log and the terminal only. */
   readonly internal?: string;
+  /** The HTTP status where it is not the code's own: only `unknown_module` named by a path (404). */
+  private readonly httpStatus?: number;
 
-  constructor(code: ErrorCode, message: string, extra: { issues?: Issue[]; exception?: string; internal?: string } = {}) {
+  constructor(code: ErrorCode, message: string, extra: { issues?: Issue[]; exception?: string; internal?: string; status?: number } = {}) {
     super(message);
     this.name = 'PorticoError';
     this.code = code;
     if (extra.issues) this.issues = extra.issues;
     if (extra.exception) this.exception = extra.exception;
     if (extra.internal) this.internal = extra.internal;
+    if (extra.status) this.httpStatus = extra.status;
+  }
+
+  /** The same error answered with another status (a module named by a path is a missing resource: 404). */
+  withStatus(status: number): PorticoError {
+    return new PorticoError(this.code, this.message, { issues: this.issues, exception: this.exception, internal: this.internal, status });
   }
 
   /** What the operator reads (a log line, a terminal): `internal` when there is one, else `message`. */
@@ -119,18 +131,20 @@ export class PorticoError extends Error {
   }
 
   get status(): number {
-    return ERROR_CODES[this.code].status;
+    return this.httpStatus ?? ERROR_CODES[this.code].status;
   }
 
   /**
    * The HTTP body. `code` and `message` are at its top level whatever the status. `detail` is the
-   * message, a string as FastAPI and the reference server send it (their clients print it), with
-   * `issues` and `exception` beside it; only a 400 (resolve, lifecycle and call failures, whose
-   * structured detail the spec fixes) has the structured ErrorDetail as `detail`.
+   * structured ErrorDetail where the spec fixes one: on every 400 (resolve, lifecycle and call
+   * failures) and, with `structured`, on every failure of the call endpoint whatever its status
+   * (http/errors.ts `structuredDetail` says where). Elsewhere `detail` is the message, a string as
+   * FastAPI and the reference server send it (their clients print it), with `issues` and
+   * `exception` beside it.
    */
-  toBody(): ErrorBody {
+  toBody(structured = false): ErrorBody {
     const detail = this.toDetail();
-    return this.status === 400 ? { detail, code: this.code, message: this.message } : { detail: this.message, ...detail };
+    return structured || this.status === 400 ? { detail, code: this.code, message: this.message } : { detail: this.message, ...detail };
   }
 
   toDetail(): ErrorDetail {

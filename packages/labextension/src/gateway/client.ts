@@ -43,7 +43,7 @@ interface RequestOptions {
 }
 
 /**
- * The error of a gateway error body: `{detail: "<message>", code, message}`, a 400's
+ * The error of a gateway error body: `{detail: "<message>", code, message}`, a 400's (and every call failure's)
  * `{detail: {code, message, issues?}, code, message}` or a 422's `{detail: [{loc, msg}], …}`.
  * A server that sends only `{detail: "<message>"}` (FastAPI) gives code `bad_response` with that message.
  */

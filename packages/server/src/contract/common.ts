@@ -78,7 +78,7 @@ export const ErrorDetail = z
 
 const ErrorCode = z.string().describe('Stable error code (see /v1/protocol errors).');
 
-/** Every error status but 400 and 422: `detail` is the message, as FastAPI and the reference server send it. */
+/** Every error status but 400 and 422, except on the call endpoint: `detail` is the message, as FastAPI and the reference server send it. */
 export const ErrorResponse = z
   .object({
     detail: z.string().describe('The message (a string, as FastAPI and the reference server send it).'),
@@ -89,7 +89,7 @@ export const ErrorResponse = z
   })
   .openapi('ErrorResponse');
 
-/** A 400 (resolve, lifecycle and call failures): the structured detail the spec fixes. */
+/** A 400 (resolve, lifecycle and call failures), and every failure of POST /v1/interfaces/call: the structured detail the spec fixes. */
 export const BadRequestResponse = z
   .object({ detail: ErrorDetail, code: ErrorCode, message: z.string().describe('detail.message again.') })
   .openapi('BadRequestResponse');

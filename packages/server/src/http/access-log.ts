@@ -15,6 +15,7 @@ import type { Principal } from '../auth/credentials.js';
 import type { PorticoError } from '../errors.js';
 import { batchingChild, type Logger } from '../ops/logger.js';
 import type { Metrics } from '../ops/metrics.js';
+import { structuredDetail } from './errors.js';
 import { clientView, trustedProxies } from './forwarded.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
@@ -152,7 +153,7 @@ export function accessLog(logger: Logger, metrics: Metrics, trusted: readonly st
       const entry = entries.get(res);
       if (entry) Object.assign(entry, { cut: true, status: error.status, code: error.code });
       else refused({ method: res.req.method, path: res.req.url?.split('?')[0], headers: res.req.headers, client: clientView(res.req, proxies).client }, error);
-      const body = JSON.stringify(error.toBody());
+      const body = JSON.stringify(error.toBody(structuredDetail(res.req.url?.split('?')[0])));
       res.writeHead(error.status, { ...headers, 'content-type': 'application/json; charset=utf-8', 'content-length': String(Buffer.byteLength(body)), connection: 'close' });
       res.end(body);
       // What the client still sends is read and dropped, so that it reads this answer, not a reset.

@@ -1,7 +1,8 @@
 /**
  * The one mapping of errors to HTTP: a PorticoError becomes its status with its body
- * (`PorticoError.toBody`: `{"detail": "<message>", "code", "message", …}`, or for a 400 the
- * structured `{"detail": {code, message, issues?, exception?}, "code", "message"}`); a validation
+ * (`PorticoError.toBody`: `{"detail": "<message>", "code", "message", …}`, or for a 400 and for
+ * every failure of the call endpoint the structured `{"detail": {code, message, issues?,
+ * exception?}, "code", "message"}`); a validation
  * failure (of the schema, or a `validation_error` from the service) becomes 422 with an
  * HTTPValidationError body; anything else is a generic 500 whose details (the stack) go to the
  * log only, at error level.
@@ -9,6 +10,18 @@
 import type Koa from 'koa';
 import { PorticoError, toPorticoError } from '../errors.js';
 import type { LogLine } from '../ops/logger.js';
+
+/**
+ * The paths whose every failure carries the structured detail, whatever its status: the call
+ * endpoint, for which the spec promises "a structured detail, never a bare 500" (clients read
+ * `detail.message`). Other paths keep it for a 400 only.
+ */
+const STRUCTURED_DETAIL_PATHS: ReadonlySet<string> = new Set(['/v1/interfaces/call']);
+
+/** Whether every failure of `path` carries the structured detail (see STRUCTURED_DETAIL_PATHS). */
+export function structuredDetail(path: string | undefined): boolean {
+  return path !== undefined && STRUCTURED_DETAIL_PATHS.has(path);
+}
 
 /** A request that fails schema validation (rendered as 422 HTTPValidationError). */
 export class ValidationFailure extends Error {
@@ -56,7 +69,7 @@ export function errorMiddleware(log: LogLine): Koa.Middleware {
         return;
       }
       ctx.status = error.status;
-      ctx.body = error.toBody();
+      ctx.body = error.toBody(structuredDetail(ctx.path));
       if (error.code === 'unauthorized') ctx.set('WWW-Authenticate', 'Bearer');
     }
   };

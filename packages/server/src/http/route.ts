@@ -10,7 +10,7 @@ import { LIMITS } from '../config/constants.js';
 import type { z } from '../contract/zod.js';
 import { PorticoError } from '../errors.js';
 import { readJson } from './body.js';
-import { ValidationFailure } from './errors.js';
+import { structuredDetail, ValidationFailure } from './errors.js';
 
 type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 type AnyObject = z.ZodObject<z.ZodRawShape>;
@@ -151,8 +151,10 @@ export function mountRoutes(router: Router, registry: OpenAPIRegistry, routes: A
       spec.response === null
         ? { description: 'No content' }
         : { description: 'Success', content: Object.fromEntries([spec.responseType ?? 'application/json'].flat().map((type) => [type, { schema: spec.response! }])) };
+    // The body of each error status: the structured detail on a 400, and on every status of a path that always has it.
+    const errorSchema = (status: number) => (status === 400 || structuredDetail(spec.path) ? BadRequestResponse : ErrorResponse);
     for (const status of spec.errors ?? []) {
-      responses[status] = { description: STATUS_TEXT[status] ?? 'Error', content: { 'application/json': { schema: status === 400 ? BadRequestResponse : ErrorResponse } } };
+      responses[status] = { description: STATUS_TEXT[status] ?? 'Error', content: { 'application/json': { schema: errorSchema(status) } } };
     }
     if (spec.body || spec.query || spec.params) {
       responses[422] = { description: 'Validation error', content: { 'application/json': { schema: HTTPValidationError } } };
@@ -160,7 +162,7 @@ export function mountRoutes(router: Router, registry: OpenAPIRegistry, routes: A
     if (spec.body) {
       // What reading any JSON body may answer (http/body.ts), before the schema sees it.
       responses[400] ??= { description: `JSON nested deeper than ${LIMITS.jsonDepthMax} levels (invalid_argument)`, content: { 'application/json': { schema: BadRequestResponse } } };
-      responses[413] ??= { description: `Body over ${LIMITS.maxBodyBytes} bytes (payload_too_large)`, content: { 'application/json': { schema: ErrorResponse } } };
+      responses[413] ??= { description: `Body over ${LIMITS.maxBodyBytes} bytes (payload_too_large)`, content: { 'application/json': { schema: errorSchema(413) } } };
     }
     // Answered before any route (http/refusals.ts), for a request line or headers over Node's limit.
     responses[431] = { description: 'Request line or header fields too large (over 16 KiB); the connection closes', content: { 'application/json': { schema: ErrorResponse } } };

@@ -50,7 +50,8 @@ class GatewayError(Exception):
         """Builds the error from an HTTP error response.
 
         The gateway sends ``{"detail": "<message>", "code", "message", "issues"?, "exception"?}``,
-        on a 400 ``{"detail": {"code", "message", "issues"?, "exception"?}, "code", "message"}``
+        on a 400 and on every failure of the call endpoint
+        ``{"detail": {"code", "message", "issues"?, "exception"?}, "code", "message"}``
         and on a 422 ``{"detail": [{"loc", "msg", "type"}], …}``; a server that sends only
         ``{"detail": "<message>"}`` (FastAPI, the reference server) gives code ``http_<status>``.
         """

@@ -1,6 +1,7 @@
 /** /v1/project: the project's interface modules, one module's schema, and its remotes. */
 import { ModuleParams, ModuleSchema, ProjectIndex, RemotesResponse, WidgetAssetParams } from '../../contract/rest.js';
 import { z } from '../../contract/zod.js';
+import { PorticoError } from '../../errors.js';
 import type { Gateway } from '../../service/gateway.js';
 import { bindRequest } from '../bind.js';
 import { route } from '../route.js';
@@ -10,6 +11,18 @@ function ifNoneMatch(header: string, etag: string): boolean {
   if (!header) return false;
   if (header.trim() === '*') return true;
   return header.split(',').some((tag) => tag.trim().replace(/^W\//, '') === etag);
+}
+
+/**
+ * A module named by the path is a resource: one the project lacks answers 404 `unknown_module`,
+ * with the message and issues (nearest and existing modules) of the 400 a body naming it gets.
+ */
+async function moduleOfPath<T>(work: Promise<T>): Promise<T> {
+  try {
+    return await work;
+  } catch (err) {
+    throw err instanceof PorticoError && err.code === 'unknown_module' ? err.withStatus(404) : err;
+  }
 }
 
 export function projectRoutes(gateway: Gateway) {
@@ -46,7 +59,7 @@ export function projectRoutes(gateway: Gateway) {
       responseType: ['text/javascript', 'text/css'],
       errors: [400, 401, 403, 404],
       handler: async (ctx, { params }) => {
-        const asset = await gateway.widgets.asset(await bindRequest(ctx, gateway), params.module, params.asset);
+        const asset = await moduleOfPath(gateway.widgets.asset(await bindRequest(ctx, gateway), params.module, params.asset));
         ctx.set('ETag', asset.etag);
         if (params.asset === 'esm' && asset.hasStylesheet) {
           // Tells the runtime a stylesheet exists, so a widget without one costs no 404.
@@ -72,7 +85,7 @@ export function projectRoutes(gateway: Gateway) {
       params: ModuleParams,
       response: ModuleSchema,
       errors: [400, 401, 403, 404],
-      handler: async (ctx, { params }) => gateway.project.schema(await bindRequest(ctx, gateway), params.module),
+      handler: async (ctx, { params }) => moduleOfPath(gateway.project.schema(await bindRequest(ctx, gateway), params.module)),
     }),
   ];
 }
