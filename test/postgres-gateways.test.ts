@@ -192,6 +192,29 @@ describe('losing the database', () => {
     expect((await until200(running, 'GET', `/v1/interfaces/${created.uuid}`)).body.uuid).toBe(created.uuid);
   });
 
+  it('health and /metrics tell the truth: degraded with the store named while it is down, ok again once it is back', async () => {
+    const running = await gateway({ store: postgres.url });
+    const where = new URL(postgres.url).searchParams.get('host') ?? new URL(postgres.url).host;
+    const storeUp = async () => /^portico_store_up (\d)$/m.exec((await (await fetch(`${running.url}/metrics`)).text()))?.[1];
+    expect((await api(running, 'GET', '/v1/health')).body).toMatchObject({ status: 'ok', problems: [] });
+    expect(await storeUp()).toBe('1');
+    await postgres.stop();
+    try {
+      const down = await api(running, 'GET', '/v1/health');
+      expect(down.status).toBe(200);
+      expect(down.body).toMatchObject({ status: 'degraded', problems: [{ store: 'postgresql', status: 'unavailable', message: expect.stringContaining('cannot be reached') }] });
+      expect(JSON.stringify(down.body)).not.toContain(where);
+      const since = down.body.problems[0].since;
+      expect((await api(running, 'GET', '/v1/health')).body.problems[0].since).toBe(since); // first found, not now
+      expect(await storeUp()).toBe('0');
+    } finally {
+      await postgres.start();
+    }
+    await expect.poll(async () => (await api(running, 'GET', '/v1/health')).body.status, { timeout: 20_000 }).toBe('ok');
+    expect((await api(running, 'GET', '/v1/health')).body.problems).toEqual([]);
+    expect(await storeUp()).toBe('1');
+  });
+
   it('a restart during a create load loses no acknowledged create; every answer is 200 or 503', async () => {
     const running = await gateway({ store: postgres.url });
     const acknowledged: string[] = [];

@@ -87,6 +87,8 @@ export const LIMITS = {
   storePoolSize: 20,
   /** How long a store call waits for a connection to the PostgreSQL index before answering 503 store_unavailable (ms). */
   storeConnectTimeoutMs: 5 * 1000,
+  /** How long GET /v1/health and /metrics wait for the PostgreSQL index to answer `SELECT 1` before they call it unavailable (ms). */
+  storeProbeMs: 1000,
   /** Most creates (or reads by uuid) one statement to a PostgreSQL index carries (store/postgres/batch.ts). */
   storeBatchRows: 500,
   /** Most batched statements of one kind a gateway runs at once; calls arriving meanwhile wait to form the next batch. */

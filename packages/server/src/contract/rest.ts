@@ -53,16 +53,25 @@ export const WorkerProblem = z
   })
   .openapi('WorkerProblem');
 
+export const StoreProblem = z
+  .object({
+    store: z.literal('postgresql').describe('The index that cannot be reached: the PostgreSQL index of --store (the embedded store has no such problem).'),
+    status: z.literal('unavailable'),
+    message: z.string().describe('What the gateway found, without host or driver detail (the log has those).'),
+    since: z.string().describe('When this gateway first found it unavailable (ISO-8601 UTC).'),
+  })
+  .openapi('StoreProblem');
+
 export const HealthResponse = z
   .object({
-    status: z.enum(['ok', 'degraded']).describe('degraded while any worker is wedged, being replaced or backing off (see problems).'),
+    status: z.enum(['ok', 'degraded']).describe('degraded while any worker is wedged, being replaced or backing off, or the index cannot be reached (see problems).'),
     version: z.string(),
     project: z.string(),
     projects: z.array(z.string()),
     executions_active: z.number().int(),
     workers: z.number().int(),
     instances: z.record(z.string(), z.number().int()).describe('Live interface instances, by project directory.'),
-    problems: z.array(WorkerProblem),
+    problems: z.array(z.union([WorkerProblem, StoreProblem])).describe('What makes the gateway degraded: a worker problem per project and interpreter, and the index when it cannot be reached.'),
     uptime_seconds: z.number(),
   })
   .openapi('HealthResponse');

@@ -2,7 +2,7 @@ import { Counter, Histogram, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { Metrics } from './metrics.js';
 
-const sources = { workers: () => 0, instances: () => ({}), executions: async () => ({}), schedulerCommands: () => ({}) };
+const sources = { workers: () => 0, instances: () => ({}), executions: async () => ({}), schedulerCommands: () => ({}), storeUp: async () => true };
 
 /** The lines of a /metrics page that belong to `name` (its HELP, TYPE and samples). */
 function series(page: string, name: string): string[] {

@@ -21,6 +21,8 @@ export interface MetricSources {
   executions(): Promise<Record<string, number>>;
   /** Commands the executor ran against its scheduler so far (sbatch, squeue, sacct, scancel), by command. */
   schedulerCommands(): Readonly<Record<string, number>>;
+  /** Whether the index can be reached now (asked at each scrape). */
+  storeUp(): Promise<boolean>;
 }
 
 export class Metrics {
@@ -55,6 +57,14 @@ export class Metrics {
     this.storeDuration = new LabelledHistogram({ name: 'portico_store_operation_duration_seconds', help: 'Index operation latency.', labelNames: ['op'], buckets: LATENCY_BUCKETS, registers });
     this.uploadBytes = new Counter({ name: 'portico_upload_bytes_total', help: 'Bytes written by WebSocket uploads.', registers });
     this.readBytes = new Counter({ name: 'portico_read_bytes_total', help: 'Bytes sent by WebSocket reads.', registers });
+    new Gauge({
+      name: 'portico_store_up',
+      help: 'Whether the index can be reached now: 1, or 0 while the PostgreSQL index does not answer (asked at each scrape, for at most 1 s). The embedded store is always 1.',
+      registers,
+      async collect() {
+        this.set((await sources.storeUp()) ? 1 : 0);
+      },
+    });
     new Gauge({
       name: 'portico_workers',
       help: 'Running Python workers.',

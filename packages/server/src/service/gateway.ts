@@ -61,8 +61,16 @@ export function normalizeInterpreter(python: string): string {
   return python.includes('/') || python.includes(path.sep) ? path.resolve(python) : python;
 }
 
+/** The index cannot be reached (health's problem; the PostgreSQL store only). */
+export interface StoreProblem {
+  store: 'postgresql';
+  status: 'unavailable';
+  message: string;
+  since: string;
+}
+
 export interface HealthInfo {
-  /** `degraded` while a worker is wedged, being replaced after a death, or backing off a crash loop (`problems` says which). */
+  /** `degraded` while a worker is wedged, being replaced after a death, or backing off a crash loop, or the index cannot be reached (`problems` says which). */
   status: 'ok' | 'degraded';
   version: string;
   project: string;
@@ -71,7 +79,7 @@ export interface HealthInfo {
   workers: number;
   /** Live instances per project directory. */
   instances: Record<string, number>;
-  problems: WorkerProblem[];
+  problems: Array<WorkerProblem | StoreProblem>;
   uptime_seconds: number;
 }
 
@@ -100,6 +108,8 @@ export class Gateway {
   private readonly python: string;
   private readonly pythonAllowlist: string[];
   private readonly backend: IndexBackend;
+  /** When this gateway first found its index unavailable; undefined while it answers. */
+  private storeDownSince: string | undefined;
   /** `--reload`: watches the launch project's Python files. */
   private reloader: SourceReloader | undefined;
 
@@ -111,7 +121,7 @@ export class Gateway {
     this.logger = options.logger ?? createLogger(options.logLevel);
     this.log = options.log ?? lineLogger(this.logger);
     setBackgroundLog(this.log);
-    this.metrics = new Metrics({ workers: () => this.pool.list().length, instances: () => this.pool.liveInstances(), executions: () => this.executionCounts(), schedulerCommands: () => this.executions.executor.commands });
+    this.metrics = new Metrics({ workers: () => this.pool.list().length, instances: () => this.pool.liveInstances(), executions: () => this.executionCounts(), schedulerCommands: () => this.executions.executor.commands, storeUp: async () => (await this.storeProblem()) === undefined });
     this.backend = indexBackend(options.store, this.log);
     this.projects = new ProjectRegistry(project, roots, this.backend, this.metrics, this.log);
     this.python = normalizeInterpreter(options.python);
@@ -206,15 +216,30 @@ export class Gateway {
     };
   }
 
+  /**
+   * The index's problem now, if it has one (asked afresh, LIMITS.storeProbeMs at most); `since`
+   * is when this gateway first found it so, kept until the index answers again.
+   */
+  async storeProblem(): Promise<StoreProblem | undefined> {
+    const message = await this.backend.probe();
+    if (message === undefined) {
+      this.storeDownSince = undefined;
+      return undefined;
+    }
+    this.storeDownSince ??= new Date().toISOString();
+    return { store: 'postgresql', status: 'unavailable', message, since: this.storeDownSince };
+  }
+
   async health(): Promise<HealthInfo> {
     const ctx = await this.bind();
-    const problems = this.pool.problems();
+    const [store, executions] = await Promise.all([this.storeProblem(), this.executions.list(ctx, { active: true, limit: 1000 })]);
+    const problems: HealthInfo['problems'] = [...this.pool.problems(), ...(store ? [store] : [])];
     return {
       status: problems.length ? 'degraded' : 'ok',
       version: VERSION,
       project: this.projects.defaultDir,
       projects: this.projects.openDirs,
-      executions_active: (await this.executions.list(ctx, { active: true, limit: 1000 })).length,
+      executions_active: executions.length,
       workers: this.pool.list().length,
       instances: this.pool.liveInstances(),
       problems,

@@ -17,11 +17,16 @@ export interface IndexBackend {
   close(): Promise<void>;
   /** Instance leases, for an index several gateways share; none for the embedded store (one gateway per project). */
   leases?: LeaseStore;
+  /**
+   * Whether the index can be reached now: undefined when it can, else what is wrong, for health
+   * and metrics. The embedded store is a file of an open project: always reachable.
+   */
+  probe(): Promise<string | undefined>;
 }
 
 /** The backend for a `--store` value: a postgres:// URL, or undefined for the embedded store. */
 export function indexBackend(store: string | undefined, log?: (line: string) => void): IndexBackend {
-  if (!isPostgresUrl(store)) return { open: (project, holder) => LowdbStore.open(project, holder), close: async () => {} };
+  if (!isPostgresUrl(store)) return { open: (project, holder) => LowdbStore.open(project, holder), close: async () => {}, probe: async () => undefined };
   const index = PostgresIndex.connect(store, log);
-  return { open: (project) => index.open(project), close: () => index.close(), leases: new PostgresLeases(index) };
+  return { open: (project) => index.open(project), close: () => index.close(), leases: new PostgresLeases(index), probe: () => index.probe() };
 }

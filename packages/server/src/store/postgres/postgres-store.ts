@@ -159,6 +159,26 @@ export class PostgresIndex {
     return new PostgresIndex(url, pool, log);
   }
 
+  /**
+   * Whether the database answers now (one `SELECT 1`, at most LIMITS.storeProbeMs): undefined
+   * when it does, else the client's message of store_unavailable (no host or driver detail).
+   */
+  async probe(): Promise<string | undefined> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<string>((resolve) => {
+      timer = setTimeout(() => resolve(`The index database did not answer within ${LIMITS.storeProbeMs} ms`), LIMITS.storeProbeMs);
+    });
+    const answered = this.query('SELECT 1').then(
+      () => undefined,
+      (err: unknown) => (err instanceof PorticoError ? err.message : 'The index database cannot be reached'),
+    );
+    try {
+      return await Promise.race([answered, late]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   /** Runs a query; a lost server becomes store_unavailable. */
   async query<R extends pg.QueryResultRow>(statement: string | pg.QueryConfig, values: unknown[] = []): Promise<pg.QueryResult<R>> {
     try {
