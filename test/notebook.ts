@@ -82,3 +82,31 @@ export function runInVenv(cmd: string, args: string[], { cwd = ROOT, timeoutMs =
 export function runPython(code: string, options: Parameters<typeof runInVenv>[2] = {}): Promise<RunResult> {
   return runInVenv(TEST_PYTHON, ['-c', code], options);
 }
+
+/**
+ * Runs a notebook snippet as a kernel would, in a fresh folder: `%pip install X` installs X there
+ * (pip --target, with the venv's pip), `!command` runs in a shell, and the rest is Python run by
+ * `python3` with that folder first on its path. Resolves with what the Python part printed.
+ */
+export async function runNotebookSnippet(snippet: string, env: Record<string, string | undefined> = process.env): Promise<string> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'portico-snippet-'));
+  try {
+    const python: string[] = [];
+    for (const line of snippet.split('\n')) {
+      const pip = /^%pip install (.+)$/.exec(line);
+      if (pip) await run(TEST_PYTHON, ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '--target', dir, ...pip[1]!.split(' ')], env);
+      else if (line.startsWith('!')) await run('sh', ['-c', line.slice(1)], env);
+      else python.push(line);
+    }
+    return await run('python3', ['-c', python.join('\n')], { ...env, PYTHONPATH: dir });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function run(cmd: string, args: string[], env: Record<string, string | undefined>): Promise<string> {
+  const defined = Object.fromEntries(Object.entries(env).filter((entry): entry is [string, string] => entry[1] !== undefined));
+  return new Promise((resolve, reject) =>
+    execFile(cmd, args, { env: defined, timeout: 120_000 }, (err, stdout, stderr) => (err ? reject(new Error(`${cmd} ${args.join(' ')}: ${err.message}\n${stderr}`)) : resolve(stdout))),
+  );
+}

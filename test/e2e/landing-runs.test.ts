@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchBrowser, type LaunchedBrowser } from '../browser.js';
 import { api, cleanup, gateway, ROOT } from '../helpers.js';
 import type { RunningServer } from '../../packages/server/src/index.js';
+import { runNotebookSnippet } from '../notebook.js';
 
 const E2E_TIMEOUT = 120_000;
 const WAIT = { timeout: 30_000 };
@@ -122,9 +123,11 @@ describe('landing page: runs', { timeout: E2E_TIMEOUT }, () => {
     const curl = (await card.locator('[data-snippet="curl"] pre').textContent())!;
     expect(curl).toContain('-H "authorization: Bearer $PORTICO_TOKEN"');
     expect((await promisify(execFile)('sh', ['-c', curl], { env })).stdout).toBe('{"payload":null}');
+    // The notebook snippet gets the wheel with curl and the token (pip sends none), then pip installs it.
     const notebook = (await card.locator('[data-snippet="notebook"] pre').textContent())!;
-    const ran = await promisify(execFile)('python3', ['-c', notebook], { env });
-    expect(ran.stdout).toBe('0\n1\n2\n'); // its first streaming method, aticks(n=3)
+    expect(notebook).toMatch(/^!curl -fsS -H "authorization: Bearer \$PORTICO_TOKEN" -o \/tmp\/portico-.*\.whl .*\n%pip install \/tmp\/portico-/);
+    const ran = await runNotebookSnippet(notebook, { ...env, PYTHONPATH: undefined });
+    expect(ran).toBe('0\n1\n2\n'); // its first streaming method, aticks(n=3)
     expect(errors).toEqual([]);
   });
 });

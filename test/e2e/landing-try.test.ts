@@ -16,7 +16,7 @@ import type { Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchBrowser, staticSite, type LaunchedBrowser, type TrackedPage } from '../browser.js';
 import { api, cleanup, gateway, ROOT, tempProject } from '../helpers.js';
-import { TEST_PYTHON } from '../notebook.js';
+import { runNotebookSnippet, TEST_PYTHON } from '../notebook.js';
 import type { RunningServer } from '../../packages/server/src/index.js';
 
 const SCREENSHOTS = path.join(ROOT, '.cache', 'screenshots');
@@ -211,13 +211,14 @@ describe('landing page: what Portico is and how to use it', { timeout: E2E_TIMEO
     const curled = await promisify(execFile)('sh', ['-c', curl]);
     expect(curled.stdout).toBe(`{"payload":${before + 1}}`);
 
-    // the notebook snippet, run as copied (then one line to look at the count)
+    // the notebook snippet, run as copied (then one line to look at the count): its first line
+    // installs the Python client with pip from this gateway
     const notebook = await snippet('notebook');
+    const wheel = (await api(running, 'GET', '/v1/python')).body.wheels[0];
+    expect(notebook.split('\n')[0]).toBe(`%pip install ${running.url}/v1/python/${wheel.filename}`);
     expect(notebook).toContain(`Gateway("${running.url}")`);
-    const ran = await promisify(execFile)('python3', ['-c', `${notebook}\nprint(counter.value())`], {
-      env: { ...process.env, PYTHONPATH: path.join(ROOT, 'packages/server/python') },
-    });
-    expect(ran.stdout.trim()).toBe(String(before + 2));
+    const ran = await runNotebookSnippet(`${notebook}\nprint(counter.value())`, { ...process.env, PYTHONPATH: undefined });
+    expect(ran.trim()).toBe(String(before + 2));
 
     // the embed snippet, pasted into a page on an allowed origin, shows the live widget
     const embed = await snippet('embed');

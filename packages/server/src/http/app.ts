@@ -27,6 +27,7 @@ import { sourceRoutes } from './routes/source.js';
 import { authRoutes } from './routes/auth.js';
 import { peerRoutes } from './routes/peers.js';
 import { projectsRoutes } from './routes/projects.js';
+import { pythonRoutes } from './routes/python.js';
 import { isStaticPath, mountStatic } from './static.js';
 
 /** What the server around the app hands it: the access log, and whether the gateway is stopping. */
@@ -51,6 +52,7 @@ export function createApp(gateway: Gateway, auth: Authenticator, log: LogLine, s
       ...projectRoutes(gateway),
       ...sourceRoutes(gateway),
       ...projectsRoutes(gateway),
+      ...pythonRoutes(gateway),
       ...peerRoutes(gateway),
       ...authRoutes(auth),
     ] as never,

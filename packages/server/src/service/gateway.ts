@@ -16,6 +16,7 @@ import { Metrics } from '../ops/metrics.js';
 import { SourceService } from './source.js';
 import { SourceReloader } from './source-reload.js';
 import { indexBackend, type IndexBackend } from '../store/backends.js';
+import { PythonPackageService } from './python-package.js';
 import type { RequestContext } from './context.js';
 import { DataService } from './data.js';
 import { LocalExecutor } from '../executors/local.js';
@@ -88,6 +89,8 @@ export class Gateway {
   readonly executions: ExecutionService;
   readonly data: DataService;
   readonly widgets: WidgetService;
+  /** The Python client's wheel, for `pip install` from this gateway. */
+  readonly pythonPackage: PythonPackageService;
   readonly lineage: LineageService;
   readonly project: ProjectService;
   readonly remotes = new RemoteModules();
@@ -159,6 +162,7 @@ export class Gateway {
     });
     this.widgets = new WidgetService(this.pool, this.remotes, options.widgetBufferMax);
     this.interfaces = new InterfaceService(this.pool, this.remotes, this.widgets, this.metrics);
+    this.pythonPackage = new PythonPackageService(this.python);
     this.project = new ProjectService(this.pool, this.remotes);
     const executor = options.executor === 'slurm' ? new SlurmExecutor(options.slurm, this.log) : new LocalExecutor(this.log);
     this.executions = new ExecutionService(this.interfaces, executor, this.log);

@@ -28,9 +28,16 @@ export function moduleCard(module) {
   }
   if (!module.error) {
     // Snippets and forms come from the module's reflected schema.
-    api(`/v1/project/${encodeURIComponent(module.module)}`)
-      .then((schema) => el_.append(snippets(schema), tryPanel(schema)))
+    Promise.all([api(`/v1/project/${encodeURIComponent(module.module)}`), pythonWheel()])
+      .then(([schema, wheel]) => el_.append(snippets(schema, wheel), tryPanel(schema)))
       .catch((problem) => el_.append(el('p', { className: 'error' }, `Cannot read its schema: ${problem.message}`)));
   }
   return el_;
+}
+
+let wheel;
+/** The Python client's wheel on this gateway (GET /v1/python), asked once; null when it cannot be built. */
+function pythonWheel() {
+  wheel ??= api('/v1/python').then((index) => index.wheels[0] ?? null, () => null);
+  return wheel;
 }

@@ -29,8 +29,18 @@ function exampleKwargs(method) {
   return kwargs;
 }
 
+/**
+ * The notebook's first line: the Python client installed with pip from this gateway (`wheel`, of
+ * GET /v1/python). pip sends no bearer token, so a gateway that needs one gets the wheel with curl.
+ */
+function installLines(wheel, token) {
+  if (!wheel) return ['# the Python client: pip install <portico>/packages/server/python'];
+  if (!token) return [`%pip install ${wheel.url}`];
+  return [`!curl -fsS -H "authorization: Bearer $PORTICO_TOKEN" -o /tmp/${wheel.filename} ${wheel.url}`, `%pip install /tmp/${wheel.filename}`];
+}
+
 /** The "Use it" box of a module: its curl, notebook and embed snippets, each with a Copy button. */
-export function snippets(schema) {
+export function snippets(schema, wheel) {
   const module = schema.module;
   const methods = schema.methods ?? [];
   const plain = methods.find((m) => !isStream(m) && (m.parameters ?? []).every((p) => 'default' in p)) ?? methods.find((m) => !isStream(m));
@@ -45,12 +55,13 @@ export function snippets(schema) {
   if (/^\d/.test(name)) name = `_${name}`;
   const kw = (m) => Object.entries(exampleKwargs(m)).map(([k, v]) => `${k}=${py(v)}`).join(', ');
   const lines = [
-    'from portico.client import Gateway   # PYTHONPATH=<portico>/packages/server/python',
+    ...installLines(wheel, token),
+    ...(token ? ['import os'] : []),
+    'from portico.client import Gateway',
     '',
     token ? `g = Gateway(${JSON.stringify(url)}, token=os.environ["PORTICO_TOKEN"])` : `g = Gateway(${JSON.stringify(url)})`,
     `${name} = g.interface(${JSON.stringify(module)})`,
   ];
-  if (token) lines.unshift('import os');
   if (plain) lines.push(`${name}.${plain.name}(${kw(plain)})   # the answer shows in the cell (a figure or a table as a picture)`);
   if (streaming) lines.push(`for item in ${name}.${streaming.name}(${kw(streaming)}):   # items as they are yielded`, '    print(item)');
   const embed = schema.widget

@@ -1,10 +1,11 @@
 """Drive a Portico gateway from Python — notebooks, scripts — with the standard library only.
 
-Put ``packages/server/python`` on ``sys.path`` and::
+Install it from the gateway itself (``%pip install http://127.0.0.1:8000/v1/python/portico-<version>-py3-none-any.whl``,
+listed at ``GET /v1/python``), or ``pip install packages/server/python`` from a checkout, and::
 
     from portico.client import Gateway
 
-    g = Gateway("http://127.0.0.1:8000", token=None)          # token: the gateway's --api-token
+    g = Gateway("http://127.0.0.1:8000", token=None)          # token: the gateway's --api-token; Gateway() reads PORTICO_URL, PORTICO_TOKEN
     counter = g.interface("counter", ["~big"])                  # one WebSocket, opened on first use
     counter.add(2)                                              # → 20 (a call, answered by its result)
     for tick in g.interface("streamer").ticks(3):               # a generator method: an iterator
@@ -12,6 +13,7 @@ Put ``packages/server/python`` on ``sys.path`` and::
     counter.on_event(print)                                     # emit() payloads (a Display when displayable), on a callback thread
     counter.on_restart(print)                                   # it died with its worker; the next call makes it again
     counter.release()                                           # → True: the live instance is dropped (close() detaches)
+    counter                                                     # last line of a cell: the live widget (an anywidget where anywidget is installed)
     g.interface("plots").figure()                               # → a Display: the figure shows in the notebook cell
     # In a notebook kernel, a method emitting {"progress": 0…1} shows a progress bar in the cell
     # (g.progress = False: none); nothing is shown or printed outside one.

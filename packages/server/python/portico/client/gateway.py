@@ -6,6 +6,7 @@ operations (create, search, label, release, archive, call, dispatch), and openin
 
 from __future__ import annotations
 
+import os
 import re
 import urllib.parse
 import weakref
@@ -25,7 +26,8 @@ _TOKEN_CHARS = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
 class Gateway:
     """A Portico gateway at ``url`` (``http://host:port``), seen as one project, user and interpreter.
 
-    ``token`` is the gateway's API token (or a session token); ``project``, ``user`` and
+    Without ``url``, the environment names it: ``PORTICO_URL``, with ``PORTICO_TOKEN`` as the
+    token unless ``token`` is given (a notebook then holds neither). ``token`` is the gateway's API token (or a session token); ``project``, ``user`` and
     ``python`` go out as ``X-Service-Project``, ``X-Service-User`` and ``X-Service-Python`` on every
     request and WebSocket upgrade (None: the gateway's defaults). ``timeout`` bounds each REST
     request and each WebSocket connect, in seconds (None: no bound; calls may run up to the
@@ -41,7 +43,7 @@ class Gateway:
 
     def __init__(
         self,
-        url: str,
+        url: str | None = None,
         token: str | None = None,
         project: str | None = None,
         user: str | None = None,
@@ -50,6 +52,11 @@ class Gateway:
         timeout: float | None = None,
         progress: bool = True,
     ) -> None:
+        if url is None:
+            url = os.environ.get("PORTICO_URL") or ""
+            if not url:
+                raise ValueError("no gateway URL: pass Gateway('http://host:port') or set PORTICO_URL (and PORTICO_TOKEN when it has a token)")
+            token = token if token is not None else os.environ.get("PORTICO_TOKEN") or None
         parts = urllib.parse.urlsplit(url.strip())
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise ValueError(f"the gateway URL must be http(s)://host[:port], not {url!r}")
@@ -100,6 +107,10 @@ class Gateway:
         ``true``/``false``. Failures raise :class:`GatewayError`.
         """
         return rest.request(self.url, self.token, self._service_headers(), self.timeout, method, path, body, query)
+
+    def fetch(self, path: str, query: Mapping[str, Any] | None = None, accept: str = "*/*") -> tuple[bytes, Mapping[str, str]]:
+        """``GET path``: the answer's bytes and headers, whatever its type (a widget's ES module)."""
+        return rest.fetch(self.url, self.token, self._service_headers(), self.timeout, "GET", path, query=query, accept=accept)
 
     def health(self) -> dict[str, Any]:
         """``GET /v1/health``: status, version, project, active executions, workers."""

@@ -32,12 +32,31 @@ def request(
     ``path`` starts with ``/v1``. Query values of None are left out; booleans become
     ``true``/``false``. Failures raise :class:`GatewayError`.
     """
+    raw, _ = fetch(base, token, service_headers, timeout, method, path, body, query)
+    if not raw:
+        return None
+    return json.loads(raw.decode("utf-8"))
+
+
+def fetch(
+    base: str,
+    token: str | None,
+    service_headers: Mapping[str, str],
+    timeout: float | None,
+    method: str,
+    path: str,
+    body: Any = None,
+    query: Mapping[str, Any] | None = None,
+    accept: str = "application/json",
+) -> tuple[bytes, Mapping[str, str]]:
+    """``request``'s exchange: the answer's bytes and headers, whatever its type (a widget's ES
+    module, a file). Failures raise :class:`GatewayError`."""
     url = base + path
     if query:
         pairs = {k: ("true" if v is True else "false" if v is False else v) for k, v in query.items() if v is not None}
         if pairs:
             url += "?" + urllib.parse.urlencode(pairs)
-    headers = {"Accept": "application/json", **service_headers}
+    headers = {"Accept": accept, **service_headers}
     if token:
         headers["Authorization"] = f"Bearer {token}"
     data = None
@@ -49,7 +68,7 @@ def request(
     req = urllib.request.Request(url, data=data, headers=headers, method=method.upper())
     try:
         with urllib.request.urlopen(req, timeout=timeout) as response:
-            raw = response.read()
+            return response.read(), response.headers
     except urllib.error.HTTPError as err:
         raw = err.read()
         raise GatewayError.from_response(err.code, raw) from None
@@ -57,9 +76,6 @@ def request(
         raise GatewayError("unreachable", None, f"cannot reach {base}: {err.reason}") from None
     except (OSError, TimeoutError) as err:
         raise GatewayError("unreachable", None, f"{method} {path} failed: {err}") from None
-    if not raw:
-        return None
-    return json.loads(raw.decode("utf-8"))
 
 
 def version_list(version: Any) -> list[Any] | None:
