@@ -9,10 +9,12 @@
 //   - a second venv at <repo>/.cache/lab-newest with the newest JupyterLab 4 from PyPI, as a user's
 //     `pip install 'jupyterlab>=4,<5'` gets it (scripts/lab-newest-requirements.txt, unpinned on
 //     purpose); pip looks for a newer release again once a day (test/e2e/lab-newest.test.ts).
+//   - a third venv at <repo>/.cache/front-ends with the other notebook front ends that render
+//     anywidgets (Notebook 7, Voilà, marimo; scripts/front-ends-requirements.txt, pinned).
 //   - Debian nginx at /usr/sbin/nginx (apt-get, like chromium): test/proxy.test.ts starts its own on
 //     loopback, as the TLS proxy in front of a gateway (README "Behind a proxy"); the tests never use
 //     the package's own service.
-// Exports (for vitest): PORTICO_TEST_PYTHON (the venv's python), PORTICO_LAB_NEWEST_PYTHON,
+// Exports (for vitest): PORTICO_TEST_PYTHON (the venv's python), PORTICO_LAB_NEWEST_PYTHON, PORTICO_FRONT_ENDS_PYTHON,
 // PORTICO_CHROMIUM, PORTICO_NGINX.
 // Idempotent; well under 2 s when everything is there. Alone (`npm run provision`) it prints what it
 // does; `npm test` sends all of it, pip's and apt-get's output included, to its log file and shows
@@ -31,8 +33,9 @@ export const NGINX = '/usr/sbin/nginx';
 export const VENV = path.join(ROOT, '.cache', 'test-venv');
 export const VENV_PYTHON = path.join(VENV, 'bin', 'python');
 const REQUIREMENTS = path.join(ROOT, 'scripts', 'test-requirements.txt');
-const STAMP = path.join(VENV, '.portico-provision.json');
-const KERNEL_JSON = path.join(VENV, 'share', 'jupyter', 'kernels', 'python3', 'kernel.json');
+export const FRONT_ENDS = path.join(ROOT, '.cache', 'front-ends');
+export const FRONT_ENDS_PYTHON = path.join(FRONT_ENDS, 'bin', 'python');
+const FRONT_ENDS_REQUIREMENTS = path.join(ROOT, 'scripts', 'front-ends-requirements.txt');
 const BASE_PYTHON = 'python3';
 // ipykernel's own default name, the one a user's kernel has: the notebooks record it, so JupyterLab
 // opens them unmodified when this kernel connects.
@@ -75,42 +78,65 @@ export function ensureNginx() {
   log(`nginx: installed ${NGINX}`);
 }
 
-export function ensureVenv() {
+/**
+ * A venv at `venv` with the pinned `requirements` and a `python3` kernelspec inside it; pip runs
+ * only when the stamp in it does not match the requirements' sha256 and the Python version. `what`
+ * names it in the log.
+ */
+function ensurePinnedVenv(venv, requirementsFile, what) {
+  const python = path.join(venv, 'bin', 'python');
+  const stampFile = path.join(venv, '.portico-provision.json');
+  const kernelJson = path.join(venv, 'share', 'jupyter', 'kernels', 'python3', 'kernel.json');
   const version = capture(BASE_PYTHON, ['-c', 'import sys; print(sys.version.replace("\\n", " "))'])?.trim();
-  if (!version) throw new ProvisionError(`venv: ${BASE_PYTHON} not found or not runnable; install Python 3.11+`);
-  const requirements = readFileSync(REQUIREMENTS);
+  if (!version) throw new ProvisionError(`${what}: ${BASE_PYTHON} not found or not runnable; install Python 3.11+`);
+  const requirements = readFileSync(requirementsFile);
   const want = { requirements_sha256: createHash('sha256').update(requirements).digest('hex'), python: version, kernel: KERNEL_DISPLAY_NAME };
 
   let stamp = null;
   try {
-    stamp = JSON.parse(readFileSync(STAMP, 'utf8'));
+    stamp = JSON.parse(readFileSync(stampFile, 'utf8'));
   } catch {
     // no stamp (new or half-made venv): install below
   }
-  const usable = existsSync(VENV_PYTHON) && existsSync(path.join(VENV, 'pyvenv.cfg'));
-  if (usable && stamp?.requirements_sha256 === want.requirements_sha256 && stamp?.python === want.python && stamp?.kernel === want.kernel && existsSync(KERNEL_JSON)) {
-    log(`venv: ${path.relative(ROOT, VENV)} up to date (Python ${version.split(' ')[0]}, requirements ${want.requirements_sha256.slice(0, 12)})`);
+  const usable = existsSync(python) && existsSync(path.join(venv, 'pyvenv.cfg'));
+  if (usable && stamp?.requirements_sha256 === want.requirements_sha256 && stamp?.python === want.python && stamp?.kernel === want.kernel && existsSync(kernelJson)) {
+    log(`${what}: ${path.relative(ROOT, venv)} up to date (Python ${version.split(' ')[0]}, requirements ${want.requirements_sha256.slice(0, 12)})`);
     return;
   }
 
   if (!usable || (stamp && stamp.python !== want.python)) {
     // A venv made by another Python (or half-made) cannot be repaired in place: make it anew.
-    if (existsSync(VENV)) log(`venv: ${!usable ? 'incomplete' : `made with Python ${stamp.python.split(' ')[0]}`}; recreating`);
-    rmSync(VENV, { recursive: true, force: true });
-    sh(BASE_PYTHON, ['-m', 'venv', VENV], { what: 'venv' });
+    if (existsSync(venv)) log(`${what}: ${!usable ? 'incomplete' : `made with Python ${stamp.python.split(' ')[0]}`}; recreating`);
+    rmSync(venv, { recursive: true, force: true });
+    sh(BASE_PYTHON, ['-m', 'venv', venv], { what });
   } else {
-    log('venv: requirements changed; updating');
+    log(`${what}: requirements changed; updating`);
   }
-  notice(`venv: installing ${path.relative(ROOT, REQUIREMENTS)} into ${path.relative(ROOT, VENV)} (pip, a few minutes the first time)`);
+  notice(`${what}: installing ${path.relative(ROOT, requirementsFile)} into ${path.relative(ROOT, venv)} (pip, a few minutes the first time)`);
   // The repo's package.json says "type": "module"; node tools run from inside the venv (jupyter_builder's
   // yarn.js) must stay CommonJS (toolchain.md §7).
-  writeFileSync(path.join(VENV, 'package.json'), '{"type":"commonjs"}\n');
-  rmSync(STAMP, { force: true });
-  sh(VENV_PYTHON, ['-m', 'pip', 'install', '--disable-pip-version-check', '--no-input', '-r', REQUIREMENTS], { what: 'venv' });
-  sh(VENV_PYTHON, ['-m', 'ipykernel', 'install', '--sys-prefix', '--name', 'python3', '--display-name', KERNEL_DISPLAY_NAME], { what: 'venv' });
-  if (!existsSync(KERNEL_JSON)) throw new ProvisionError(`venv: ipykernel install left no kernelspec at ${KERNEL_JSON}`);
-  writeFileSync(STAMP, JSON.stringify(want, null, 2) + '\n');
-  log(`venv: ready (${path.relative(ROOT, VENV_PYTHON)})`);
+  writeFileSync(path.join(venv, 'package.json'), '{"type":"commonjs"}\n');
+  rmSync(stampFile, { force: true });
+  sh(python, ['-m', 'pip', 'install', '--disable-pip-version-check', '--no-input', '-r', requirementsFile], { what });
+  sh(python, ['-m', 'ipykernel', 'install', '--sys-prefix', '--name', 'python3', '--display-name', KERNEL_DISPLAY_NAME], { what });
+  if (!existsSync(kernelJson)) throw new ProvisionError(`${what}: ipykernel install left no kernelspec at ${kernelJson}`);
+  writeFileSync(stampFile, JSON.stringify(want, null, 2) + '\n');
+  log(`${what}: ready (${path.relative(ROOT, python)})`);
+}
+
+export function ensureVenv() {
+  ensurePinnedVenv(VENV, REQUIREMENTS, 'venv');
+}
+
+/**
+ * The notebook front ends besides JupyterLab that render anywidgets, each where a user gets it
+ * from PyPI: Notebook 7 (which needs a newer JupyterLab than the test venv's pinned one), Voilà and
+ * marimo, with anywidget and ipykernel (scripts/front-ends-requirements.txt; issue 42,
+ * test/e2e/kernel-widgets.test.ts).
+ */
+export function ensureFrontEnds() {
+  ensurePinnedVenv(FRONT_ENDS, FRONT_ENDS_REQUIREMENTS, 'front-ends');
+  return { PORTICO_FRONT_ENDS_PYTHON: FRONT_ENDS_PYTHON };
 }
 
 /**
@@ -172,7 +198,7 @@ export function provision({ logFd: fd = null } = {}) {
     const started = Date.now();
     const errors = [];
     const env = { PORTICO_TEST_PYTHON: VENV_PYTHON, PORTICO_CHROMIUM: CHROMIUM, PORTICO_NGINX: NGINX };
-    for (const step of [ensureChromium, ensureNginx, ensureVenv, ensureLabNewest, ensurePostgres, ensureSlurm]) {
+    for (const step of [ensureChromium, ensureNginx, ensureVenv, ensureLabNewest, ensureFrontEnds, ensurePostgres, ensureSlurm]) {
       try {
         Object.assign(env, step());
       } catch (err) {

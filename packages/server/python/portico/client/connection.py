@@ -185,6 +185,7 @@ class Connection:
 
     def _die(self, error: GatewayError) -> None:
         with self.lock:
+            unexpected = self.dead is None  # not closed by the proxy (shutdown, abort)
             if self.dead is None:
                 self.dead = error
             waiters = list(self.pending.values())
@@ -202,6 +203,8 @@ class Connection:
                 target.put_nowait(lost)
             except queue.Full:
                 pass  # the read's consumer checks `dead` while it waits
+        if unexpected:
+            self._dispatch("closed", self.dead)
 
     def _route_binary(self, data: bytes) -> None:
         sink = self.read_sink
@@ -244,10 +247,12 @@ class Connection:
         if waiter is None:
             if kind == "widget_change":
                 self._dispatch("widget_change", with_binary_values(frame.get("payload"), "changes"))
+            elif kind == "widget_msg":  # push_widget_message: {content, buffers?} (base64)
+                self._dispatch("widget_msg", widget_message(frame.get("payload")))
             elif kind == "error":
                 detail = frame.get("payload") or {}
                 log.warning("portico.client: gateway error on the socket: %s: %s", detail.get("code"), detail.get("message"))
-            elif kind not in ("pong", "widget_msg"):
+            elif kind != "pong":
                 log.debug("portico.client: unrouted frame %.200r", frame)
             return
         if waiter is _DISCARD:
@@ -309,3 +314,13 @@ def with_binary_values(payload: Any, key: str) -> dict[str, Any]:
         return put_buffers(value, payload.get("buffer_paths"), [base64.b64decode(item, validate=True) for item in encoded])
     except (TypeError, ValueError, binascii.Error) as exc:
         raise GatewayError("bad_frame", None, f"The gateway sent widget buffers that do not fit the {key}: {exc}") from None
+
+
+def widget_message(payload: Any) -> tuple[Any, list[bytes]]:
+    """A ``widget_msg`` payload's content and its buffers (sent base64 on a text socket)."""
+    payload = payload if isinstance(payload, dict) else {}
+    try:
+        buffers = [base64.b64decode(item, validate=True) for item in payload.get("buffers") or []]
+    except (TypeError, ValueError, binascii.Error) as exc:
+        raise GatewayError("bad_frame", None, f"The gateway sent widget message buffers that are not base64: {exc}") from None
+    return payload.get("content"), buffers

@@ -1,6 +1,7 @@
-"""A proxy's listeners: callbacks by kind (``event``, ``widget_change``, ``instance_restarted``),
-run in order on one thread of their own, so that a slow or calling callback never stalls the
-socket's reader. The proxy owns one; its connection holds it weakly (``connection.py``) and
+"""A proxy's listeners: callbacks by kind (``event``, ``widget_change``, ``widget_msg``,
+``instance_restarted``, ``closed``), run in order on one thread of their own, so that a slow or
+calling callback never stalls the socket's reader. Answers whose waiter wants them in that same
+order (the kernel widget's, ``kernel_widget.py``) are queued there too (``run_later``). The proxy owns one; its connection holds it weakly (``connection.py``) and
 dispatches what arrives, without knowing the proxy.
 """
 
@@ -13,7 +14,8 @@ from typing import Any, Callable
 
 log = logging.getLogger("portico.client")
 
-KINDS = ("event", "widget_change", "instance_restarted")
+#: ``closed``: the socket went away without the proxy closing it (the gateway stopped, the network dropped).
+KINDS = ("event", "widget_change", "widget_msg", "instance_restarted", "closed")
 
 
 class Listeners:
@@ -39,8 +41,14 @@ class Listeners:
     def dispatch(self, kind: str, value: Any) -> None:
         """Runs the callbacks of ``kind`` with ``value``, later, on the listeners' thread."""
         callbacks = list(self.callbacks[kind])
-        if not callbacks:
-            return
+        if callbacks:
+            self._enqueue(callbacks, value)
+
+    def run_later(self, callback: Callable[[Any], Any], value: Any) -> None:
+        """Runs ``callback(value)`` on the listeners' thread, after what was dispatched before."""
+        self._enqueue([callback], value)
+
+    def _enqueue(self, callbacks: list[Callable[[Any], Any]], value: Any) -> None:
         with self.lock:
             if self.thread is None or not self.thread.is_alive():
                 self.thread = threading.Thread(target=self._run, name="portico-client-callbacks", daemon=True)

@@ -16,7 +16,7 @@ import weakref
 from typing import Any, Callable, Iterator, Protocol
 
 from .. import _ws_client
-from . import transfers
+from . import kernel_widget, transfers
 from .._buffers import split_buffers
 from .connection import Connection, with_binary_values
 from .display import Display
@@ -42,6 +42,8 @@ class GatewayLike(Protocol):
     progress: bool
 
     def open_socket(self, path: str) -> _ws_client.WebSocket: ...
+
+    def fetch(self, path: str, query: Any = None, accept: str = "*/*") -> tuple[bytes, Any]: ...
 
 
 class _Slot:
@@ -114,6 +116,7 @@ class InterfaceProxy(transfers.DataMethods):
         self._closed = False
         self._info: dict[str, Any] | None = None
         self._listeners = self._slot.listeners
+        self._kernel_widget: kernel_widget.KernelWidget | None = None
 
     # ------------------------------------------------------------ connection
 
@@ -337,8 +340,36 @@ class InterfaceProxy(transfers.DataMethods):
         answer = self._connection().exchange(frame)
         return with_binary_values(answer.get("payload"), "changes")
 
+    def widget(self) -> Any:
+        """The interface's widget as an anywidget, synced through this kernel (``kernel_widget.py``).
+
+        Made once per proxy: every display of it (or of the proxy) is a view of one model. Needs
+        ``anywidget`` in this Python (``GatewayError("anywidget_missing")`` otherwise); a state
+        with keys that cannot be traits raises ``widget_state_keys``.
+        """
+        if self._kernel_widget is None:
+            if not kernel_widget.available():
+                raise GatewayError(
+                    "anywidget_missing", None, "showing the widget through the kernel needs anywidget: %pip install anywidget"
+                )
+            self._kernel_widget = kernel_widget.KernelWidget(self)
+        return self._kernel_widget.widget
+
+    def _display_(self) -> Any:
+        """What marimo shows for the proxy: its widget as an anywidget, or the text bundle."""
+        if kernel_widget.available():
+            try:
+                return self.widget()
+            except GatewayError:
+                pass  # shown as text, with the reason, below
+        bundle = self._repr_mimebundle_()
+        return _Html(bundle.get("text/html") or html.escape(bundle["text/plain"]))
+
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        """The live widget for JupyterLab (with the Portico extension), with HTML and text fallbacks.
+        """The live widget: as an anywidget through the kernel where ``anywidget`` is installed
+        (any front end that renders anywidgets), and as Portico's own MIME type, which JupyterLab
+        with the Portico extension renders over a direct socket to the gateway (falling back to
+        the kernel's view when the browser cannot reach it); with HTML and text fallbacks.
 
         The bundle names the gateway, the interface and the project, never the token: the front
         end takes its credentials from its own settings.
@@ -349,19 +380,44 @@ class InterfaceProxy(transfers.DataMethods):
             return {"text/plain": f"{self!r} (not connected: {err})"}
         uuid, module = info.get("uuid"), info.get("module") or self._target
         url = self._gateway.url
+        served = (
+            f"Portico interface <b>{html.escape(str(module))}</b> <code>{html.escape(str(uuid))}</code>, "
+            f'served by <a href="{html.escape(url)}/docs" target="_blank" rel="noopener">{html.escape(url)}</a>. '
+        )
         bundle: dict[str, Any] = {
             WIDGET_MIME_TYPE: {"url": url, "uuid": uuid, "module": module, "project": self._gateway.project, "version": 1},
             "text/html": (
-                '<div class="portico-widget-fallback">'
-                f"Portico interface <b>{html.escape(str(module))}</b> <code>{html.escape(str(uuid))}</code>, "
-                f'served by <a href="{html.escape(url)}/docs" target="_blank" rel="noopener">{html.escape(url)}</a>. '
-                "The live widget shows in JupyterLab with the Portico extension."
+                f'<div class="portico-widget-fallback">{served}'
+                "The live widget shows where the kernel has anywidget (<code>%pip install anywidget</code>, "
+                "then display the proxy again), or in JupyterLab with the Portico extension."
                 "</div>"
             ),
             "text/plain": repr(self),
         }
+        if kernel_widget.available():
+            try:
+                view = self.widget()._repr_mimebundle_()
+            except GatewayError as err:
+                if err.code != "not_found":  # not_found: the interface has no widget
+                    bundle["text/html"] = (
+                        f'<div class="portico-widget-error" style="color:#a50e0e">{served}'
+                        f"Its widget cannot be shown: {html.escape(err.message)} ({html.escape(err.code)})</div>"
+                    )
+                    bundle["text/plain"] = f"{self!r}: its widget cannot be shown: {err.message} ({err.code})"
+            else:
+                bundle.update({k: v for k, v in (view[0] if isinstance(view, tuple) else view).items() if k != "text/plain"})
         if include:
             bundle = {k: v for k, v in bundle.items() if k in include}
         if exclude:
             bundle = {k: v for k, v in bundle.items() if k not in exclude}
         return bundle
+
+
+class _Html:
+    """An HTML text marimo shows as it is (its ``_mime_`` protocol)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def _mime_(self) -> tuple[str, str]:
+        return "text/html", self.text
