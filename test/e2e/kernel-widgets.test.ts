@@ -19,6 +19,7 @@ import { launchBrowser, type LaunchedBrowser } from '../browser.js';
 import { api, cleanup, fixtureFiles, gateway, ROOT, tempProject } from '../helpers.js';
 import { isolatedJupyter, TEST_PYTHON, VENV_BIN } from '../notebook.js';
 import type { RunningServer } from '../../packages/server/src/index.js';
+import { anyFreePort, installExtension, startLab } from './lab.js';
 import { FRONT_ENDS_BIN, runAllCells, startJupyter, startMarimo, startVoila, writeMarimoApp, writeNotebook, type FrontEnd } from './front-ends.js';
 
 const TIMEOUT = 300_000;
@@ -137,6 +138,48 @@ describe('a proxy shown through the kernel', { timeout: TIMEOUT }, () => {
     await page.goto(`${notebook.url}/notebooks/board.ipynb`);
     await runAllCells(page);
     await exercise(page, running, 'notebook');
+    expect(ownErrors(errors)).toEqual([]);
+  });
+
+  it("Notebook 7 with Portico's extension: it loads, and with the gateway out of the browser's reach the output falls back to the kernel's view", async () => {
+    const running = await boardGateway();
+    const dir = path.join(work, 'notebook-extension');
+    const root = path.join(dir, 'root');
+    await mkdir(root, { recursive: true });
+    await writeNotebook(path.join(root, 'board.ipynb'), CELL('notebook-extension'));
+    const installed = await installExtension(dir, running.url, { bin: FRONT_ENDS_BIN });
+    const notebook = await startJupyter('notebook', FRONT_ENDS_BIN, { ...installed, ...kernelEnv(dir, running) }, root);
+    stops.push(notebook.stop);
+    const { page, errors } = await b.newPage();
+    const consoleLines: string[] = [];
+    page.on('console', (message) => consoleLines.push(message.text()));
+    await page.goto(`${notebook.url}/notebooks/board.ipynb`);
+    await runAllCells(page);
+    // Portico's renderer took the output (its rank is ahead of the widget manager's) and chose the kernel's view.
+    await page.locator('.jp-PorticoWidget .jp-PorticoWidget-kernel').waitFor(WAIT);
+    await exercise(page, running, 'notebook-extension');
+    expect(consoleLines.filter((line) => /failed to activate|No provider for/i.test(line))).toEqual([]);
+    expect(consoleLines.some((line) => line.includes('showing the widget through the kernel') && line.includes('origin'))).toBe(true);
+    expect(await page.locator('.jp-PorticoWidget-host').count()).toBe(0);
+    expect(ownErrors(errors)).toEqual([]);
+  });
+
+  it('JupyterLab with the extension, the gateway in reach: the same output keeps the direct path', async () => {
+    const dir = path.join(work, 'lab-direct');
+    const root = path.join(dir, 'root');
+    await mkdir(root, { recursive: true });
+    const port = await anyFreePort();
+    const running = await gateway({ project: await tempProject(await fixtureFiles('kernel-widgets')), allowOrigins: [`http://127.0.0.1:${port}`] });
+    await writeNotebook(path.join(root, 'board.ipynb'), CELL('lab-direct'));
+    const installed = await installExtension(dir, running.url);
+    const lab = await startLab({ ...installed, ...kernelEnv(dir, running) }, root, port);
+    stops.push(lab.stop);
+    const { page, errors } = await b.newPage();
+    await page.goto(`${lab.url}/lab/tree/board.ipynb`);
+    await runAllCells(page);
+    await page.locator('.jp-PorticoWidget-host .board-title').waitFor(WAIT);
+    expect(await page.locator('.jp-PorticoWidget-kernel').count()).toBe(0);
+    await exercise(page, running, 'lab-direct');
     expect(ownErrors(errors)).toEqual([]);
   });
 

@@ -9,8 +9,12 @@ import type { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { PLUGIN_IDS, PORTICO_WIDGET_MIME } from '../version.js';
 import { PorticoWidgetRenderer } from './renderer.js';
 
-/** Lower ranks win: 0 puts the live widget ahead of the text/html fallback. */
-export const RENDERER_RANK = 0;
+/**
+ * Lower ranks win: ahead of the text/html fallback, and ahead of the Jupyter widget manager's view
+ * (-10), which the same output carries where the kernel has anywidget: this renderer then decides
+ * between the direct path and that view (renderer.ts).
+ */
+export const RENDERER_RANK = -20;
 
 export const rendererFactory: IRenderMime.IRendererFactory = {
   safe: false,

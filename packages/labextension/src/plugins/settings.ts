@@ -8,8 +8,13 @@ export const settingsPlugin: JupyterFrontEndPlugin<void> = {
   id: PLUGIN_IDS.settings,
   description: 'Gateway URL, token and project for Portico widgets and the Portico sidebar.',
   autoStart: true,
-  requires: [ISettingRegistry],
-  activate: (_app, registry: ISettingRegistry) => {
+  // Optional: a front end without a settings registry (Voilà) runs the widgets on the defaults.
+  optional: [ISettingRegistry],
+  activate: (_app, registry: ISettingRegistry | null) => {
+    if (!registry) {
+      settingsStore.update({});
+      return;
+    }
     void registry
       .load(PLUGIN_IDS.settings)
       .then((settings) => {

@@ -1,5 +1,9 @@
-/** Adds the Portico sidebar to the left area, with a command (and palette entry) to open it. */
-import { ILabShell, ILayoutRestorer, type JupyterFrontEnd, type JupyterFrontEndPlugin } from '@jupyterlab/application';
+/**
+ * Adds the Portico sidebar to the left area, with a command (and palette entry) to open it. Any
+ * shell with a left area takes it (JupyterLab's, Notebook 7's); where the shell has none (Voilà),
+ * nothing is added and nothing fails.
+ */
+import { ILayoutRestorer, type JupyterFrontEnd, type JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { ICommandPalette } from '@jupyterlab/apputils';
 import { PorticoSidebar } from '../sidebar/panel.js';
 import { COMMAND_IDS, PACKAGE_VERSION, PLUGIN_IDS } from '../version.js';
@@ -11,11 +15,17 @@ export const sidebarPlugin: JupyterFrontEndPlugin<void> = {
   id: PLUGIN_IDS.sidebar,
   description: "Search a Portico project's interfaces; open one to see its info, live widget and runs.",
   autoStart: true,
-  requires: [ILabShell],
   optional: [ILayoutRestorer, ICommandPalette],
-  activate: (app: JupyterFrontEnd, shell: ILabShell, restorer: ILayoutRestorer | null, palette: ICommandPalette | null) => {
+  activate: (app: JupyterFrontEnd, restorer: ILayoutRestorer | null, palette: ICommandPalette | null) => {
+    const shell = app.shell;
     const sidebar = new PorticoSidebar();
-    shell.add(sidebar, 'left', { rank: SIDEBAR_RANK });
+    try {
+      shell.add(sidebar, 'left', { rank: SIDEBAR_RANK });
+    } catch (err) {
+      console.info(`[portico] this front end has no left area for the Portico sidebar (${err}); widgets still render`);
+      sidebar.dispose();
+      return;
+    }
     restorer?.add(sidebar, sidebar.id);
     app.commands.addCommand(COMMAND_IDS.openSidebar, {
       label: 'Portico: Show Interfaces',
