@@ -53,6 +53,13 @@ export const LIMITS = {
   socketHighWaterBytes: 4 * 1024 * 1024,
   /** How long a worker may take to report ready (ms). */
   workerStartTimeoutMs: 30 * 1000,
+  /**
+   * A request that finds its project's worker dead and its restart backing off (quick deaths in a
+   * row) waits for the next start when that comes within this long (ms); a longer back-off answers
+   * `worker_unavailable` at once. (After a single death the worker starts again at once, and
+   * requests wait for it as for any start.)
+   */
+  workerRestartWaitMs: 5 * 1000,
   /** A worker that holds no live instance stops after this long without a request (ms; `--worker-idle`). */
   workerIdleMs: 10 * 60 * 1000,
   /** A live instance with no call and no attached client for this long is released (ms; `--instance-idle`). */
