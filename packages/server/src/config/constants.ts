@@ -24,6 +24,12 @@ export const LOCAL_JUPYTER_ORIGINS: readonly string[] = ['localhost', '127.0.0.1
 export const LIMITS = {
   /** Largest JSON request body accepted over REST, in bytes. */
   maxBodyBytes: 16 * 1024 * 1024,
+  /**
+   * Connections the kernel holds for the gateway before it accepts them (the listen backlog): a
+   * burst of thousands of sockets at once waits here instead of being dropped or reset. Linux caps
+   * it at net.core.somaxconn (4096 by default since 5.4; older kernels 128: raise it there).
+   */
+  listenBacklog: 4096,
   /** Largest WebSocket message accepted, in bytes (a larger one closes the socket with 1009). */
   maxMessageBytes: 64 * 1024 * 1024,
   /**
