@@ -21,6 +21,7 @@ import { createExperimental } from '../widget/invoke.js';
 import { WidgetBinding, type View } from '../widget/lifecycle.js';
 import type { WidgetRegistry } from '../widget/registry.js';
 import { clearNotice, flashNotice, showNotice } from './notice.js';
+import { explainFailure } from '../net/diagnose.js';
 import type { InstanceRestart } from '@portico/protocol';
 
 export interface HostDeps {
@@ -53,7 +54,8 @@ export async function acquireHosted(options: ConnectOptions, deps: HostDeps, onR
     if (existing?.retain()) return existing;
   }
   const limits = withDefaults(deps.limits);
-  const session = new Session(options, { widgetManager: deps.registry.widgetManager, WebSocket: deps.WebSocket, limits });
+  const explain = (error: WidgetRuntimeError) => explainFailure(options.url, error, deps.fetch);
+  const session = new Session(options, { widgetManager: deps.registry.widgetManager, WebSocket: deps.WebSocket, limits, explain });
   const unsubscribe = onRetry ? session.events.on('retrying', onRetry) : undefined;
   try {
     await session.open();

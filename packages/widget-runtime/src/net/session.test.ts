@@ -1,5 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { setupSession } from '../testing/session-harness.js';
+import { WidgetRuntimeError } from '../errors.js';
+import { setupSession, socketClass } from '../testing/session-harness.js';
+import { WidgetRegistry } from '../widget/registry.js';
+import { Session } from './session.js';
 
 beforeEach(() => {
   vi.useFakeTimers();
@@ -83,6 +86,22 @@ describe('Session: handshake', () => {
     socket().drop();
     await vi.advanceTimersByTimeAsync(100);
     expect(sockets).toHaveLength(4);
+  });
+
+  it('a first connect whose origin the gateway refuses (as explained) ends with that reason, not tried again', async () => {
+    const { FakeSocket, sockets } = socketClass();
+    const refused = new WidgetRuntimeError('origin_refused', 'This gateway does not accept pages from http://stranger.test');
+    const session = new Session(
+      { url: 'http://gw.test/', target: 'counter' },
+      { widgetManager: new WidgetRegistry().widgetManager, WebSocket: FakeSocket, limits: { reconnectBaseMs: 100 }, random: () => 0, explain: async () => refused },
+    );
+    const opened = session.open();
+    const failed = expect(opened).rejects.toMatchObject({ code: 'origin_refused' });
+    sockets[0]!.drop();
+    await failed;
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(sockets).toHaveLength(1);
+    expect(session.status).toBe('closed');
   });
 
   it('a first connect that fails every try rejects after firstConnectAttempts tries, and tries no more', async () => {

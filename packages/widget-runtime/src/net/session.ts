@@ -72,6 +72,11 @@ export interface SessionDeps {
   random?: () => number;
   /** false: the interface has no widget to sync; the handshake ends at `connected` (default true). */
   widget?: boolean;
+  /**
+   * Explains why a first connect failed (net/diagnose.ts); an origin the gateway refuses
+   * (`origin_refused`) ends it with that reason rather than being tried again.
+   */
+  explain?: (error: WidgetRuntimeError) => Promise<WidgetRuntimeError>;
 }
 
 export type SessionEvents = {
@@ -397,6 +402,14 @@ export class Session {
     if (this.#everReady) this.#setStatus('reconnecting', error);
     else this.events.emit('retrying', { attempt: this.#attempt + 1, attempts, delayMs: delay, error });
     this.#retryTimer = setTimeout(() => this.#dial(), delay);
+    if (this.#everReady || !this.#deps.explain) return;
+    // A browser hides why a socket failed: an origin refused now is refused on every try.
+    this.#deps.explain(error).then(
+      (explained) => {
+        if (explained.code === 'origin_refused' && !this.#everReady) this.#end(explained);
+      },
+      () => undefined,
+    );
   }
 
   /**
