@@ -387,6 +387,44 @@ describe('protocol misuse answers a stable code and the socket stays usable', ()
     client.close();
   });
 
+  it('an upload refused at any step is answered once: one error for its id, none for its bytes or its chunk_end', async () => {
+    const outside = await tempProject({}, { demo: false });
+    const { client, dir } = await connected('blobs', [{ name: 'once' }]);
+    await mkdir(path.join(dir, 'a-folder'), { recursive: true });
+    await symlink(outside, path.join(dir, 'out'));
+    /** chunk_start, two binary frames and chunk_end in one go (the chunk_end arrives before the path is refused), then a ping. */
+    const refused = async (on: Client, start: Record<string, unknown>): Promise<Frame[]> => {
+      const id = on.send({ type: 'chunk_start', ...start });
+      on.ws.send(Buffer.from('evil'));
+      on.ws.send(Buffer.from('more'));
+      on.send({ type: 'chunk_end', id });
+      await on.waitFor((f) => f.id === id);
+      // Anything owed to this upload comes before the pong (the pong is answered at once, the error once the upload is undone).
+      await new Promise((r) => setTimeout(r, 300));
+      expect((await on.request({ type: 'ping' })).type).toBe('pong');
+      return on.frames.filter((f) => f.id === id || (f.type === 'error' && f.id === undefined));
+    };
+    for (const [start, code] of [
+      [{ path: 'out/new.bin', mode: 'write' }, 'forbidden'], // a symlink inside the folder leading outside
+      [{ path: 'out/new.bin', mode: 'append' }, 'forbidden'],
+      [{ path: 'a-folder', mode: 'write' }, 'conflict'], // not a regular file
+      [{ path: '../x', mode: 'write' }, 'forbidden'], // refused by its path alone
+      [{ mode: 'write' }, 'invalid_frame'], // an invalid chunk_start
+    ] as const) {
+      const frames = await refused(client, start);
+      expect(frames, JSON.stringify(start)).toEqual([expect.objectContaining({ type: 'error', payload: expect.objectContaining({ code }) })]);
+    }
+    expect(await readdir(outside)).toEqual([]);
+    // before connect: not_connected, once
+    const early = await Client.open(url);
+    expect(await refused(early, { path: 'x.bin', mode: 'write' })).toEqual([expect.objectContaining({ type: 'error', payload: expect.objectContaining({ code: 'not_connected' }) })]);
+    // the socket goes on: the next upload works
+    const ok = await upload(client, 'after.bin', Buffer.from('fine'));
+    expect(ok.type).toBe('chunk_done');
+    client.close();
+    early.close();
+  });
+
   it('chunk_start before connect answers not_connected', async () => {
     const client = await Client.open(url);
     const reply = await client.request({ type: 'chunk_start', path: 'x.bin' });

@@ -72,7 +72,7 @@ export async function launchBrowser(): Promise<LaunchedBrowser> {
   };
 }
 
-/** A static site on its own loopback origin (another port = another origin). */
+/** A static site on its own loopback origin (another port = another origin); `.js` paths are served as JavaScript. */
 export async function staticSite(pages: Record<string, string>): Promise<{ origin: string; close: () => Promise<void> }> {
   const server = http.createServer((req, res) => {
     const body = pages[req.url ?? '/'];
@@ -80,7 +80,9 @@ export async function staticSite(pages: Record<string, string>): Promise<{ origi
       res.writeHead(404).end();
       return;
     }
-    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(body);
+    // A module script must come as JavaScript (Chromium refuses text/html); every other page is HTML.
+    const type = req.url?.endsWith('.js') ? 'text/javascript; charset=utf-8' : 'text/html; charset=utf-8';
+    res.writeHead(200, { 'content-type': type }).end(body);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

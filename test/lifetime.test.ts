@@ -237,6 +237,38 @@ describe('supervision', { timeout: 120_000 }, () => {
     expect(metrics).toMatch(/portico_worker_restarts_total\{reason="crashed"\} 1/);
   });
 
+  it('calls arriving right behind a crash wait for the new worker and are answered; the call in flight fails with worker_crashed', async () => {
+    const g = await gateway({ project: await tempProject({ 'probe.py': PROBE }) });
+    const crasher = await created(g, 'probe', [{}]);
+    expect((await call(g, crasher, 'tick')).status).toBe(200);
+    const crash = call(g, crasher, 'crash');
+    // Another interface of the same project, within milliseconds: each a config not resolved yet,
+    // so each needs the worker before its call is sent (resolve), as a first call by module does.
+    const answers = await Promise.all(
+      [0, 1, 2, 5, 10, 20, 50].map(async (start) => {
+        await sleep(start);
+        const res = await api(g, 'POST', '/v1/interfaces/call', { target: 'counter', version: [{ start }], method: 'add', args: [1] });
+        return [res.status, res.body];
+      }),
+    );
+    expect(answers).toEqual([0, 1, 2, 5, 10, 20, 50].map((start) => [200, { payload: start + 1 }]));
+    expect(await crash).toMatchObject({ status: 502, body: { code: 'worker_crashed' } });
+  });
+
+  it('a call arriving while quick deaths in a row back off waits for the next start (within the bound), not worker_unavailable', async () => {
+    const g = await gateway({ project: await tempProject({ 'probe.py': PROBE }) });
+    const crasher = await created(g, 'probe', [{}]);
+    expect((await call(g, crasher, 'tick')).status).toBe(200);
+    expect((await call(g, crasher, 'crash')).body.code).toBe('worker_crashed');
+    // Started again at once (it held a live instance); dying again within 10 s of that start backs off 0.5 s.
+    expect((await call(g, crasher, 'tick')).status).toBe(200);
+    expect((await call(g, crasher, 'crash')).body.code).toBe('worker_crashed');
+    const res = await api(g, 'POST', '/v1/interfaces/call', { target: 'counter', version: [{ start: 7 }], method: 'add', args: [2] });
+    expect(res).toMatchObject({ status: 200, body: { payload: 9 } });
+    const protocol = (await api(g, 'GET', '/v1/protocol')).body;
+    expect(protocol.limits.workerRestartWaitMs).toBe(5000);
+  });
+
   it('a wedged worker is found by its heartbeat, reported degraded, killed and replaced', async () => {
     const g = await gateway({ project: await tempProject({ 'probe.py': PROBE }), workerLivenessMs: 1000 });
     const watcher = await Client.open(g.url);

@@ -161,6 +161,21 @@ describe('REST interfaces', () => {
     expect(nobody.status).toBe(422);
   });
 
+  it('call: unknown fields are refused with 422 naming them, and nothing runs', async () => {
+    const before = (await api(g, 'POST', '/v1/interfaces/call', { target: 'counter', method: 'value' })).body.payload;
+    const made = await api(g, 'POST', '/v1/interfaces', { target: 'counter', version: [{ start: 100 }] });
+    const res = await api(g, 'POST', '/v1/interfaces/call', { target: 'counter', uuid: made.body.uuid, method: 'add', label: 'x' });
+    expect(res.status).toBe(422);
+    expect(res.body.code).toBe('validation_error');
+    expect(res.body.detail).toEqual([expect.objectContaining({ type: 'unrecognized_keys', loc: ['body'], msg: expect.stringContaining("'uuid', 'label'") })]);
+    expect(res.body.message).toContain("'uuid'");
+    // the default counter was not changed under the client's feet
+    expect((await api(g, 'POST', '/v1/interfaces/call', { target: 'counter', method: 'value' })).body.payload).toBe(before);
+    // every field clients send still passes (portico.client, the landing page, widget runtime)
+    const full = await api(g, 'POST', '/v1/interfaces/call', { target: made.body.uuid, version: [], meta: {}, method: 'add', args: [1], kwargs: {} });
+    expect(full).toMatchObject({ status: 200, body: { payload: 101 } });
+  });
+
   it('a body sent in several chunks (no Content-Length) is read whole', async () => {
     const body = JSON.stringify({ target: 'counter', version: [{ start: 5 }], method: 'add', args: [2] });
     const pieces = [body.slice(0, 7), body.slice(7, 30), body.slice(30)];

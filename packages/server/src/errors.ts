@@ -63,7 +63,7 @@ export const ERROR_CODES = {
     status: 503,
     meaning: 'Several gateways: a request forwarded to the owner of a live instance found that another gateway owns it now; retry (the next attempt goes to the new owner).',
   },
-  worker_unavailable: { status: 503, meaning: 'The Python worker could not be started, or keeps dying at start and its next start waits (back-off).' },
+  worker_unavailable: { status: 503, meaning: 'The Python worker could not be started, or keeps dying at start and its next start (back-off) is further away than limits.workerRestartWaitMs.' },
   scheduler_unavailable: { status: 503, meaning: 'The cluster scheduler (Slurm) cannot be reached; the run was not submitted.' },
   shutting_down: {
     status: 503,

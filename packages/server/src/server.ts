@@ -10,6 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import { Authenticator } from './auth/credentials.js';
 import { defaultOptions, type GatewayOptions } from './config/options.js';
+import { LIMITS } from './config/constants.js';
 import { PorticoError } from './errors.js';
 import { accessLog } from './http/access-log.js';
 import { createApp } from './http/app.js';
@@ -78,7 +79,8 @@ export async function startServer(overrides: Partial<GatewayOptions> = {}): Prom
   try {
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
-      server.listen(options.port, options.host, () => {
+      // Node's default backlog (511) dropped connections of a burst of 2,000 sockets at once.
+      server.listen({ port: options.port, host: options.host, backlog: LIMITS.listenBacklog }, () => {
         server.off('error', reject);
         resolve();
       });

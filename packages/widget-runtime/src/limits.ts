@@ -11,6 +11,13 @@ export interface Limits {
   reconnectJitter: number;
   /** Time from opening the socket to `widget_state`; past it the attempt counts as failed. */
   handshakeTimeoutMs: number;
+  /**
+   * Tries of the first connect (a page opened before its gateway listens, or while it starts): a
+   * socket that cannot open, closes or times out before the first handshake is tried again after
+   * the reconnect backoff (0.5 s, 1 s, 2 s, 4 s, 8 s by default, jittered) until this many tries
+   * failed; then `open()` rejects. A gateway that answers with a refusal is not tried again.
+   */
+  firstConnectAttempts: number;
   /** A `ping` goes out this often while open; a ping still unanswered at the next tick drops the socket. */
   pingIntervalMs: number;
   /** `model.send()` calls kept while offline; one more throws `queue_full`. */
@@ -34,6 +41,7 @@ export const DEFAULT_LIMITS: Readonly<Limits> = Object.freeze({
   reconnectMaxMs: 30_000,
   reconnectJitter: 0.5,
   handshakeTimeoutMs: 15_000,
+  firstConnectAttempts: 6,
   pingIntervalMs: 25_000,
   offlineQueueMessages: 256,
   getModelTimeoutMs: 10_000,

@@ -24,6 +24,12 @@ export const LOCAL_JUPYTER_ORIGINS: readonly string[] = ['localhost', '127.0.0.1
 export const LIMITS = {
   /** Largest JSON request body accepted over REST, in bytes. */
   maxBodyBytes: 16 * 1024 * 1024,
+  /**
+   * Connections the kernel holds for the gateway before it accepts them (the listen backlog): a
+   * burst of thousands of sockets at once waits here instead of being dropped or reset. Linux caps
+   * it at net.core.somaxconn (4096 by default since 5.4; older kernels 128: raise it there).
+   */
+  listenBacklog: 4096,
   /** Largest WebSocket message accepted, in bytes (a larger one closes the socket with 1009). */
   maxMessageBytes: 64 * 1024 * 1024,
   /**
@@ -53,6 +59,13 @@ export const LIMITS = {
   socketHighWaterBytes: 4 * 1024 * 1024,
   /** How long a worker may take to report ready (ms). */
   workerStartTimeoutMs: 30 * 1000,
+  /**
+   * A request that finds its project's worker dead and its restart backing off (quick deaths in a
+   * row) waits for the next start when that comes within this long (ms); a longer back-off answers
+   * `worker_unavailable` at once. (After a single death the worker starts again at once, and
+   * requests wait for it as for any start.)
+   */
+  workerRestartWaitMs: 5 * 1000,
   /** A worker that holds no live instance stops after this long without a request (ms; `--worker-idle`). */
   workerIdleMs: 10 * 60 * 1000,
   /** A live instance with no call and no attached client for this long is released (ms; `--instance-idle`). */

@@ -98,6 +98,7 @@ export const CHUNK_FLOWS = [
       'write replaces the file atomically at chunk_end; append adds to its end. A socket that closes before chunk_end leaves the file as it was.',
       'An upload larger than the gateway upload bound (--upload-max) answers payload_too_large and keeps nothing; further binary frames of it are discarded until its chunk_end.',
       'A second chunk_start while a transfer is active answers transfer_active; binary frames or chunk_end with no upload answer no_active_upload; chunk_end with another id answers upload_id_mismatch (the upload stays active).',
+      'An upload is answered once: chunk_done, or one error with its id whenever it is refused (an invalid or unconnected chunk_start, its path, its size, the disk); its binary frames and chunk_end after that are swallowed.',
       'The gateway stops reading the socket while the disk is behind (TCP backpressure); memory stays bounded.',
     ],
   },

@@ -12,15 +12,28 @@ export const CreateInterfaceRequest = z
   })
   .openapi('CreateInterfaceRequest');
 
+/**
+ * Only these fields: one it does not know is refused (422) rather than ignored, since the one a
+ * client most likely meant (`uuid`, to call an existing instance) would otherwise be dropped and
+ * the call would run on whatever `target` resolves to.
+ */
 export const InterfaceCallRequest = z
-  .object({
-    target: z.string().min(1).describe('Module path or an existing uuid.'),
-    version: Version.default([]),
-    meta: JsonObject.default({}),
-    method: z.string().min(1).describe('Public method name (no leading underscore).'),
-    args: z.array(z.unknown()).default([]),
-    kwargs: JsonObject.default({}),
-  })
+  .strictObject(
+    {
+      target: z.string().min(1).describe('Module path or an existing uuid.'),
+      version: Version.default([]),
+      meta: JsonObject.default({}),
+      method: z.string().min(1).describe('Public method name (no leading underscore).'),
+      args: z.array(z.unknown()).default([]),
+      kwargs: JsonObject.default({}),
+    },
+    {
+      error: (issue) =>
+        issue.code === 'unrecognized_keys'
+          ? `Unknown field${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `'${k}'`).join(', ')}: a call takes target, version, meta, method, args and kwargs (an existing instance is called with its uuid as target)`
+          : undefined,
+    },
+  )
   .openapi('InterfaceCallRequest');
 
 export const InterfaceCallResponse = z

@@ -8,8 +8,12 @@
  * - Supervision: a worker that dies unasked (a crash, a signal, an OOM kill) or stops answering
  *   heartbeats (wedged: killed) is started again at once when it held live instances or clients
  *   are attached, and `onLost` names the instances that died with it. One that keeps dying
- *   within `STABLE_MS` of its start is started again after a growing delay, and requests get
- *   `worker_unavailable` meanwhile, instead of a restart loop.
+ *   within `STABLE_MS` of its start is started again after a growing delay, instead of a restart
+ *   loop. Requests arriving meanwhile wait for the new worker when it starts within
+ *   `LIMITS.workerRestartWaitMs`, and get `worker_unavailable` at once when the delay is longer.
+ *   Requests in flight when a worker dies fail with `worker_crashed` (their answer is lost), but
+ *   for the gateway's own requests without effects (resolve, schema, …: `withoutEffects`), which
+ *   run again on the new worker.
  * - Reload (`restartProject`, `portico serve --reload`): the workers of a project are stopped
  *   and started again on the code now on disk; `onLost` names their instances (`source_changed`).
  */
@@ -117,22 +121,48 @@ export class KernelPool {
     }
   }
 
-  /** The running worker for (project, python), starting one if there is none. */
-  get(project: string, python: string): Promise<Worker> {
+  /**
+   * The running worker for (project, python), starting one if there is none. One backing off
+   * after quick deaths in a row is waited for until `deadline` (performance.now(); default
+   * `LIMITS.workerRestartWaitMs` from now); a next start later than that answers
+   * `worker_unavailable` at once.
+   */
+  get(project: string, python: string, deadline = performance.now() + LIMITS.workerRestartWaitMs): Promise<Worker> {
     if (this.closed) return Promise.reject(new Error('kernel pool is closed'));
     const key = slotKey(project, python);
     const slot = this.slots.get(key);
     if (slot && (slot.starting || slot.worker.alive)) return slot.ready;
     const replacing = this.replacing.get(key);
-    if (replacing) return replacing.then(() => this.get(project, python));
+    if (replacing) return replacing.then(() => this.get(project, python, deadline));
     const trouble = this.troubles.get(key);
-    if (trouble && performance.now() < trouble.notBefore) {
-      const wait = Math.ceil((trouble.notBefore - performance.now()) / 1000);
+    const now = performance.now();
+    if (trouble && now < trouble.notBefore) {
+      if (trouble.notBefore <= deadline) {
+        // The supervisor's restart (or this request, when nothing needed one) starts it then.
+        return new Promise((resolve) => setTimeout(resolve, trouble.notBefore - now)).then(() => this.get(project, python, deadline));
+      }
+      const wait = Math.ceil((trouble.notBefore - now) / 1000);
       return Promise.reject(
         new PorticoError('worker_unavailable', `The Python worker of this project died ${trouble.failures} times in a row soon after starting; the next start is in ${wait} s. Last: ${trouble.problem?.message ?? 'unknown'}`),
       );
     }
     return this.start(key, project, python);
+  }
+
+  /**
+   * Runs `op`, a request without effects in the worker (resolve, schema, modules, widget assets),
+   * on the worker for (project, python). When that worker dies under it (`worker_crashed`: a call
+   * of another interface took the process down), `op` runs once more on the new worker: nothing
+   * of it can have happened, and the request that needed it arrived after the crash, not during it.
+   */
+  async withoutEffects<T>(project: string, python: string, op: (worker: Worker) => Promise<T>): Promise<T> {
+    const worker = await this.get(project, python);
+    try {
+      return await op(worker);
+    } catch (err) {
+      if (!(err instanceof PorticoError && err.code === 'worker_crashed') || worker.alive || this.closed) throw err;
+      return op(await this.get(project, python));
+    }
   }
 
   private start(key: string, project: string, python: string): Promise<Worker> {

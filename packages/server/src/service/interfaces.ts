@@ -145,8 +145,7 @@ export class InterfaceService {
    */
   async resolve(ctx: RequestContext, target: string, version: unknown[], predicate: Record<string, unknown> = {}): Promise<ResolveResult> {
     await this.remotes.ensure(ctx.project.dir, target);
-    const worker = await this.pool.get(ctx.project.dir, ctx.python);
-    const resolved = await worker.resolve(target, version).catch((err: unknown) => explainUnknownModule(worker, target, err));
+    const resolved = await this.pool.withoutEffects(ctx.project.dir, ctx.python, (worker) => worker.resolve(target, version).catch((err: unknown) => explainUnknownModule(worker, target, err)));
     return {
       module: resolved.module,
       version: resolved.version,
@@ -178,8 +177,8 @@ export class InterfaceService {
   private async recentByContent(ctx: RequestContext, input: CreateInput): Promise<InterfaceInfo | undefined> {
     if (input.uuid) return undefined;
     try {
-      const worker = await this.pool.get(ctx.project.dir, ctx.python);
-      return this.recent.get(ctx.project.dir, contentUuid(await worker.resolve(input.target, input.version ?? []), input.predicate ?? {}));
+      const resolved = await this.pool.withoutEffects(ctx.project.dir, ctx.python, (worker) => worker.resolve(input.target, input.version ?? []));
+      return this.recent.get(ctx.project.dir, contentUuid(resolved, input.predicate ?? {}));
     } catch {
       return undefined;
     }
@@ -191,8 +190,9 @@ export class InterfaceService {
     if (existing) return publicInfo(existing);
 
     await this.remotes.ensure(ctx.project.dir, input.target);
-    const worker = await this.pool.get(ctx.project.dir, ctx.python);
-    const resolved = await worker.resolve(input.target, input.version ?? []).catch((err: unknown) => explainUnknownModule(worker, input.target, err));
+    const resolved = await this.pool.withoutEffects(ctx.project.dir, ctx.python, (worker) =>
+      worker.resolve(input.target, input.version ?? []).catch((err: unknown) => explainUnknownModule(worker, input.target, err)),
+    );
     const predicate = input.predicate ?? {};
     const record: InterfaceRecord = {
       uuid: input.uuid ?? contentUuid(resolved, predicate),

@@ -22,9 +22,8 @@ export class ProjectService {
   ) {}
 
   async index(ctx: RequestContext): Promise<{ project: string; modules: unknown[] }> {
-    const worker = await this.pool.get(ctx.project.dir, ctx.python);
     // A module's import error names paths as the worker's refusals do: relative to the project.
-    const modules = (await worker.modules()) as Array<{ error?: unknown }>;
+    const modules = (await this.pool.withoutEffects(ctx.project.dir, ctx.python, (worker) => worker.modules())) as Array<{ error?: unknown }>;
     return {
       project: ctx.project.dir,
       modules: modules.map((m) => (typeof m.error === 'string' ? { ...m, error: withoutProjectPath(m.error, ctx.project.dir) } : m)),
@@ -37,8 +36,9 @@ export class ProjectService {
    */
   async schema(ctx: RequestContext, module: string): Promise<Record<string, unknown>> {
     await this.remotes.ensure(ctx.project.dir, module);
-    const worker = await this.pool.get(ctx.project.dir, ctx.python);
-    const { version_methods, widget, ...schema } = await worker.schema(module).catch((err: unknown) => explainUnknownModule(worker, module, err));
+    const { version_methods, widget, ...schema } = await this.pool.withoutEffects(ctx.project.dir, ctx.python, (worker) =>
+      worker.schema(module).catch((err: unknown) => explainUnknownModule(worker, module, err)),
+    );
     const methods = version_methods as Array<{ name: string }>;
     return {
       ...schema,

@@ -189,8 +189,9 @@ export class WidgetService {
    */
   async asset(ctx: RequestContext, module: string, asset: AssetName): Promise<WidgetAssetBody> {
     await this.remotes.ensure(ctx.project.dir, module);
-    const worker = await this.pool.get(ctx.project.dir, ctx.python);
-    const sources = await worker.widgetAssets(module).catch((err: unknown) => explainUnknownModule(worker, module, err));
+    const sources = await this.pool.withoutEffects(ctx.project.dir, ctx.python, (worker) =>
+      worker.widgetAssets(module).catch((err: unknown) => explainUnknownModule(worker, module, err)),
+    );
     const source: WidgetAsset | null = sources[asset];
     if (!source) throw new PorticoError('not_found', `Module '${module}' has no widget ${asset === 'esm' ? 'module' : 'stylesheet'}`);
     let body: Buffer;

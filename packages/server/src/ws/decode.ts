@@ -6,7 +6,8 @@ import { PorticoError } from '../errors.js';
 
 export type FrameId = string | number | undefined;
 
-export type Decoded<F> = { ok: true; frame: F; id: FrameId } | { ok: false; error: PorticoError; id: FrameId };
+/** A refused frame keeps its `type` when it had a known one, and a chunk_start its `mode` (so a refused upload's binary frames can be told from strays). */
+export type Decoded<F> = { ok: true; frame: F; id: FrameId } | { ok: false; error: PorticoError; id: FrameId; type?: string; mode?: unknown };
 
 /** Decodes a JSON text frame (binary frames belong to the data plane and never come here). */
 export function decodeFrame<F>(data: Buffer, schemas: Record<string, z.ZodType>): Decoded<F> {
@@ -38,7 +39,7 @@ export function decodeFrame<F>(data: Buffer, schemas: Record<string, z.ZodType>)
   if (!parsed.success) {
     const issues = parsed.error.issues.map((i) => ({ path: i.path.join('.') || null, message: i.message }));
     const what = issues.map((i) => (i.path ? `${i.path}: ${i.message}` : i.message)).join('; ');
-    return { ok: false, error: new PorticoError('invalid_frame', `Invalid '${type}' frame: ${what}`, { issues }), id };
+    return { ok: false, error: new PorticoError('invalid_frame', `Invalid '${type}' frame: ${what}`, { issues }), id, type, mode: (raw as { mode?: unknown }).mode };
   }
   return { ok: true, frame: parsed.data as F, id };
 }

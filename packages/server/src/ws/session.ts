@@ -61,6 +61,12 @@ export class Session extends SocketSession<ClientFrame> {
     // Connected, and the instance where it was: served in this tick (the call path).
     const connection = !this.connecting && !this.placing && this.connection;
     if (connection && this.placed(connection)) return this.serve(connection, frame, buffers);
+    if (!this.connection && !this.connecting) {
+      // Refused now, before its bytes arrive: they and its chunk_end are swallowed, not answered again.
+      if (frame.type === 'chunk_start' && frame.mode !== 'read') this.transfers.refused(frame.id);
+      if (frame.type === 'chunk_end' && this.transfers.refusedAs(frame.id)) return this.transfers.finish(frame);
+      throw notConnected(frame.type);
+    }
     // Pipelined behind a connect, or its instance's owner changed: once it is known where it lives.
     this.connected(frame.type).then(
       (c) => this.serve(c, frame, buffers)?.then(
@@ -70,6 +76,11 @@ export class Session extends SocketSession<ClientFrame> {
       (err: unknown) => this.frameFailed(frame, err),
     );
     return undefined;
+  }
+
+  /** An invalid chunk_start of an upload (no path, say) was answered: its bytes and chunk_end are not answered again. */
+  protected override frameRefused(refused: { type?: string; mode?: unknown; id: FrameId }): void {
+    if (refused.type === 'chunk_start' && refused.mode !== 'read') this.transfers.refused(refused.id);
   }
 
   /** One frame for the connected instance: relayed to its owner, or served here. */
@@ -138,7 +149,7 @@ export class Session extends SocketSession<ClientFrame> {
   private async connected(what: string): Promise<Connection> {
     if (this.connecting) await this.connecting.catch(() => undefined);
     const connection = this.connection;
-    if (!connection) throw new PorticoError('not_connected', `Send connect before ${what}`);
+    if (!connection) throw notConnected(what);
     if (!this.placed(connection)) {
       await this.placeAgain(connection);
       if (!this.placed(connection)) throw new PorticoError('owner_lost', 'Where the live instance of this interface lives now is not known yet; retry');
@@ -310,4 +321,8 @@ export class Session extends SocketSession<ClientFrame> {
     connection?.local?.detach();
     connection?.relay?.close();
   }
+}
+
+function notConnected(what: string): PorticoError {
+  return new PorticoError('not_connected', `Send connect before ${what}`);
 }

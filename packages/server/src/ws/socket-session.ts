@@ -13,7 +13,7 @@ import { PorticoError, toPorticoError } from '../errors.js';
 import type { LogLine } from '../ops/logger.js';
 import { displayFields, type Display } from '../service/display.js';
 import type { BindInput, Gateway } from '../service/gateway.js';
-import { decodeFrame, type FrameId } from './decode.js';
+import { decodeFrame, type Decoded, type FrameId } from './decode.js';
 import { TickCork } from './tick-cork.js';
 
 const BINARY_FRAME = { binary: true, compress: false } as const;
@@ -241,6 +241,9 @@ export abstract class SocketSession<F extends { type: string; id?: FrameId }> {
     this.send(id === undefined ? { type: 'error', payload: error.toDetail() } : { type: 'error', id, payload: error.toDetail() });
   }
 
+  /** A frame that failed validation was answered with its error; a session whose frames span several messages (an upload) hears of it here. */
+  protected frameRefused(_refused: Extract<Decoded<F>, { ok: false }>): void {}
+
   /** A binary frame; endpoints without a data plane refuse it (the socket stays usable). */
   protected receiveBinary(_data: Buffer): void {
     this.sendError(undefined, new PorticoError('no_active_upload', 'Binary frame received without chunk_start'));
@@ -257,7 +260,10 @@ export abstract class SocketSession<F extends { type: string; id?: FrameId }> {
     }
     if (isBinary) return this.receiveBinary(data);
     const decoded = decodeFrame<F>(data, this.schemas);
-    if (!decoded.ok) return this.sendError(decoded.id, decoded.error);
+    if (!decoded.ok) {
+      this.sendError(decoded.id, decoded.error);
+      return this.frameRefused(decoded);
+    }
     const count = (decoded.frame as { binary_buffers?: number }).binary_buffers;
     if (count) {
       this.awaiting = { frame: decoded.frame, id: decoded.id, count, received: 0, buffers: [], bytes: 0 };

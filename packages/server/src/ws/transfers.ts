@@ -2,6 +2,11 @@
  * The one binary transfer a socket may have at a time (binary frames carry no id): an upload
  * receiving bytes, an upload being made durable after its chunk_end, or a read sending bytes.
  * An upload whose disk writes are behind stops the socket's reading until they caught up.
+ *
+ * Every upload id is answered exactly once: chunk_done, or one `error`. An upload refused at its
+ * chunk_start (not connected, an invalid frame) or failed later (a path through a symlink that
+ * leads outside, a size bound, a disk error) is answered when it is refused; its binary frames
+ * and its chunk_end are then swallowed without a second answer.
  */
 import { LIMITS } from '../config/constants.js';
 import type { ClientFrame } from '../contract/frames.js';
@@ -12,7 +17,8 @@ import type { InterfaceInfo } from '../service/interfaces.js';
 import { Upload, uploadRoot } from '../service/uploads.js';
 import type { FrameId } from './decode.js';
 
-type Transfer = { id: FrameId; upload: Upload; finishing: boolean } | { id: FrameId; upload?: undefined };
+/** An upload; a read (no upload); or an upload refused at its chunk_start, already answered, waiting for its chunk_end to swallow its bytes. */
+type Transfer = { id: FrameId; upload: Upload; finishing: boolean; refused?: undefined } | { id: FrameId; upload?: undefined; refused?: boolean };
 
 type Frame<T extends ClientFrame['type']> = Extract<ClientFrame, { type: T }>;
 
@@ -42,14 +48,25 @@ export class Transfers {
 
   constructor(private readonly socket: TransferSocket) {}
 
-  /** A transfer runs (the socket is not idle). */
+  /** A transfer runs (the socket is not idle); a refused upload only waiting for its chunk_end is none. */
   get active(): boolean {
-    return this.transfer !== undefined;
+    return this.transfer !== undefined && !this.transfer.refused;
   }
 
-  /** The id a transfer is owed its answer by, between its frames too (a failed upload had it). */
+  /** The id a transfer is owed its answer by, between its frames too (a failed or refused upload had it). */
   get owed(): FrameId | undefined {
-    return this.transfer && !this.transfer.upload?.error ? this.transfer.id : undefined;
+    return this.transfer && !this.transfer.upload?.error && !this.transfer.refused ? this.transfer.id : undefined;
+  }
+
+  /**
+   * An upload's chunk_start was refused before it began (and answered): its binary frames and its
+   * chunk_end are swallowed, not answered again. A transfer that is active keeps the socket (a
+   * chunk_start refused with transfer_active changes nothing).
+   */
+  refused(id: FrameId): void {
+    if (this.active) return;
+    void this.transfer?.upload?.abort();
+    this.transfer = { id, refused: true };
   }
 
   /** The socket went away: an upload cut off before chunk_end leaves the target as it was. */
@@ -61,8 +78,8 @@ export class Transfers {
   /** Refuses a new transfer while another is active (binary frames carry no id to tell two apart). */
   private checkNoTransfer(): void {
     const current = this.transfer;
-    // A failed upload only waits for its chunk_end to swallow its bytes: a new transfer replaces it.
-    if (current && !(current.upload?.error && !current.finishing)) {
+    // A failed or refused upload only waits for its chunk_end to swallow its bytes: a new transfer replaces it.
+    if (current && !current.refused && !(current.upload?.error && !current.finishing)) {
       throw new PorticoError('transfer_active', `Transfer '${current.id}' is still active on this socket; finish it before starting another`);
     }
   }
@@ -94,9 +111,15 @@ export class Transfers {
     this.transfer = transfer;
   }
 
+  /** Whether an upload refused at its chunk_start waits for this chunk_end id (or any, without one) to swallow. */
+  refusedAs(id: FrameId): boolean {
+    return this.transfer?.refused === true && (id === undefined || id === this.transfer.id);
+  }
+
   /** A binary frame: the active upload's bytes. */
   receive(data: Buffer): void {
     const transfer = this.transfer;
+    if (transfer?.refused) return; // answered when refused
     if (!transfer?.upload || transfer.finishing) {
       return this.socket.sendError(undefined, new PorticoError('no_active_upload', 'Binary frame received without chunk_start (or after its chunk_end)'));
     }
@@ -124,18 +147,25 @@ export class Transfers {
   /** chunk_end: answers chunk_done once the bytes are durable under the final name. */
   async finish(frame: Frame<'chunk_end'>): Promise<void> {
     const transfer = this.transfer;
+    if (this.refusedAs(frame.id)) {
+      this.transfer = undefined; // answered when refused
+      return;
+    }
     if (!transfer?.upload || transfer.finishing) throw new PorticoError('no_active_upload', 'No active chunk upload');
     if (frame.id !== undefined && frame.id !== transfer.id) {
       throw new PorticoError('upload_id_mismatch', `chunk_end id '${frame.id}' does not match the active upload '${transfer.id}'`);
     }
     transfer.finishing = true;
     try {
-      if (transfer.upload.error) return; // already answered with its error
+      if (transfer.upload.error) return; // answered with its error (onFail)
       let done;
       try {
         done = await transfer.upload.finish();
       } catch (err) {
-        if (transfer.upload.error && transfer.upload.error !== err) return;
+        // A failure the upload recorded while this waited for it (a path refused as it was opened,
+        // a disk error) is answered by onFail once it is undone: answering it here too was a
+        // second error frame for the same id.
+        if (transfer.upload.error) return;
         throw err;
       }
       this.socket.gateway.metrics.uploadBytes.inc(done.bytes_written);

@@ -12,7 +12,7 @@
  */
 import { WidgetRuntimeError, toRuntimeError } from '../errors.js';
 import { withDefaults, type Limits } from '../limits.js';
-import { Session, type ConnectOptions } from '../net/session.js';
+import { Session, type ConnectOptions, type FirstConnectRetry } from '../net/session.js';
 import type { WebSocketConstructor } from '../net/socket.js';
 import { DataPlane } from '../net/transfers.js';
 import { fetchStylesheet, fetchWidgetModule, importSource, type FetchLike, type WidgetModuleSource } from '../net/assets.js';
@@ -21,6 +21,7 @@ import { createExperimental } from '../widget/invoke.js';
 import { WidgetBinding, type View } from '../widget/lifecycle.js';
 import type { WidgetRegistry } from '../widget/registry.js';
 import { clearNotice, flashNotice, showNotice } from './notice.js';
+import { explainFailure } from '../net/diagnose.js';
 import type { InstanceRestart } from '@portico/protocol';
 
 export interface HostDeps {
@@ -43,15 +44,24 @@ function shareKey(options: ConnectOptions, uuid: string): string {
   return JSON.stringify([gatewayUrls(options.url, options.project).socket, options.token ?? '', uuid]);
 }
 
-/** The hosted widget for `options`, shared when the same interface is already mounted; retained once. */
-export async function acquireHosted(options: ConnectOptions, deps: HostDeps): Promise<HostedWidget> {
+/**
+ * The hosted widget for `options`, shared when the same interface is already mounted; retained
+ * once. `onRetry` hears each retry of the first connect (the gateway not listening yet).
+ */
+export async function acquireHosted(options: ConnectOptions, deps: HostDeps, onRetry?: (retry: FirstConnectRetry) => void): Promise<HostedWidget> {
   if (options.uuid) {
     const existing = await shared.get(shareKey(options, options.uuid))?.catch(() => undefined);
     if (existing?.retain()) return existing;
   }
   const limits = withDefaults(deps.limits);
-  const session = new Session(options, { widgetManager: deps.registry.widgetManager, WebSocket: deps.WebSocket, limits });
-  await session.open();
+  const explain = (error: WidgetRuntimeError) => explainFailure(options.url, error, deps.fetch);
+  const session = new Session(options, { widgetManager: deps.registry.widgetManager, WebSocket: deps.WebSocket, limits, explain });
+  const unsubscribe = onRetry ? session.events.on('retrying', onRetry) : undefined;
+  try {
+    await session.open();
+  } finally {
+    unsubscribe?.();
+  }
   const key = shareKey(options, session.info.uuid);
   const existing = await shared.get(key)?.catch(() => undefined);
   if (existing?.retain()) {

@@ -6,13 +6,14 @@
 import type { ConnectionEvents } from '../connect.js';
 import { WidgetRuntimeError, toRuntimeError } from '../errors.js';
 import type { PorticoModel } from '../model/model.js';
-import type { ConnectOptions, ConnectionStatus } from '../net/session.js';
+import type { ConnectOptions, ConnectionStatus, FirstConnectRetry } from '../net/session.js';
+import { withDefaults } from '../limits.js';
 import type { InterfaceCalls } from '../net/transfers.js';
 import type { InterfaceInfo } from '@portico/protocol';
 import { WidgetRegistry } from '../widget/registry.js';
 import { acquireHosted, type HostDeps, type HostedWidget, type HostView } from './hosted.js';
 import { explainFailure } from '../net/diagnose.js';
-import { clearAllNotices, showNotice } from './notice.js';
+import { clearAllNotices, flashNotice, showNotice } from './notice.js';
 
 export type MountOptions = ConnectOptions;
 
@@ -61,17 +62,28 @@ export async function mountWith(el: HTMLElement, options: MountOptions, deps: Ho
   let hosted: HostedWidget | undefined;
   let hostView: HostView;
   try {
-    hosted = await acquireHosted(options, deps);
+    hosted = await acquireHosted(options, deps, (retry) => showRetry(el, retry, withDefaults(deps.limits).handshakeTimeoutMs));
+    clearAllNotices(el);
     hostView = await hosted.addView(el);
   } catch (caught) {
     await hosted?.release();
     const error = await explainFailure(options.url, toRuntimeError(caught, 'connection_failed'), deps.fetch);
     el.setAttribute('data-portico-status', 'closed');
+    clearAllNotices(el); // a retry's notice gives way to why it failed
     showNotice(el, error);
     console.error(`[portico-widget] ${error.code}: ${error.message}`, error.cause ?? '');
     throw error;
   }
   return createHandle(el, hosted, hostView);
+}
+
+/**
+ * The first connect failed and is tried again: said in the element until the next try has had
+ * its time (a later retry replaces it; mounting clears it).
+ */
+function showRetry(el: HTMLElement, { attempt, attempts, delayMs, error }: FirstConnectRetry, handshakeMs: number): void {
+  const seconds = Math.max(1, Math.round(delayMs / 1000));
+  flashNotice(el, `connecting… retrying in ${seconds} s (attempt ${attempt} of ${attempts})`, error.message, delayMs + handshakeMs);
 }
 
 function createHandle(el: HTMLElement, hosted: HostedWidget, hostView: HostView): WidgetHandle {

@@ -4,7 +4,8 @@
  * - the error notice, instead of a blank space (the full error also goes to the console): a
  *   `div.portico-widget-error[role=alert]` placed first in the mounted element, shown until cleared;
  * - a passing notice (`div.portico-widget-notice[role=status]`, also first), which removes itself
- *   after a while: the interface's instance restarted with its Python worker.
+ *   after a while: the interface's instance restarted with its Python worker, or the first connect
+ *   failed and is retried ("connecting… retrying in 2 s (attempt 3 of 6)").
  *
  * Pages may restyle both through their classes.
  */

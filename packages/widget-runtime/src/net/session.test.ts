@@ -1,5 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { setupSession } from '../testing/session-harness.js';
+import { WidgetRuntimeError } from '../errors.js';
+import { setupSession, socketClass } from '../testing/session-harness.js';
+import { WidgetRegistry } from '../widget/registry.js';
+import { Session } from './session.js';
 
 beforeEach(() => {
   vi.useFakeTimers();
@@ -61,13 +64,58 @@ describe('Session: handshake', () => {
     expect(create.socket().last('connect')).toMatchObject({ target: 'counter', uuid: 'u-9' });
   });
 
-  it('a first connection that closes rejects with connection_failed and does not retry', async () => {
+  it('a first connect whose socket closes is tried again with the reconnect backoff, announced, and opens when the gateway answers', async () => {
     const { session, socket, sockets, statuses } = setupSession();
+    const retries: string[] = [];
+    session.events.on('retrying', ({ attempt, attempts, delayMs, error }) => retries.push(`${attempt}/${attempts} in ${delayMs} ms (${error.code})`));
     const opened = session.open();
+    socket().drop(); // the gateway is not listening yet
+    await vi.advanceTimersByTimeAsync(99);
+    expect(sockets).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(sockets).toHaveLength(2);
     socket().drop();
-    await expect(opened).rejects.toMatchObject({ code: 'connection_failed' });
+    await vi.advanceTimersByTimeAsync(200);
+    expect(sockets).toHaveLength(3);
+    socket().handshake({ count: 3 });
+    await opened;
+    expect(retries).toEqual(['2/6 in 100 ms (connection_failed)', '3/6 in 200 ms (connection_failed)']);
+    expect(statuses).toEqual(['open']); // connecting throughout, then open
+    expect(session.model.get('count')).toBe(3);
+    // the reconnect after a later drop starts its backoff afresh
+    socket().drop();
+    await vi.advanceTimersByTimeAsync(100);
+    expect(sockets).toHaveLength(4);
+  });
+
+  it('a first connect whose origin the gateway refuses (as explained) ends with that reason, not tried again', async () => {
+    const { FakeSocket, sockets } = socketClass();
+    const refused = new WidgetRuntimeError('origin_refused', 'This gateway does not accept pages from http://stranger.test');
+    const session = new Session(
+      { url: 'http://gw.test/', target: 'counter' },
+      { widgetManager: new WidgetRegistry().widgetManager, WebSocket: FakeSocket, limits: { reconnectBaseMs: 100 }, random: () => 0, explain: async () => refused },
+    );
+    const opened = session.open();
+    const failed = expect(opened).rejects.toMatchObject({ code: 'origin_refused' });
+    sockets[0]!.drop();
+    await failed;
     await vi.advanceTimersByTimeAsync(60_000);
     expect(sockets).toHaveLength(1);
+    expect(session.status).toBe('closed');
+  });
+
+  it('a first connect that fails every try rejects after firstConnectAttempts tries, and tries no more', async () => {
+    const { session, socket, sockets, statuses } = setupSession({}, { firstConnectAttempts: 3 });
+    const opened = session.open();
+    const failed = expect(opened).rejects.toMatchObject({ code: 'connection_failed' });
+    socket().drop();
+    await vi.advanceTimersByTimeAsync(100);
+    socket().drop();
+    await vi.advanceTimersByTimeAsync(200);
+    socket().drop();
+    await failed;
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(sockets).toHaveLength(3);
     expect(statuses).toEqual(['closed (connection_failed)']);
   });
 
@@ -80,7 +128,7 @@ describe('Session: handshake', () => {
   });
 
   it('a handshake with no answer times out', async () => {
-    const { session, socket } = setupSession();
+    const { session, socket } = setupSession({}, { firstConnectAttempts: 1 });
     const opened = session.open();
     socket().open();
     const failed = expect(opened).rejects.toMatchObject({ code: 'handshake_timeout' });

@@ -3,8 +3,11 @@
  *
  * Handshake: open the socket (subprotocols `['bearer', token]` when a token is given) →
  * `connect` → `connected` → `widget_get` → `widget_state` → the model is resynced, the session
- * is `open`, and what was queued offline is sent. The first handshake must succeed (`open()`
- * rejects otherwise); after that a dropped socket is reopened with capped, jittered exponential
+ * is `open`, and what was queued offline is sent. A first handshake whose socket cannot open,
+ * closes or times out (the gateway is not listening yet, or starting) is tried again with the
+ * reconnect backoff, `firstConnectAttempts` tries in all (each announced by a `retrying` event;
+ * the status stays `connecting`), then `open()` rejects; one the gateway refuses rejects at once.
+ * After it succeeded, a dropped socket is reopened with the same capped, jittered exponential
  * backoff and the handshake is repeated by uuid (`connect {target: uuid}`). A handshake refused
  * with `unauthorized`, `forbidden`, `not_found` or `unknown_module` (a uuid whose record is gone
  * reads as no module) ends the session (`closed`); other refusals are retried. A ping every
@@ -69,6 +72,11 @@ export interface SessionDeps {
   random?: () => number;
   /** false: the interface has no widget to sync; the handshake ends at `connected` (default true). */
   widget?: boolean;
+  /**
+   * Explains why a first connect failed (net/diagnose.ts); an origin the gateway refuses
+   * (`origin_refused`) ends it with that reason rather than being tried again.
+   */
+  explain?: (error: WidgetRuntimeError) => Promise<WidgetRuntimeError>;
 }
 
 export type SessionEvents = {
@@ -79,6 +87,8 @@ export type SessionEvents = {
   reload: [asset: 'esm' | 'css'];
   /** A reconnect completed and the model was resynced (pushes may have been missed meanwhile). */
   resynced: [];
+  /** The first connect failed (`error`) and is tried again in `delayMs`: try `attempt` of `attempts`. */
+  retrying: [retry: FirstConnectRetry];
   /**
    * The live instance died with its Python worker and is made again on next use (with its saved
    * widget state). A widget session has already asked for the state again when this fires; the
@@ -87,6 +97,17 @@ export type SessionEvents = {
   instance_restarted: [restart: InstanceRestart];
   error: [error: WidgetRuntimeError];
 };
+
+/** A first connect that failed and is tried again. */
+export interface FirstConnectRetry {
+  /** The try that comes next (2 is the first retry). */
+  attempt: number;
+  /** Tries in all (limits.firstConnectAttempts). */
+  attempts: number;
+  delayMs: number;
+  /** Why the previous try failed. */
+  error: WidgetRuntimeError;
+}
 
 /** First time: the caller's target (and uuid/version); after that: the uuid it resolved to. */
 function connectFrame(options: ConnectOptions, info: InterfaceInfo | undefined): Omit<Extract<ClientFrame, { type: 'connect' }>, 'id'> {
@@ -364,18 +385,31 @@ export class Session {
     this.events.emit('error', error);
   }
 
-  /** The socket is gone (closed, timed out, or refused): reconnect later, or end if it never worked. */
+  /**
+   * The socket is gone (closed, timed out, or refused): reconnect later with backoff; before the
+   * first handshake succeeded, only until `firstConnectAttempts` tries failed.
+   */
   #drop(socket: WebSocketLike, error: WidgetRuntimeError): void {
     if (socket !== this.#socket) return;
     this.#release(error);
     if (this.#closed) return;
-    if (!this.#everReady) {
+    const attempts = this.#limits.firstConnectAttempts;
+    if (!this.#everReady && this.#attempt + 1 >= attempts) {
       this.#end(error);
       return;
     }
     const delay = backoffDelay(this.#attempt++, this.#limits, this.#deps.random);
-    this.#setStatus('reconnecting', error);
+    if (this.#everReady) this.#setStatus('reconnecting', error);
+    else this.events.emit('retrying', { attempt: this.#attempt + 1, attempts, delayMs: delay, error });
     this.#retryTimer = setTimeout(() => this.#dial(), delay);
+    if (this.#everReady || !this.#deps.explain) return;
+    // A browser hides why a socket failed: an origin refused now is refused on every try.
+    this.#deps.explain(error).then(
+      (explained) => {
+        if (explained.code === 'origin_refused' && !this.#everReady) this.#end(explained);
+      },
+      () => undefined,
+    );
   }
 
   /**

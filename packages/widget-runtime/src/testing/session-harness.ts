@@ -3,6 +3,7 @@
  * drives, and a session on it with small, fixed limits. Test support only: not part of the build.
  */
 import type { WidgetRuntimeError } from '../errors.js';
+import type { Limits } from '../limits.js';
 import { Session, type ConnectOptions, type ConnectionStatus } from '../net/session.js';
 import type { WebSocketLike } from '../net/socket.js';
 import { WidgetRegistry } from '../widget/registry.js';
@@ -61,14 +62,14 @@ export function socketClass() {
   return { FakeSocket, sockets };
 }
 
-export function setupSession(options: Partial<ConnectOptions> = {}) {
+export function setupSession(options: Partial<ConnectOptions> = {}, limits: Partial<Limits> = {}) {
   const { FakeSocket, sockets } = socketClass();
   const session = new Session(
     { url: 'http://gw.test/base/', target: 'counter', ...options },
     {
       widgetManager: new WidgetRegistry().widgetManager,
       WebSocket: FakeSocket,
-      limits: { reconnectBaseMs: 100, reconnectMaxMs: 1000, reconnectJitter: 0.5, pingIntervalMs: 10_000, handshakeTimeoutMs: 5_000 },
+      limits: { reconnectBaseMs: 100, reconnectMaxMs: 1000, reconnectJitter: 0.5, pingIntervalMs: 10_000, handshakeTimeoutMs: 5_000, ...limits },
       random: () => 0,
     },
   );
