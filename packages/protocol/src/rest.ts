@@ -28,7 +28,10 @@ export interface SortSpec {
 /** `POST /v1/interfaces/search` as a caller may send it (`FindRequest`, before defaults). */
 export interface FindRequest {
   module?: string | null;
+  /** The record kind: "Interface" for every interface record. */
   kind?: string | null;
+  /** The interface class name. */
+  class_name?: string | null;
   created_by?: string | null;
   label?: string | null;
   config?: { layer?: 'resolved'; filters?: Filter[] } | null;

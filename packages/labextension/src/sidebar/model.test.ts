@@ -7,7 +7,8 @@ import { SidebarModel } from './model.js';
 const info = (uuid: string, extra: Partial<InterfaceInfo> = {}): InterfaceInfo => ({
   uuid,
   module: 'counter',
-  kind: 'Counter',
+  kind: 'Interface',
+  class_name: 'Counter',
   config: { step: 1 },
   predicate: {},
   version: [],
@@ -24,7 +25,7 @@ const info = (uuid: string, extra: Partial<InterfaceInfo> = {}): InterfaceInfo =
 function fakeGateway() {
   const records = new Map([
     ['u1', info('u1')],
-    ['u2', info('u2', { module: 'trainer', kind: 'Trainer' })],
+    ['u2', info('u2', { module: 'trainer', class_name: 'Trainer' })],
   ]);
   const calls: string[] = [];
   const fetchFn = async (url: string, init?: RequestInit) => {

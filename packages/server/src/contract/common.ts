@@ -52,7 +52,8 @@ export const InterfaceInfo = z
   .object({
     uuid: z.string(),
     module: z.string(),
-    kind: z.string().describe('The interface class name.'),
+    kind: z.string().describe('What the record is, as the reference server names it: "Interface" for every interface record (its run records are "Execution").'),
+    class_name: z.string().describe('The interface class name (older gateways gave it as kind).'),
     config: JsonObject.describe('Resolved configuration (immutable).'),
     predicate: JsonObject.nullable().describe('What context interfaces folded into the identity; null when nothing was.'),
     version: z.array(z.unknown()).describe('The normalized version list the record was created from.'),

@@ -12,7 +12,7 @@ export const FILTER_OPS = ['eq', 'ne', 'lt', 'lte', 'gt', 'gte', 'in', 'nin', 'c
 export type FilterOp = (typeof FILTER_OPS)[number];
 
 /** Record fields a record-level path may start with besides `config`. */
-export const RECORD_FIELDS = ['uuid', 'module', 'kind', 'label', 'created_by', 'created_at', 'archived'] as const;
+export const RECORD_FIELDS = ['uuid', 'module', 'kind', 'class_name', 'label', 'created_by', 'created_at', 'archived'] as const;
 
 // Dotted segments with optional `[n]` indexes, e.g. `stages[0].epochs`; a path may open with `[n]`.
 const PATH = /^(?:[A-Za-z0-9_-]+|\[[0-9]+\])(?:\.[A-Za-z0-9_-]+|\[[0-9]+\])*$/;
@@ -158,7 +158,12 @@ export const SortSpec = z
 export const FindRequest = z
   .object({
     module: z.string().nullable().optional().describe('Exact module; null means no filter.'),
-    kind: z.string().nullable().optional().describe('Exact interface class name; null means no filter.'),
+    kind: z
+      .string()
+      .nullable()
+      .optional()
+      .describe('Exact record kind, as the reference names it: every interface record is "Interface" (the index holds no run records, so "Execution" finds none); null means no filter.'),
+    class_name: z.string().nullable().optional().describe('Exact interface class name; null means no filter.'),
     created_by: z.string().nullable().optional().describe('Exact creator; null means no filter.'),
     label: z.string().nullable().optional().describe('Exact label; null means no filter (filter `label eq null` for unlabelled records).'),
     // A union rather than .nullable(): zod-to-openapi would otherwise mark the ConfigMatch component itself nullable.
@@ -222,7 +227,7 @@ const page = <T extends z.ZodType>(item: T) =>
     total_exact: z
       .boolean()
       .describe(
-        'Whether total is exact. It is, up to 1,000 matches (or offset + limit), for no filter or one on module, kind, created_by or label, and with exact_total; otherwise more than total match.',
+        'Whether total is exact. It is, up to 1,000 matches (or offset + limit), for no filter or one on module, kind, class_name, created_by or label, and with exact_total; otherwise more than total match.',
       ),
     next_cursor: z.string().nullable().describe('Pass as `cursor` for the next page; null when no record follows.'),
   });
