@@ -31,6 +31,8 @@ export interface InterfaceInfo {
   /** ISO-8601 UTC. */
   created_at: string;
   archived: boolean;
+  /** Its newest run finished (the lifecycle is cached); computed when answered. */
+  cached: boolean;
   /** A `portico get …` line that gives back this interface. */
   cli: string;
 }

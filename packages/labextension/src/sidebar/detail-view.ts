@@ -189,6 +189,8 @@ export class DetailView {
         row('uuid', h('code', { text: info.uuid })),
         row('module', info.module),
         row('class_name', classNameOf(info)),
+        // A search item has none until the InterfaceInfo, fetched fresh, arrives.
+        info.cached === undefined ? null : row('cached', String(info.cached)),
         row('label', info.label ?? '–'),
         row('created_by', info.created_by),
         row('created_at', h('span', { text: shortDate(info.created_at), attrs: { title: info.created_at } })),

@@ -17,6 +17,7 @@ const info = (uuid: string, extra: Partial<InterfaceInfo> = {}): InterfaceInfo =
   created_by: 'ada',
   created_at: '2026-01-01T00:00:00Z',
   archived: false,
+  cached: false,
   cli: `portico get ${uuid}`,
   ...extra,
 });

@@ -292,6 +292,8 @@ class SearchTest(GatewayTestCase):
         proxy = g.interface("counter", {"start": 7}, label=f"seven-{user}")
         self.assertEqual(proxy.add(), 8)
         self.assertEqual(proxy.info["created_by"], user)
+        self.assertEqual(proxy.class_name, "Counter")
+        self.assertIs(proxy.info["cached"], False)
         self.assertEqual(proxy.info["label"], f"seven-{user}")
         found = self.g.search(created_by=user)
         self.assertEqual([r["uuid"] for r in found["items"]], [proxy.uuid])

@@ -62,6 +62,9 @@ export const InterfaceInfo = z
     created_by: z.string(),
     created_at: z.string().describe('ISO-8601 UTC.'),
     archived: z.boolean(),
+    cached: z
+      .boolean()
+      .describe('Its newest run finished (and no newer one is under way): the lifecycle is cached, as POST /v1/interfaces/lifecycle reports it. Computed when answered.'),
     cli: z.string().describe('A `portico get …` line that gives back this interface: module and version when they are its whole identity, else its uuid.'),
   })
   .openapi('InterfaceInfo');

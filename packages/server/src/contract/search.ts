@@ -179,7 +179,7 @@ export const FindRequest = z
       .boolean()
       .optional()
       .describe('Count every match for `total` even when that reads every record (default false: beyond 1,000 matches, see total_exact).'),
-    include_status: z.boolean().optional().describe('Add status, run_count and execution_uuid to each item (reads each one\'s runs).'),
+    include_status: z.boolean().optional().describe('Add status, cached, run_count and execution_uuid to each item (reads each one\'s runs).'),
     limit: z.number().int().min(1).max(1000).default(100).describe('Page size (1..1000).'),
     offset: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).default(0).describe('Matches to skip; must be 0 with a cursor.'),
     cursor: z.string().nullable().optional().describe("A previous response's next_cursor; continues strictly after its last item."),
@@ -212,6 +212,10 @@ export const FindRequest = z
 export const SearchItem = InterfaceInfo.extend({
   id: z.string().describe('The uuid again, under the name reference clients read.'),
   created_at_ns: z.number().describe('created_at as epoch nanoseconds (an integer beyond 2^53: exact in Python, rounded in JavaScript).'),
+  cached: z
+    .boolean()
+    .optional()
+    .describe('With include_status: as InterfaceInfo has it (status is cached). Left out otherwise: it reads each item\'s runs, which a plain search does not.'),
   status: z.enum(['draft', 'running', 'cached', 'failed']).optional().describe('With include_status: as POST /v1/interfaces/lifecycle reports it.'),
   run_count: z.number().int().optional().describe('With include_status: how many executions ran it.'),
   execution_uuid: z.string().nullable().optional().describe('With include_status: its newest execution.'),
@@ -233,7 +237,7 @@ const page = <T extends z.ZodType>(item: T) =>
   });
 
 /** What a store answers: the records of one page, as stored. */
-export const SearchResponse = page(InterfaceInfo.omit({ cli: true }).extend({ predicate: InterfaceInfo.shape.predicate.unwrap() }));
+export const SearchResponse = page(InterfaceInfo.omit({ cli: true, cached: true }).extend({ predicate: InterfaceInfo.shape.predicate.unwrap() }));
 /** What a client receives: the page's records as SearchItems. */
 export const SearchItemsResponse = page(SearchItem).openapi('SearchResponse');
 
