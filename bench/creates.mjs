@@ -148,7 +148,7 @@ async function insertFloor(url, count) {
   const row = (i) => {
     const config = { start: 20_000_000 + i, step: 1 };
     return recordValues({
-      uuid: interfaceUuid('counter', config, {}), module: 'counter', kind: 'Counter', config, predicate: {}, version: [{ start: 20_000_000 + i }],
+      uuid: interfaceUuid('counter', config, {}), module: 'counter', kind: 'Interface', class_name: 'Counter', config, predicate: {}, version: [{ start: 20_000_000 + i }],
       label: null, meta: {}, created_by: 'bench', created_at: new Date().toISOString(), archived: false,
     });
   };

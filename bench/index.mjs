@@ -14,13 +14,13 @@ const { interfaceUuid } = await import(path.join(ROOT, 'packages/server/dist/sto
 const OPTIMIZERS = ['sgd', 'adam', 'rmsprop'];
 const USERS = ['ada', 'grace', 'alan', 'barbara'];
 
-/** The records bench/postgres-seed.mjs writes (ten modules, three kinds, four creators, every 50th archived). */
+/** The records bench/postgres-seed.mjs writes (ten modules, three classes, four creators, every 50th archived). */
 function syntheticRecord(i) {
   const config = { lr: (i % 1000) / 1000, depth: i % 12, optimizer: OPTIMIZERS[i % 3], opt: { beta: ((i * 7919) % 101) / 100, warm: i % 5 === 0 }, tags: [`t${i % 7}`] };
   const module = `model${i % 10}`;
   return {
     uuid: interfaceUuid(module, config, {}),
-    module, kind: `Model${i % 3}`, config, predicate: {}, version: [config], label: i % 10 ? null : `run-${i}`,
+    module, kind: 'Interface', class_name: `Model${i % 3}`, config, predicate: {}, version: [config], label: i % 10 ? null : `run-${i}`,
     meta: {}, created_by: USERS[i % 4], created_at: new Date(Date.UTC(2026, 0, 1) + i * 1000).toISOString(), archived: i % 50 === 0,
   };
 }

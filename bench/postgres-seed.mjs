@@ -18,10 +18,13 @@ export const SEED_OPTIMIZERS = ['sgd', 'adam', 'rmsprop'];
 
 /**
  * Inserts records `from` … `from + count - 1` of `project` (idempotent: existing uuids stay).
- * Record i: module model<i % 10>, kind Model<i % 3>, config {lr: (i % 1000) / 1000, depth: i % 12, optimizer, opt: {beta, warm}, tags: [t<i % 7>]},
+ * Record i: module model<i % 10>, class Model<i % 3> (class_name, kind 'Interface'; in kind itself on a schema
+ * older than version 5, which had no class_name), config {lr: (i % 1000) / 1000, depth: i % 12, optimizer, opt: {beta, warm}, tags: [t<i % 7>]},
  * created_by one of SEED_USERS, one second apart from 2026-01-01, every 10th labelled, every 50th archived.
  */
 export async function seedPostgres(client, project, count, { from = 0, batch = 100_000 } = {}) {
+  const { rows } = await client.query(`SELECT 1 FROM information_schema.columns WHERE table_name = 'portico_interfaces' AND column_name = 'class_name'`);
+  const classColumn = rows.length > 0;
   for (let start = from; start < from + count; start += batch) {
     const end = Math.min(from + count, start + batch) - 1;
     await client.query(
@@ -30,8 +33,9 @@ export async function seedPostgres(client, project, count, { from = 0, batch = 1
                 (i % 5 = 0) AS warm, (ARRAY['sgd','adam','rmsprop'])[i % 3 + 1] AS optimizer, 't' || (i % 7) AS tag
          FROM generate_series($2::int, $3::int) AS i
        )
-       INSERT INTO portico_interfaces (project, uuid, module, kind, label, created_by, created_at, archived, config, predicate, version, meta, sort_text)
-       SELECT $1, translate(left(md5(i::text), 24), $4, $5), translate('model' || (i % 10), $4, $5), translate('Model' || (i % 3), $4, $5),
+       INSERT INTO portico_interfaces (project, uuid, module, kind, ${classColumn ? 'class_name, ' : ''}label, created_by, created_at, archived, config, predicate, version, meta, sort_text)
+       SELECT $1, translate(left(md5(i::text), 24), $4, $5), translate('model' || (i % 10), $4, $5),
+              ${classColumn ? "translate('Interface', $4, $5), " : ''}translate('Model' || (i % 3), $4, $5),
               CASE WHEN i % 10 = 0 THEN translate('run-' || i, $4, $5) END,
               translate((ARRAY['ada','grace','alan','barbara'])[i % 4 + 1], $4, $5),
               translate(to_char(timestamp '2026-01-01' + i * interval '1 second', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), $4, $5),

@@ -34,7 +34,7 @@ function seededMap(count) {
     };
     const uuid = `u${String(i).padStart(7, '0')}`;
     map.set(uuid, {
-      uuid, module: `model${i % 10}`, kind: `Model${i % 3}`, config, predicate: {}, version: [config], label: i % 10 ? null : `run-${i}`, meta: {},
+      uuid, module: `model${i % 10}`, kind: 'Interface', class_name: `Model${i % 3}`, config, predicate: {}, version: [config], label: i % 10 ? null : `run-${i}`, meta: {},
       created_by: ['ada', 'grace', 'alan', 'barbara'][i % 4], created_at: new Date(Date.UTC(2026, 0, 1) + i * 1000).toISOString(), archived: i % 50 === 0,
     });
   }

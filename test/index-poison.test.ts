@@ -101,7 +101,8 @@ describe('record files', () => {
     expect(res.status).toBe(200);
     const file = path.join(project, '.portico/interfaces', res.body.uuid, 'interface.json');
     const text = await readFile(file, 'utf8');
-    const { cli: _cli, predicate: _predicate, ...shown } = res.body;
+    // cli and cached are the answer's, not the record's (cached is computed when answered).
+    const { cli: _cli, cached: _cached, predicate: _predicate, ...shown } = res.body;
     expect(JSON.parse(text)).toMatchObject({ ...shown, predicate: {} });
     expect(text).toBe(`${JSON.stringify(JSON.parse(text))}\n`);
     expect((await stat(file)).size).toBeLessThan(1024);

@@ -46,29 +46,82 @@ describe('data and files', () => {
     expect((await api(g, 'GET', '/v1/interfaces/nope/data')).status).toBe(404);
   });
 
-  it('files: lists relative paths without dotfiles; reads bytes exactly; ranges', async () => {
+  it('files: lists relative paths without dotfiles; raw (?raw=true or Accept: application/octet-stream) reads bytes exactly; ranges', async () => {
     const { files } = (await api(g, 'GET', `/v1/interfaces/${uuid}/files`)).body;
     expect(files).toEqual(expect.arrayContaining(['cached', 'interface.json', 'nested/blob.bin', 'result.json']));
     expect(files).not.toContain('.hidden');
-    const blob = await fetch(`${g.url}/v1/interfaces/${uuid}/files/nested/blob.bin`);
+    const blob = await fetch(`${g.url}/v1/interfaces/${uuid}/files/nested/blob.bin?raw=true`);
     expect(blob.headers.get('content-type')).toBe('application/octet-stream');
+    expect(blob.headers.get('x-content-type-options')).toBe('nosniff');
     expect(Buffer.from(await blob.arrayBuffer())).toEqual(Buffer.from([0, 255, 1, 254, 10, 13]));
-    const json = await fetch(`${g.url}/v1/interfaces/${uuid}/files/result.json`);
+    const accepted = await fetch(`${g.url}/v1/interfaces/${uuid}/files/nested/blob.bin`, { headers: { accept: 'application/octet-stream' } });
+    expect(Buffer.from(await accepted.arrayBuffer())).toEqual(Buffer.from([0, 255, 1, 254, 10, 13]));
+    const json = await fetch(`${g.url}/v1/interfaces/${uuid}/files/result.json?raw=1`);
+    expect(json.headers.get('content-type')).toBe('application/json; charset=utf-8');
     expect(await json.json()).toEqual({ loss: 0.25, epochs: 2 });
-    const part = await fetch(`${g.url}/v1/interfaces/${uuid}/files/nested/blob.bin`, { headers: { range: 'bytes=1-2' } });
+    const part = await fetch(`${g.url}/v1/interfaces/${uuid}/files/nested/blob.bin`, { headers: { range: 'bytes=1-2', accept: 'application/octet-stream' } });
     expect(part.status).toBe(206);
     expect(part.headers.get('content-range')).toBe('bytes 1-2/6');
     expect(Buffer.from(await part.arrayBuffer())).toEqual(Buffer.from([255, 1]));
-    expect((await fetch(`${g.url}/v1/interfaces/${uuid}/files/nested/blob.bin`, { headers: { range: 'bytes=10-' } })).status).toBe(416);
-    expect((await fetch(`${g.url}/v1/interfaces/${uuid}/files/inside-link`)).status).toBe(200);
+    expect((await fetch(`${g.url}/v1/interfaces/${uuid}/files/nested/blob.bin?raw=true`, { headers: { range: 'bytes=10-' } })).status).toBe(416);
+    expect((await fetch(`${g.url}/v1/interfaces/${uuid}/files/inside-link?raw=true`)).status).toBe(200);
   });
 
-  it('files: traversal, symlinks leading out and missing files are refused', async () => {
-    expect((await fetch(`${g.url}/v1/interfaces/${uuid}/files/escape`)).status).toBe(403);
-    expect((await fetch(`${g.url}/v1/interfaces/${uuid}/files/..%2F..%2F..%2Fsecret.txt`)).status).toBe(403);
-    expect((await fetch(`${g.url}/v1/interfaces/${uuid}/files/nested/..%2F..%2Finterface.json`)).status).toBe(403);
-    expect((await fetch(`${g.url}/v1/interfaces/${uuid}/files/missing.txt`)).status).toBe(404);
-    expect((await fetch(`${g.url}/v1/interfaces/${uuid}/files/nested`)).status).toBe(404);
+  it('files: by default as the reference answers, a .json file parsed and any other text as a JSON string; Accept that prefers JSON keeps it', async () => {
+    const dir = path.join(project, '.portico/interfaces', uuid);
+    await writeFile(path.join(dir, 'notes.txt'), 'héllo\n"quoted"');
+    await writeFile(path.join(dir, 'null.json'), 'null');
+    const parsed = await fetch(`${g.url}/v1/interfaces/${uuid}/files/result.json`);
+    expect(parsed.status).toBe(200);
+    expect(parsed.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    expect(parsed.headers.get('vary')).toMatch(/accept/i);
+    expect(await parsed.json()).toEqual({ loss: 0.25, epochs: 2 });
+    const text = await fetch(`${g.url}/v1/interfaces/${uuid}/files/notes.txt`);
+    expect(text.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    expect(await text.text()).toBe(JSON.stringify('héllo\n"quoted"'));
+    const nothing = await fetch(`${g.url}/v1/interfaces/${uuid}/files/null.json`);
+    expect([nothing.status, await nothing.text()]).toEqual([200, 'null']);
+    // A browser's Accept (*/* with anything) and one that prefers JSON both get the JSON answer.
+    for (const accept of ['*/*', 'application/json, application/octet-stream;q=0.5', 'text/html,*/*;q=0.8']) {
+      expect(await (await fetch(`${g.url}/v1/interfaces/${uuid}/files/notes.txt`, { headers: { accept } })).json()).toBe('héllo\n"quoted"');
+    }
+    // Range belongs to the raw bytes: the JSON answer is whole.
+    expect(await (await fetch(`${g.url}/v1/interfaces/${uuid}/files/notes.txt`, { headers: { range: 'bytes=0-1' } })).json()).toBe('héllo\n"quoted"');
+    expect((await api(g, 'GET', `/v1/interfaces/${uuid}/files/notes.txt?raw=maybe`)).status).toBe(422);
+  });
+
+  it('files: a file with no JSON answer (not UTF-8, a .json that does not parse) answers 406 file_needs_raw, never 500; raw still reads it', async () => {
+    const dir = path.join(project, '.portico/interfaces', uuid);
+    await writeFile(path.join(dir, 'broken.json'), '{"a": ');
+    await writeFile(path.join(dir, 'deep.json'), '['.repeat(200_000) + ']'.repeat(200_000));
+    for (const name of ['nested/blob.bin', 'broken.json', 'deep.json']) {
+      const res = await api(g, 'GET', `/v1/interfaces/${uuid}/files/${name}`);
+      expect(res.status, name).toBe(406);
+      expect(res.body.code).toBe('file_needs_raw');
+      expect(res.body.message).toContain('?raw=true or Accept: application/octet-stream');
+    }
+    expect(await (await fetch(`${g.url}/v1/interfaces/${uuid}/files/broken.json?raw=true`)).text()).toBe('{"a": ');
+  });
+
+  it('files: over 16 MiB the JSON answer is refused with payload_too_large, pointing at raw reads with Range', async () => {
+    const dir = path.join(project, '.portico/interfaces', uuid);
+    await writeFile(path.join(dir, 'big.txt'), Buffer.alloc(16 * 1024 * 1024 + 1, 'a'));
+    const res = await api(g, 'GET', `/v1/interfaces/${uuid}/files/big.txt`);
+    expect([res.status, res.body.code]).toEqual([413, 'payload_too_large']);
+    expect(res.body.message).toMatch(/\?raw=true.*Range/);
+    const part = await fetch(`${g.url}/v1/interfaces/${uuid}/files/big.txt?raw=true`, { headers: { range: 'bytes=-3' } });
+    expect([part.status, await part.text()]).toEqual([206, 'aaa']);
+  });
+
+  it('files: traversal, symlinks leading out and missing files are refused, in both answers', async () => {
+    for (const raw of ['', '?raw=true']) {
+      expect((await fetch(`${g.url}/v1/interfaces/${uuid}/files/escape${raw}`)).status).toBe(403);
+      expect((await fetch(`${g.url}/v1/interfaces/${uuid}/files/..%2F..%2F..%2Fsecret.txt${raw}`)).status).toBe(403);
+      expect((await fetch(`${g.url}/v1/interfaces/${uuid}/files/nested/..%2F..%2Finterface.json${raw}`)).status).toBe(403);
+      expect((await fetch(`${g.url}/v1/interfaces/${uuid}/files/missing.txt${raw}`)).status).toBe(404);
+      expect((await fetch(`${g.url}/v1/interfaces/${uuid}/files/nested${raw}`)).status).toBe(404);
+      expect((await fetch(`${g.url}/v1/interfaces/nope/files/result.json${raw}`)).status).toBe(404);
+    }
   });
 });
 

@@ -2,13 +2,15 @@
  * Exact totals from the trigger-kept counts (store/postgres/counts.ts): every total the counts
  * answer equals the number of matching records, after concurrent creates through two gateways,
  * label and archive changes, deletes and compaction (also while creates go on), and after a
- * database of schema version 1 is migrated and its counts backfilled.
+ * database of schema version 1 is migrated and its counts backfilled. The migration to version 5
+ * (kind 'Interface', the class name in class_name) runs in one transaction: cut off before its
+ * commit, it leaves version 4 as it was, and the next start migrates again.
  */
 import { realpath } from 'node:fs/promises';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresIndex } from '../packages/server/src/store/postgres/postgres-store.js';
-import { MIGRATIONS, SCHEMA_VERSION } from '../packages/server/src/store/postgres/schema.js';
+import { migrate, MIGRATIONS, SCHEMA_VERSION } from '../packages/server/src/store/postgres/schema.js';
 import { record } from '../packages/server/src/store/query.arbitraries.js';
 import { seedPostgres } from '../bench/postgres-seed.mjs';
 import { api, cleanup, gateway, tempProject } from './helpers.js';
@@ -38,10 +40,10 @@ async function unfoldedGroups(project: string): Promise<number> {
   return rows.length;
 }
 
-/** Some records of one project with a spread of modules, kinds, creators and labels. */
+/** Some records of one project with a spread of modules, classes, creators and labels. */
 const varied = (prefix: string, count: number) =>
   Array.from({ length: count }, (_, i) =>
-    record(`${prefix}-${i}`, { i }, { module: `m${i % 3}`, kind: `K${i % 2}`, created_by: ['ada', 'grace', 'alan'][i % 3]!, label: i % 4 ? null : `l${i % 8}`, archived: i % 5 === 0 }),
+    record(`${prefix}-${i}`, { i }, { module: `m${i % 3}`, class_name: `K${i % 2}`, created_by: ['ada', 'grace', 'alan'][i % 3]!, label: i % 4 ? null : `l${i % 8}`, archived: i % 5 === 0 }),
   );
 
 describe('schema migration', () => {
@@ -58,9 +60,61 @@ describe('schema migration', () => {
       expect((await admin.query('SELECT version FROM portico_schema')).rows).toEqual([{ version: SCHEMA_VERSION }]);
       expect(await unfoldedGroups('/srv/old')).toBe(0);
       expect((await store.search({ limit: 1 })).total).toBe(3000 - 3000 / 50);
+      // Version 5: the class names the seed put in kind (Model<i % 3>) are in class_name now.
+      expect((await store.search({ kind: 'Interface', limit: 1 })).total).toBe(3000 - 3000 / 50);
+      expect((await store.search({ class_name: 'Model1', include_archived: true, limit: 1 })).total).toBe(1000);
+      expect((await store.search({ kind: 'Model1', limit: 1 })).total).toBe(0);
+      expect((await store.get((await store.search({ limit: 1 })).items[0]!.uuid))).toMatchObject({ kind: 'Interface', class_name: expect.stringMatching(/^Model[012]$/) });
       await expectExactTotals(store);
     } finally {
       await index.close();
+    }
+  });
+
+  it('a migration to version 5 cut off before its commit leaves version 4 whole; the next start migrates it', async () => {
+    expect(SCHEMA_VERSION).toBeGreaterThanOrEqual(5);
+    const name = `${new URL(postgres.url).pathname.slice(1)}_v4`;
+    await admin.query(`CREATE DATABASE ${name}`);
+    const url = new URL(postgres.url);
+    url.pathname = `/${name}`;
+    const old = new pg.Client({ connectionString: url.toString() });
+    await old.connect();
+    try {
+      await old.query('CREATE TABLE portico_schema (version integer NOT NULL); INSERT INTO portico_schema VALUES (4)');
+      for (const migration of MIGRATIONS.slice(0, 4)) await old.query(migration);
+      await seedPostgres(old, '/srv/v4', 600);
+      const kinds = async () => (await old.query('SELECT kind, count(*)::int AS n FROM portico_interfaces GROUP BY kind ORDER BY kind')).rows;
+      const before = await kinds();
+      expect(before).toHaveLength(3);
+
+      // The whole migration runs, then its gateway dies before the commit (its backend ends).
+      const cut = new pg.Client({ connectionString: url.toString() });
+      await cut.connect();
+      cut.on('error', () => undefined);
+      const { pid } = (await cut.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!;
+      await cut.query('BEGIN');
+      await migrate(cut);
+      expect((await cut.query('SELECT version FROM portico_schema')).rows).toEqual([{ version: SCHEMA_VERSION }]);
+      await old.query('SELECT pg_terminate_backend($1)', [pid]);
+      await cut.end().catch(() => undefined);
+
+      expect((await old.query('SELECT version FROM portico_schema')).rows).toEqual([{ version: 4 }]);
+      expect((await old.query(`SELECT 1 FROM information_schema.columns WHERE table_name = 'portico_interfaces' AND column_name = 'class_name'`)).rows).toEqual([]);
+      expect(await kinds()).toEqual(before);
+
+      const index = PostgresIndex.connect(url.toString());
+      try {
+        const store = await index.open('/srv/v4');
+        expect((await old.query('SELECT version FROM portico_schema')).rows).toEqual([{ version: SCHEMA_VERSION }]);
+        expect((await store.search({ class_name: 'Model2', include_archived: true, limit: 1 })).total).toBe(200);
+        expect((await store.search({ kind: 'Interface', include_archived: true, limit: 1 })).total).toBe(600);
+        await expectExactTotals(store);
+      } finally {
+        await index.close();
+      }
+    } finally {
+      await old.end();
+      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
     }
   });
 });

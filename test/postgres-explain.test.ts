@@ -81,7 +81,8 @@ async function cursorOf(request: FindRequest, pages: number): Promise<string> {
 const COMMON: Array<[string, FindRequest, string[]]> = [
   ['newest first', { limit: 10 }, ['portico_newest']],
   ['module', { module: 'model3', limit: 10 }, ['portico_module']],
-  ['kind', { kind: 'Model1', limit: 10 }, ['portico_kind']],
+  ['kind', { kind: 'Execution', limit: 10 }, ['portico_kind']],
+  ['class_name', { class_name: 'Model1', limit: 10 }, ['portico_class_name']],
   ['created_by', { created_by: 'grace', limit: 10 }, ['portico_created_by']],
   ['label', { label: 'run-120', limit: 10 }, ['portico_label']],
   ['archived', { filters: [{ path: 'archived', value: true }], include_archived: true, limit: 10 }, ['portico_newest_archived']],

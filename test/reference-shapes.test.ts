@@ -292,7 +292,29 @@ describe('search items (POST /v1/interfaces/search)', () => {
       expect(item.id).toBe(item.uuid);
       expect(item.created_at_ns).toBe(Date.parse(item.created_at) * 1e6);
       expect(item).not.toHaveProperty('status');
+      // What a plain search leaves out (it reads no runs): cached comes with include_status.
+      expect(item).not.toHaveProperty('cached');
     }
+  });
+
+  it('kind is the record kind as the reference has it ("Interface"), the class is class_name; both filter, class_name sorts', async () => {
+    await api(g, 'POST', '/v1/interfaces', { target: 'counter', version: [{ start: 30 }] });
+    await api(g, 'POST', '/v1/interfaces', { target: 'streamer', version: [] });
+    const all = (await api(g, 'POST', '/v1/interfaces/search', { limit: 1000 })).body.items as Array<{ kind: string; class_name: string; module: string }>;
+    expect(all.length).toBeGreaterThan(1);
+    for (const item of all) expect(item.kind).toBe('Interface');
+    expect(new Set(all.map((i) => `${i.module}:${i.class_name}`))).toEqual(new Set(['counter:Counter', 'streamer:Streamer', ...all.filter((i) => i.module === 'trainer').map(() => 'trainer:Trainer')]));
+    const total = (request: object) => api(g, 'POST', '/v1/interfaces/search', { ...request, limit: 1 }).then((res) => [res.status, res.body.total, res.body.total_exact]);
+    expect(await total({ kind: 'Interface' })).toEqual([200, all.length, true]);
+    expect(await total({ kind: 'Execution' })).toEqual([200, 0, true]);
+    expect(await total({ kind: 'Counter' })).toEqual([200, 0, true]);
+    const counters = all.filter((i) => i.class_name === 'Counter').length;
+    expect(await total({ class_name: 'Counter' })).toEqual([200, counters, true]);
+    expect(await total({ filters: [{ path: 'class_name', op: 'eq', value: 'Counter' }] })).toEqual([200, counters, true]);
+    expect(await total({ filters: [{ path: 'class_name', op: 'ne', value: 'Counter' }] })).toEqual([200, all.length - counters, true]);
+    const sorted = (await api(g, 'POST', '/v1/interfaces/search', { sort: [{ by: 'class_name', direction: 'asc' }], limit: 1000 })).body.items.map((i: { class_name: string }) => i.class_name);
+    expect(sorted).toEqual([...sorted].sort());
+    expect((await api(g, 'POST', '/v1/interfaces/search', { filters: [{ path: 'class', op: 'eq', value: 'x' }] })).status).toBe(422);
   });
 
   it('include_status gives draft, running, cached and failed from the real runs, with their count and the newest run', async () => {
@@ -306,9 +328,17 @@ describe('search items (POST /v1/interfaces/search)', () => {
       const res = await api(g, 'POST', '/v1/interfaces/search', { module: 'trainer', include_status: true });
       const byId = Object.fromEntries(res.body.items.map((i: { id: string }) => [i.id, i]));
       expect(byId[draft.uuid]).toMatchObject({ status: 'draft', run_count: 0, execution_uuid: null });
-      expect(byId[twice.interfaces[0]!]).toMatchObject({ status: 'cached', run_count: 2, execution_uuid: again.uuid });
-      expect(byId[failed.interfaces[0]!]).toMatchObject({ status: 'failed', run_count: 1, execution_uuid: failed.uuid });
-      expect(byId[live.interfaces[0]!]).toMatchObject({ status: 'running', run_count: 1, execution_uuid: live.uuid });
+      expect(byId[twice.interfaces[0]!]).toMatchObject({ status: 'cached', cached: true, run_count: 2, execution_uuid: again.uuid });
+      expect(byId[failed.interfaces[0]!]).toMatchObject({ status: 'failed', cached: false, run_count: 1, execution_uuid: failed.uuid });
+      expect(byId[live.interfaces[0]!]).toMatchObject({ status: 'running', cached: false, run_count: 1, execution_uuid: live.uuid });
+      expect(byId[draft.uuid]).toMatchObject({ cached: false });
+      // InterfaceInfo answers carry the same cached, computed when answered; the listing in one pass.
+      for (const [uuid, cached] of [[draft.uuid, false], [twice.interfaces[0]!, true], [failed.interfaces[0]!, false], [live.interfaces[0]!, false]] as const) {
+        expect((await api(g, 'GET', `/v1/interfaces/${uuid}`)).body.cached, uuid).toBe(cached);
+      }
+      const listed = Object.fromEntries((await api(g, 'GET', '/v1/interfaces')).body.map((i: { uuid: string; cached: boolean }) => [i.uuid, i.cached]));
+      expect([listed[draft.uuid], listed[twice.interfaces[0]!], listed[failed.interfaces[0]!], listed[live.interfaces[0]!]]).toEqual([false, true, false, false]);
+      expect((await api(g, 'POST', '/v1/interfaces', { target: 'trainer', version: [{ epochs: 1 }] })).body).toMatchObject({ uuid: twice.interfaces[0], cached: true });
     } finally {
       await api(g, 'POST', `/v1/executions/${live.uuid}/cancel`);
     }
@@ -367,7 +397,43 @@ describe('data status, lifecycle, related and provenance', () => {
   });
 });
 
+describe('one file (GET /v1/interfaces/{uuid}/files/{path})', () => {
+  it('answers as the reference: a .json file parsed, any other text as a JSON string; raw bytes when asked', async () => {
+    const { mkdir, writeFile } = await import('node:fs/promises');
+    const path = await import('node:path');
+    const project = await tempProject();
+    const g = await gateway({ project });
+    const { uuid } = (await api(g, 'POST', '/v1/interfaces', { target: 'counter', version: [{ start: 41 }] })).body;
+    const dir = path.join(project, '.portico/interfaces', uuid);
+    await mkdir(path.join(dir, 'out'), { recursive: true });
+    await writeFile(path.join(dir, 'out/metrics.json'), '{"loss": 0.5, "steps": [1, 2]}\n');
+    await writeFile(path.join(dir, 'out/log.txt'), 'line 1\nline 2\n');
+    const parsed = await api(g, 'GET', `/v1/interfaces/${uuid}/files/out/metrics.json`);
+    expect([parsed.status, parsed.headers.get('content-type'), parsed.body]).toEqual([200, 'application/json; charset=utf-8', { loss: 0.5, steps: [1, 2] }]);
+    const text = await api(g, 'GET', `/v1/interfaces/${uuid}/files/out/log.txt`);
+    expect([text.status, text.headers.get('content-type'), text.body]).toEqual([200, 'application/json; charset=utf-8', 'line 1\nline 2\n']);
+    // The record file the store keeps beside the data is a .json file too.
+    expect((await api(g, 'GET', `/v1/interfaces/${uuid}/files/interface.json`)).body).toMatchObject({ uuid, kind: 'Interface', class_name: 'Counter' });
+    const raw = await fetch(`${g.url}/v1/interfaces/${uuid}/files/out/log.txt?raw=true`);
+    expect([raw.headers.get('content-type'), await raw.text()]).toEqual(['text/plain; charset=utf-8', 'line 1\nline 2\n']);
+    const accepted = await fetch(`${g.url}/v1/interfaces/${uuid}/files/out/metrics.json`, { headers: { accept: 'application/octet-stream' } });
+    expect(await accepted.text()).toBe('{"loss": 0.5, "steps": [1, 2]}\n');
+    const missing = await api(g, 'GET', `/v1/interfaces/${uuid}/files/out/none.json`);
+    expect([missing.status, missing.body.code, missing.body.detail]).toEqual([404, 'not_found', "File 'out/none.json' not found"]);
+  });
+});
+
 describe('InterfaceInfo', () => {
+  it('kind is "Interface", the class name is class_name, and cached says whether its newest run finished', async () => {
+    const g = await gateway({ project: await tempProject() });
+    const made = (await api(g, 'POST', '/v1/interfaces', { target: 'trainer', version: [{ epochs: 1 }] })).body;
+    expect(made).toMatchObject({ module: 'trainer', kind: 'Interface', class_name: 'Trainer', cached: false });
+    const { body: run } = await api(g, 'POST', '/v1/executions', { interfaces: [{ target: 'trainer', version: [{ epochs: 1 }] }] });
+    await waitForRun(g, run.uuid, (info) => info.status === 'finished');
+    expect((await api(g, 'GET', `/v1/interfaces/${made.uuid}`)).body).toMatchObject({ kind: 'Interface', class_name: 'Trainer', cached: true });
+    expect((await api(g, 'PATCH', `/v1/interfaces/${made.uuid}/label`, { label: 'done' })).body).toMatchObject({ label: 'done', cached: true });
+  });
+
   it('predicate is null when no context folded in; cli is a line that, run in a shell, gives back the same interface', async () => {
     const { execFile } = await import('node:child_process');
     const { promisify } = await import('node:util');

@@ -45,7 +45,7 @@ describe('REST interfaces', () => {
     const a = await api(g, 'POST', '/v1/interfaces', { target: 'counter', version: [{ step: 2, start: 5 }] });
     expect(a.status).toBe(200);
     expect(a.body.uuid).toMatch(/^[0-9a-f]{24}$/);
-    expect(a.body).toMatchObject({ module: 'counter', kind: 'Counter', config: { start: 5, step: 2 }, label: null, archived: false });
+    expect(a.body).toMatchObject({ module: 'counter', kind: 'Interface', class_name: 'Counter', cached: false, config: { start: 5, step: 2 }, label: null, archived: false });
     expect(a.body.created_by).toBe(userInfo().username);
     const b = await api(g, 'POST', '/v1/interfaces', { target: 'counter', version: [{ start: 5 }, 'step=2'] });
     expect(b.body).toEqual(a.body);

@@ -234,22 +234,24 @@ describe.each(KINDS)('$name store', (kind) => {
     });
   });
 
-  it('long module, kind, created_by and label values: stored, searched, sorted and counted as the oracle says', async () => {
+  it('long module, kind, class_name, created_by and label values: stored, searched, sorted and counted as the oracle says', async () => {
     // Far over PostgreSQL's b-tree row limit once coded (4 bytes a unit); pairs share all but their last unit.
     const long = (seed: number, length: number) => incompressibleText(length, 0x4e00, 20_000, seed);
-    const [module, kind, user] = [long(1, 3000), long(2, 2000), long(3, 4000)];
+    const [module, kind, user, className] = [long(1, 3000), long(2, 2000), long(3, 4000), long(6, 2500)];
     const label = `${long(4, 1023)}b`;
     const astral = incompressibleText(512, 0x10000, 0x100000, 5);
     const records = [
-      record('r1', { n: 1 }, { module: `${module}1`, kind, created_by: user, label, created_at: '2024-01-01T00:00:01.000Z' }),
-      record('r2', { n: 2 }, { module: `${module}2`, kind: `${kind}x`, created_by: user, label: `${label.slice(0, -1)}a`, created_at: '2024-01-01T00:00:02.000Z' }),
-      record('r3', { n: 3 }, { module: `${module}1`, kind, created_by: `${user}!`, label: astral, created_at: '2024-01-01T00:00:03.000Z', archived: true }),
+      record('r1', { n: 1 }, { module: `${module}1`, kind, class_name: className, created_by: user, label, created_at: '2024-01-01T00:00:01.000Z' }),
+      record('r2', { n: 2 }, { module: `${module}2`, kind: `${kind}x`, class_name: `${className}x`, created_by: user, label: `${label.slice(0, -1)}a`, created_at: '2024-01-01T00:00:02.000Z' }),
+      record('r3', { n: 3 }, { module: `${module}1`, kind, class_name: className, created_by: `${user}!`, label: astral, created_at: '2024-01-01T00:00:03.000Z', archived: true }),
       record('r4', { n: 4 }, { label, created_at: '2024-01-01T00:00:04.000Z' }),
     ];
     const requests: FindRequest[] = [
       { module: `${module}1` },
       { module: `${module}1`, include_archived: true },
       { kind: `${kind}x` },
+      { class_name: className, include_archived: true },
+      { filters: [{ path: 'class_name', op: 'lt', value: `${className}x` }] },
       { created_by: user },
       { label },
       { label: astral, include_archived: true },
@@ -259,6 +261,7 @@ describe.each(KINDS)('$name store', (kind) => {
       { filters: [{ path: 'created_by', op: 'lte', value: user }], include_archived: true },
       { sort: [{ by: 'label', direction: 'asc' }], include_archived: true },
       { sort: [{ by: 'module', direction: 'desc' }, { by: 'kind', direction: 'asc' }], include_archived: true },
+      { sort: [{ by: 'class_name', direction: 'desc' }], include_archived: true },
     ];
     await withStore(records, async (store) => {
       for (const request of requests) {

@@ -155,6 +155,11 @@ describe('JupyterLab with the Portico extension', { timeout: TIMEOUT }, () => {
     expect(await results.first().getAttribute('data-uuid')).toBe(created.body.uuid);
     await results.first().click();
     await sidebar.locator('[data-testid=portico-detail]').waitFor();
+    // The class shows as class_name (kind is the record kind, "Interface"); cached once the InterfaceInfo is in.
+    const info = sidebar.locator('[data-testid=portico-info]');
+    await expect.poll(() => info.locator('tr[data-field=class_name] td').textContent(), { timeout: 30_000 }).toBe('Counter');
+    await expect.poll(() => info.locator('tr[data-field=cached] td').textContent(), { timeout: 30_000 }).toBe('false');
+    expect(await info.locator('tr[data-field=kind]').count()).toBe(0);
     await sidebar.locator('[data-testid=portico-label-input]').fill('the answer');
     await sidebar.locator('[data-testid=portico-label-save]').click();
     await expect.poll(async () => (await api(running, 'GET', `/v1/interfaces/${created.body.uuid}`)).body.label, { timeout: 30_000 }).toBe('the answer');

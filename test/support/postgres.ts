@@ -85,14 +85,14 @@ export async function allRecords(store: Store): Promise<InterfaceRecord[]> {
 
 /**
  * Asserts that the total of every search the trigger-kept counts answer (all records, each module,
- * kind, created_by and label present, unlabelled, archived or not) equals the number of records
+ * kind, class_name, created_by and label present, unlabelled, archived or not) equals the number of records
  * the store holds that match, counted here by the embedded engine over all of them.
  */
 export async function expectExactTotals(store: Store): Promise<void> {
   const records = await allRecords(store);
-  const values = (field: 'module' | 'kind' | 'created_by' | 'label') => [...new Set(records.map((r) => r[field]))];
+  const values = (field: 'module' | 'kind' | 'class_name' | 'created_by' | 'label') => [...new Set(records.map((r) => r[field]))];
   const requests: FindRequest[] = [{}, { include_archived: true }, { filters: [{ path: 'archived', value: true }], include_archived: true }];
-  for (const field of ['module', 'kind', 'created_by', 'label'] as const) {
+  for (const field of ['module', 'kind', 'class_name', 'created_by', 'label'] as const) {
     for (const value of values(field)) {
       const filter = { path: field, value };
       requests.push({ filters: [filter] }, { filters: [filter], include_archived: true }, { filters: [filter, { path: 'archived', value: true }], include_archived: true });

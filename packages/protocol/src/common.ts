@@ -14,8 +14,10 @@ export type Version = VersionItem[];
 export interface InterfaceInfo {
   uuid: string;
   module: string;
-  /** The interface class name. */
+  /** What the record is, as the reference server names it: "Interface" for every interface record. */
   kind: string;
+  /** The interface class name (older gateways gave it as `kind`). */
+  class_name: string;
   /** Resolved configuration (immutable). */
   config: JsonObject;
   /** What context interfaces folded into the identity; null when nothing was. */
@@ -29,6 +31,8 @@ export interface InterfaceInfo {
   /** ISO-8601 UTC. */
   created_at: string;
   archived: boolean;
+  /** Its newest run finished (the lifecycle is cached); computed when answered. */
+  cached: boolean;
   /** A `portico get …` line that gives back this interface. */
   cli: string;
 }

@@ -28,7 +28,10 @@ export interface SortSpec {
 /** `POST /v1/interfaces/search` as a caller may send it (`FindRequest`, before defaults). */
 export interface FindRequest {
   module?: string | null;
+  /** The record kind: "Interface" for every interface record. */
   kind?: string | null;
+  /** The interface class name. */
+  class_name?: string | null;
   created_by?: string | null;
   label?: string | null;
   config?: { layer?: 'resolved'; filters?: Filter[] } | null;
@@ -44,11 +47,13 @@ export interface FindRequest {
 }
 
 /** One record of a search page (`SearchItem`). */
-export interface SearchItem extends InterfaceInfo {
+export interface SearchItem extends Omit<InterfaceInfo, 'cached'> {
   /** The uuid again, under the name reference clients read. */
   id: string;
   /** created_at as epoch nanoseconds (rounded in JavaScript). */
   created_at_ns: number;
+  /** With include_status (left out otherwise: it reads each item's runs). */
+  cached?: boolean;
   /** With include_status. */
   status?: 'draft' | 'running' | 'cached' | 'failed';
   run_count?: number;

@@ -43,6 +43,11 @@ export const ERROR_CODES = {
   no_api_token: { status: 409, meaning: 'The gateway has no api token, so it mints no session tokens.' },
   integrity_failed: { status: 409, meaning: 'A remote module does not match its sha256 pin; it is not used.' },
   precondition_failed: { status: 412, meaning: 'A conditional request did not match.' },
+  file_needs_raw: {
+    status: 406,
+    meaning:
+      'GET /v1/interfaces/{uuid}/files/{path} answers a file as JSON by default (a .json file parsed, any other as a JSON string); this one is not UTF-8 text, or a .json file that does not parse or nests deeper than limits.jsonDepthMax, so it has no such answer: ask for its bytes with ?raw=true or Accept: application/octet-stream.',
+  },
   range_not_satisfiable: { status: 416, meaning: 'The requested byte range lies outside the file.' },
   payload_too_large: { status: 413, meaning: 'A body, frame or upload exceeds its documented bound.' },
   validation_error: { status: 422, meaning: 'The request body or parameters fail validation.' },

@@ -3,9 +3,9 @@
  * its runs with a live output tail and cancel.
  */
 import { renderDisplay, type WidgetHandle } from '@portico/widget-runtime';
-import { ENDED_STATUSES, type ExecutionInfo, type InterfaceInfo, type RunEvent } from '@portico/protocol';
+import { ENDED_STATUSES, type ExecutionInfo, type InterfaceInfo, type RunEvent, type SearchItem } from '@portico/protocol';
 import { mountLiveWidget } from '../live-widget.js';
-import { h, shortDate, shortId } from './dom.js';
+import { classNameOf, h, shortDate, shortId } from './dom.js';
 import type { FollowedRun } from './followed-run.js';
 import type { SidebarModel } from './model.js';
 
@@ -177,7 +177,7 @@ export class DetailView {
     this.shownUuid = undefined;
   }
 
-  private infoTable(info: InterfaceInfo): HTMLElement {
+  private infoTable(info: SearchItem | InterfaceInfo): HTMLElement {
     const row = (field: string, value: Node | string) => h('tr', { dataset: { field } }, h('th', { text: field }), h('td', {}, value));
     const block = (value: unknown) => h('pre', { className: 'jp-Portico-json', text: json(value) });
     return h(
@@ -188,7 +188,9 @@ export class DetailView {
         {},
         row('uuid', h('code', { text: info.uuid })),
         row('module', info.module),
-        row('kind', info.kind),
+        row('class_name', classNameOf(info)),
+        // A search item has none until the InterfaceInfo, fetched fresh, arrives.
+        info.cached === undefined ? null : row('cached', String(info.cached)),
         row('label', info.label ?? '–'),
         row('created_by', info.created_by),
         row('created_at', h('span', { text: shortDate(info.created_at), attrs: { title: info.created_at } })),

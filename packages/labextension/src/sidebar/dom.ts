@@ -41,3 +41,6 @@ export function shortDate(iso: string | null): string {
 export function shortId(uuid: string): string {
   return uuid.length > 12 ? uuid.slice(0, 8) : uuid;
 }
+
+/** The interface class name: `class_name`, or `kind` from a gateway older than class_name (where kind held it). */
+export const classNameOf = (info: { class_name?: string; kind: string }): string => info.class_name ?? info.kind;

@@ -7,7 +7,8 @@ import { SidebarModel } from './model.js';
 const info = (uuid: string, extra: Partial<InterfaceInfo> = {}): InterfaceInfo => ({
   uuid,
   module: 'counter',
-  kind: 'Counter',
+  kind: 'Interface',
+  class_name: 'Counter',
   config: { step: 1 },
   predicate: {},
   version: [],
@@ -16,6 +17,7 @@ const info = (uuid: string, extra: Partial<InterfaceInfo> = {}): InterfaceInfo =
   created_by: 'ada',
   created_at: '2026-01-01T00:00:00Z',
   archived: false,
+  cached: false,
   cli: `portico get ${uuid}`,
   ...extra,
 });
@@ -24,7 +26,7 @@ const info = (uuid: string, extra: Partial<InterfaceInfo> = {}): InterfaceInfo =
 function fakeGateway() {
   const records = new Map([
     ['u1', info('u1')],
-    ['u2', info('u2', { module: 'trainer', kind: 'Trainer' })],
+    ['u2', info('u2', { module: 'trainer', class_name: 'Trainer' })],
   ]);
   const calls: string[] = [];
   const fetchFn = async (url: string, init?: RequestInit) => {

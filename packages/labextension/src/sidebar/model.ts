@@ -6,7 +6,7 @@
  */
 import type { IDisposable } from '@lumino/disposable';
 import { Signal, type ISignal } from '@lumino/signaling';
-import type { ExecutionInfo, InterfaceInfo, ProjectModule } from '@portico/protocol';
+import type { ExecutionInfo, InterfaceInfo, ProjectModule, SearchItem } from '@portico/protocol';
 import { GatewayClient, GatewayError } from '../gateway/client.js';
 import { settingsStore, type GatewaySettings, type SettingsStore } from '../settings.js';
 import { followRun, newFollowedRun, type FollowedRun } from './followed-run.js';
@@ -25,7 +25,8 @@ const isAbort = (err: unknown) => (err as { name?: string } | null)?.name === 'A
 
 export class SidebarModel implements IDisposable {
   query: SearchQuery = { ...EMPTY_QUERY, config: [] };
-  results: InterfaceInfo[] = [];
+  /** Search items, and the InterfaceInfo a label or archive change answered in place of one. */
+  results: Array<SearchItem | InterfaceInfo> = [];
   total = 0;
   /** False when more than `total` match (the gateway stopped counting). */
   totalExact = true;
@@ -39,7 +40,8 @@ export class SidebarModel implements IDisposable {
 
   /** The uuid of the open interface (set at once; `selected` follows when it has loaded). */
   openUuid: string | null = null;
-  selected: InterfaceInfo | null = null;
+  /** Its search item at once, then its InterfaceInfo fetched fresh. */
+  selected: SearchItem | InterfaceInfo | null = null;
   detailError: string | null = null;
   executions: ExecutionInfo[] = [];
   executionsError: string | null = null;

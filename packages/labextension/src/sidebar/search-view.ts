@@ -2,8 +2,8 @@
  * The search half of the sidebar: the form (module, label, creator, archived, config filters)
  * and the results list. Submitting runs the search; clicking a result opens it.
  */
-import { FILTER_OPS, type FilterOp, type InterfaceInfo } from '@portico/protocol';
-import { h, shortDate, shortId } from './dom.js';
+import { FILTER_OPS, type FilterOp, type InterfaceInfo, type SearchItem } from '@portico/protocol';
+import { classNameOf, h, shortDate, shortId } from './dom.js';
 import type { SidebarModel } from './model.js';
 import type { ConfigFilterRow, SearchQuery } from './query.js';
 
@@ -74,7 +74,7 @@ export class SearchView {
     this.moduleList.replaceChildren(...(this.model.modules ?? []).map((item) => h('option', { attrs: { value: item.module }, text: item.doc ?? '' })));
   }
 
-  private item(info: InterfaceInfo): HTMLElement {
+  private item(info: SearchItem | InterfaceInfo): HTMLElement {
     return h(
       'li',
       {
@@ -97,7 +97,7 @@ export class SearchView {
         'div',
         { className: 'jp-Portico-result-meta' },
         info.label ? `${info.module} · ` : '',
-        `${info.kind} · ${info.created_by} · ${shortDate(info.created_at)} · ${shortId(info.uuid)}`,
+        `${classNameOf(info)} · ${info.created_by} · ${shortDate(info.created_at)} · ${shortId(info.uuid)}`,
         info.archived ? h('span', { className: 'jp-Portico-badge', text: 'archived' }) : null,
       ),
     );

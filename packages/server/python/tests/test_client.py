@@ -265,6 +265,11 @@ class SearchTest(GatewayTestCase):
         self.assertIsNone(rest["next_cursor"])
         descending = self.g.search(where=[("step", "eq", step), ("start", "gte", 2)], sort=[("config.start", "desc")])
         self.assertEqual([r["config"]["start"] for r in descending["items"]], [3, 2])
+        # kind is the record kind, as the reference has it; the class is class_name.
+        self.assertEqual({(r["kind"], r["class_name"]) for r in page["items"]}, {("Interface", "Counter")})
+        self.assertEqual(self.g.search(class_name="Counter", kind="Interface", where={"step": step})["total"], 3)
+        self.assertEqual(self.g.search(class_name="Trainer", where={"step": step})["total"], 0)
+        self.assertEqual(self.g.search(kind="Execution", where={"step": step})["total"], 0)
 
         label = f"baseline-{step}"
         self.assertEqual(self.g.label(uuids[2], label)["label"], label)
@@ -287,6 +292,8 @@ class SearchTest(GatewayTestCase):
         proxy = g.interface("counter", {"start": 7}, label=f"seven-{user}")
         self.assertEqual(proxy.add(), 8)
         self.assertEqual(proxy.info["created_by"], user)
+        self.assertEqual(proxy.class_name, "Counter")
+        self.assertIs(proxy.info["cached"], False)
         self.assertEqual(proxy.info["label"], f"seven-{user}")
         found = self.g.search(created_by=user)
         self.assertEqual([r["uuid"] for r in found["items"]], [proxy.uuid])

@@ -199,7 +199,9 @@ async function getHere(request: GetRequest, store: string | undefined, python: s
   if (!gateway) return 1;
   try {
     const ctx = await gateway.bind({ user: request.user });
-    print(await gateway.interfaces.create(ctx, { target: request.module, version: request.version }));
+    // As POST /v1/interfaces answers it, cached included.
+    const [info] = await gateway.executions.withCached(ctx, [await gateway.interfaces.create(ctx, { target: request.module, version: request.version })]);
+    print(info);
     return 0;
   } catch (err) {
     if (!(err instanceof PorticoError)) throw err;

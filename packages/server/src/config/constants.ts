@@ -119,7 +119,7 @@ export const LIMITS = {
   /** Bytes of an execution's output.log one window returns by default, and at most (python/portico/shared.json: the Python client follows output in windows this big). */
   outputWindowDefault: 64 * 1024,
   outputWindowMax: SHARED.limits.output_window_max_bytes.value,
-  /** Most bytes one response of GET /v1/interfaces/{uuid}/files/{path} carries (larger files: Range). */
+  /** Most bytes one response of GET /v1/interfaces/{uuid}/files/{path} carries, as JSON or raw (larger files: raw with Range). */
   fileReadMax: 16 * 1024 * 1024,
   /** Default largest WebSocket upload (`--upload-max`), in bytes. */
   uploadMaxDefault: 16 * 1024 ** 3,

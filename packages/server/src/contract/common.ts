@@ -52,7 +52,8 @@ export const InterfaceInfo = z
   .object({
     uuid: z.string(),
     module: z.string(),
-    kind: z.string().describe('The interface class name.'),
+    kind: z.string().describe('What the record is, as the reference server names it: "Interface" for every interface record (its run records are "Execution").'),
+    class_name: z.string().describe('The interface class name (older gateways gave it as kind).'),
     config: JsonObject.describe('Resolved configuration (immutable).'),
     predicate: JsonObject.nullable().describe('What context interfaces folded into the identity; null when nothing was.'),
     version: z.array(z.unknown()).describe('The normalized version list the record was created from.'),
@@ -61,6 +62,9 @@ export const InterfaceInfo = z
     created_by: z.string(),
     created_at: z.string().describe('ISO-8601 UTC.'),
     archived: z.boolean(),
+    cached: z
+      .boolean()
+      .describe('Its newest run finished (and no newer one is under way): the lifecycle is cached, as POST /v1/interfaces/lifecycle reports it. Computed when answered.'),
     cli: z.string().describe('A `portico get …` line that gives back this interface: module and version when they are its whole identity, else its uuid.'),
   })
   .openapi('InterfaceInfo');

@@ -259,6 +259,10 @@ export const FileList = z.object({ files: z.array(z.string()).describe('Relative
 
 export const FileParams = z.object({ uuid: Uuid, path: z.string().min(1).max(4096) });
 
+export const FileQuery = z.object({
+  raw: queryBoolean(false).describe('true answers the raw bytes (as Accept: application/octet-stream does) instead of the JSON answer.'),
+});
+
 const RELS = ['derivation', 'context', 'runs', 'manifest'] as const;
 const REL = `(?:${RELS.join('|')})`;
 /** Edge labels separated by commas, spaces around them allowed, empty items skipped. */

@@ -12,7 +12,7 @@ export const FILTER_OPS = ['eq', 'ne', 'lt', 'lte', 'gt', 'gte', 'in', 'nin', 'c
 export type FilterOp = (typeof FILTER_OPS)[number];
 
 /** Record fields a record-level path may start with besides `config`. */
-export const RECORD_FIELDS = ['uuid', 'module', 'kind', 'label', 'created_by', 'created_at', 'archived'] as const;
+export const RECORD_FIELDS = ['uuid', 'module', 'kind', 'class_name', 'label', 'created_by', 'created_at', 'archived'] as const;
 
 // Dotted segments with optional `[n]` indexes, e.g. `stages[0].epochs`; a path may open with `[n]`.
 const PATH = /^(?:[A-Za-z0-9_-]+|\[[0-9]+\])(?:\.[A-Za-z0-9_-]+|\[[0-9]+\])*$/;
@@ -158,7 +158,12 @@ export const SortSpec = z
 export const FindRequest = z
   .object({
     module: z.string().nullable().optional().describe('Exact module; null means no filter.'),
-    kind: z.string().nullable().optional().describe('Exact interface class name; null means no filter.'),
+    kind: z
+      .string()
+      .nullable()
+      .optional()
+      .describe('Exact record kind, as the reference names it: every interface record is "Interface" (the index holds no run records, so "Execution" finds none); null means no filter.'),
+    class_name: z.string().nullable().optional().describe('Exact interface class name; null means no filter.'),
     created_by: z.string().nullable().optional().describe('Exact creator; null means no filter.'),
     label: z.string().nullable().optional().describe('Exact label; null means no filter (filter `label eq null` for unlabelled records).'),
     // A union rather than .nullable(): zod-to-openapi would otherwise mark the ConfigMatch component itself nullable.
@@ -174,7 +179,7 @@ export const FindRequest = z
       .boolean()
       .optional()
       .describe('Count every match for `total` even when that reads every record (default false: beyond 1,000 matches, see total_exact).'),
-    include_status: z.boolean().optional().describe('Add status, run_count and execution_uuid to each item (reads each one\'s runs).'),
+    include_status: z.boolean().optional().describe('Add status, cached, run_count and execution_uuid to each item (reads each one\'s runs).'),
     limit: z.number().int().min(1).max(1000).default(100).describe('Page size (1..1000).'),
     offset: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).default(0).describe('Matches to skip; must be 0 with a cursor.'),
     cursor: z.string().nullable().optional().describe("A previous response's next_cursor; continues strictly after its last item."),
@@ -207,6 +212,10 @@ export const FindRequest = z
 export const SearchItem = InterfaceInfo.extend({
   id: z.string().describe('The uuid again, under the name reference clients read.'),
   created_at_ns: z.number().describe('created_at as epoch nanoseconds (an integer beyond 2^53: exact in Python, rounded in JavaScript).'),
+  cached: z
+    .boolean()
+    .optional()
+    .describe('With include_status: as InterfaceInfo has it (status is cached). Left out otherwise: it reads each item\'s runs, which a plain search does not.'),
   status: z.enum(['draft', 'running', 'cached', 'failed']).optional().describe('With include_status: as POST /v1/interfaces/lifecycle reports it.'),
   run_count: z.number().int().optional().describe('With include_status: how many executions ran it.'),
   execution_uuid: z.string().nullable().optional().describe('With include_status: its newest execution.'),
@@ -222,13 +231,13 @@ const page = <T extends z.ZodType>(item: T) =>
     total_exact: z
       .boolean()
       .describe(
-        'Whether total is exact. It is, up to 1,000 matches (or offset + limit), for no filter or one on module, kind, created_by or label, and with exact_total; otherwise more than total match.',
+        'Whether total is exact. It is, up to 1,000 matches (or offset + limit), for no filter or one on module, kind, class_name, created_by or label, and with exact_total; otherwise more than total match.',
       ),
     next_cursor: z.string().nullable().describe('Pass as `cursor` for the next page; null when no record follows.'),
   });
 
 /** What a store answers: the records of one page, as stored. */
-export const SearchResponse = page(InterfaceInfo.omit({ cli: true }).extend({ predicate: InterfaceInfo.shape.predicate.unwrap() }));
+export const SearchResponse = page(InterfaceInfo.omit({ cli: true, cached: true }).extend({ predicate: InterfaceInfo.shape.predicate.unwrap() }));
 /** What a client receives: the page's records as SearchItems. */
 export const SearchItemsResponse = page(SearchItem).openapi('SearchResponse');
 

@@ -187,6 +187,7 @@ const STATUS_TEXT: Record<number, string> = {
   401: 'Missing or invalid bearer credential',
   403: 'Forbidden',
   404: 'Not found',
+  406: 'No JSON answer for this file: ask for its bytes (file_needs_raw)',
   409: 'Conflict',
   412: 'Precondition failed',
   413: 'Payload too large',

@@ -1,12 +1,14 @@
 /**
  * An interface's data folder as clients see it: where its data is (local, remote, evicted), the
- * files in it, and one file's bytes — confined to the folder (no `..`, no absolute paths, no
- * symlinks leading out), binary-safe and bounded.
+ * files in it, and one file — as the reference server answers it (a `.json` file parsed, any other
+ * file as its text) or as its bytes, binary-safe, for clients that ask — confined to the folder (no
+ * `..`, no absolute paths, no symlinks leading out) and bounded.
  */
 import { createReadStream, type ReadStream } from 'node:fs';
-import { lstat, readdir, realpath, stat } from 'node:fs/promises';
+import { lstat, readdir, readFile, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { LIMITS } from '../config/constants.js';
+import { jsonTooDeep } from '../contract/json-depth.js';
 import { PorticoError } from '../errors.js';
 import { interfaceDir } from '../store/files.js';
 import type { RequestContext } from './context.js';
@@ -84,28 +86,46 @@ export class DataService {
   }
 
   /**
-   * Opens one file for reading. A file larger than LIMITS.fileReadMax needs a `range`
+   * One file as the reference server answers it: a `.json` file's parsed value, any other file's
+   * UTF-8 text (a JSON string). Bounded by LIMITS.fileReadMax like the bytes (`payload_too_large`
+   * beyond: read its bytes in parts). A file that is not UTF-8, a `.json` file that does not parse
+   * (or nests deeper than LIMITS.jsonDepthMax) has no such answer: `file_needs_raw`, whose message
+   * says how to ask for its bytes.
+   *
+   * @example await data.read(ctx, uuid, 'result.json') // { loss: 0.25 }
+   */
+  async read(ctx: RequestContext, uuid: string, relative: string): Promise<unknown> {
+    const { real, size } = await this.locate(ctx, uuid, relative);
+    const asRaw = 'ask for its bytes with ?raw=true or Accept: application/octet-stream';
+    if (size > LIMITS.fileReadMax) {
+      throw new PorticoError('payload_too_large', `File '${relative}' has ${size} bytes, over the ${LIMITS.fileReadMax}-byte bound; ${asRaw}, in parts with a Range header`);
+    }
+    const bytes = await readFile(real);
+    // It may have grown since: the bound holds for what was read.
+    if (bytes.length > LIMITS.fileReadMax) return this.read(ctx, uuid, relative);
+    let text: string;
+    try {
+      text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+    } catch {
+      throw new PorticoError('file_needs_raw', `File '${relative}' is not UTF-8 text; ${asRaw}`);
+    }
+    // As the reference decides it: by the name's ending, case-sensitively.
+    if (!relative.endsWith('.json')) return text;
+    // Deeper than the bound, the answer would be more than the gateway serializes safely.
+    if (jsonTooDeep(text) !== -1) throw new PorticoError('file_needs_raw', `File '${relative}' nests deeper than ${LIMITS.jsonDepthMax} levels; ${asRaw}`);
+    try {
+      return JSON.parse(text);
+    } catch {
+      throw new PorticoError('file_needs_raw', `File '${relative}' is not valid JSON; ${asRaw}`);
+    }
+  }
+
+  /**
+   * Opens one file's bytes for reading. A file larger than LIMITS.fileReadMax needs a `range`
    * (bytes=start-end), and a range is served up to that bound too.
    */
   async open(ctx: RequestContext, uuid: string, relative: string, range?: string): Promise<FileRead> {
-    await this.interfaces.get(ctx, uuid);
-    const root = interfaceDir(ctx.project.dir, uuid);
-    const segments = relative.split('/');
-    if (!relative || path.isAbsolute(relative) || segments.some((s) => s === '' || s === '.' || s === '..' || s.includes('\0'))) {
-      throw new PorticoError('forbidden', `Path '${relative}' is not a plain relative path inside the interface folder`);
-    }
-    const file = path.join(root, ...segments);
-    const notFound = () => new PorticoError('not_found', `File '${relative}' not found`);
-    const info = await lstat(file).catch(() => undefined);
-    if (!info) throw notFound();
-    // Symlinks are followed only when they stay inside the folder.
-    const [realRoot, real] = await Promise.all([realpath(root), realpath(file).catch(() => undefined)]);
-    if (!real || !isWithin(real, realRoot)) {
-      throw new PorticoError('forbidden', `Path '${relative}' leads outside the interface folder`);
-    }
-    const target = await stat(real);
-    if (!target.isFile()) throw notFound();
-    const total = target.size;
+    const { real, size: total, name } = await this.locate(ctx, uuid, relative);
     let start = 0;
     let end = total - 1;
     let ranged = false;
@@ -129,7 +149,29 @@ export class DataService {
       stream: createReadStream(real, size ? { start, end } : { start: 0, end: -1 }),
       size,
       range: ranged ? { start, end, total } : null,
-      name: segments.at(-1)!,
+      name,
     };
+  }
+
+  /** The file's real path inside the interface folder: `forbidden` outside it, `not_found` when it is not a regular file. */
+  private async locate(ctx: RequestContext, uuid: string, relative: string): Promise<{ real: string; size: number; name: string }> {
+    await this.interfaces.get(ctx, uuid);
+    const root = interfaceDir(ctx.project.dir, uuid);
+    const segments = relative.split('/');
+    if (!relative || path.isAbsolute(relative) || segments.some((s) => s === '' || s === '.' || s === '..' || s.includes('\0'))) {
+      throw new PorticoError('forbidden', `Path '${relative}' is not a plain relative path inside the interface folder`);
+    }
+    const file = path.join(root, ...segments);
+    const notFound = () => new PorticoError('not_found', `File '${relative}' not found`);
+    const info = await lstat(file).catch(() => undefined);
+    if (!info) throw notFound();
+    // Symlinks are followed only when they stay inside the folder.
+    const [realRoot, real] = await Promise.all([realpath(root), realpath(file).catch(() => undefined)]);
+    if (!real || !isWithin(real, realRoot)) {
+      throw new PorticoError('forbidden', `Path '${relative}' leads outside the interface folder`);
+    }
+    const target = await stat(real);
+    if (!target.isFile()) throw notFound();
+    return { real, size: target.size, name: segments.at(-1)! };
   }
 }

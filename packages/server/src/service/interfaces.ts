@@ -12,7 +12,7 @@ import { Worker, type CallOutcome, type Display, type ItemSink, type Settled } f
 export type { CallOutcome };
 import { withCanonicalSort, type FindRequest, type SearchItemsResponse } from '../contract/search.js';
 import { interfaceUuid } from '../store/identity.js';
-import type { InterfaceRecord, RecordPatch } from '../store/store.js';
+import { INTERFACE_KIND, type InterfaceRecord, type RecordPatch } from '../store/store.js';
 import { cliLine } from './cli-line.js';
 import { explainUnknownModule } from './project.js';
 import type { RemoteModules } from './remotes.js';
@@ -197,7 +197,9 @@ export class InterfaceService {
     const record: InterfaceRecord = {
       uuid: input.uuid ?? contentUuid(resolved, predicate),
       module: resolved.module,
-      kind: resolved.kind,
+      kind: INTERFACE_KIND,
+      // The worker names the class `kind`, as the records did before class_name.
+      class_name: resolved.kind,
       config: resolved.config,
       predicate,
       version: resolved.version,

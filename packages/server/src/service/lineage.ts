@@ -125,7 +125,7 @@ export class LineageService {
           module: iface.module,
           version: iface.version,
           label: iface.label,
-          attributes: { kind: iface.kind, config: iface.config, predicate: iface.predicate, version: iface.version, created_at: iface.created_at, created_by: iface.created_by },
+          attributes: { kind: iface.kind, class_name: iface.class_name, config: iface.config, predicate: iface.predicate, version: iface.version, created_at: iface.created_at, created_by: iface.created_by },
         };
       }
       const spec = byRun.get(id);

@@ -20,7 +20,8 @@ afterEach(async () => {
 const record: InterfaceRecord = {
   uuid: 'r1',
   module: 'counter',
-  kind: 'Counter',
+  kind: 'Interface',
+  class_name: 'Counter',
   config: { start: 0 },
   predicate: {},
   version: [],

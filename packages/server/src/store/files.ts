@@ -11,6 +11,7 @@ import path from 'node:path';
 import { LIMITS } from '../config/constants.js';
 import { PorticoError } from '../errors.js';
 import { makeOnThread } from './record-file-thread.js';
+import { upgradeRecord } from './record-upgrade.js';
 import type { InterfaceRecord } from './store.js';
 
 /** The store's folder inside a project. */
@@ -108,7 +109,10 @@ export async function removeInterfaceDir(project: string, uuid: string): Promise
 export async function readRecordFile(dir: string): Promise<InterfaceRecord | undefined> {
   try {
     const record = JSON.parse(await readFile(path.join(dir, RECORD_FILE), 'utf8')) as InterfaceRecord;
-    return typeof record?.uuid === 'string' && typeof record.module === 'string' ? record : undefined;
+    if (typeof record?.uuid !== 'string' || typeof record.module !== 'string') return undefined;
+    // Written by an earlier gateway: read as this one means it.
+    upgradeRecord(record);
+    return record;
   } catch {
     return undefined;
   }

@@ -396,9 +396,10 @@ describe('the plan each common query gets', () => {
     expect(plan({ created_by: 'bob', sort: [{ by: 'config.lr', direction: 'asc' }], limit: 2 })).toEqual({ strategy: 'ordered', via: 'config.lr' });
   });
 
-  it('walks a field list for one module, kind, created_by or label, also label eq null', () => {
+  it('walks a field list for one module, kind, class_name, created_by or label, also label eq null', () => {
     expect(plan({ module: 'm1' })).toEqual({ strategy: 'ordered', via: 'module' });
-    expect(plan({ kind: 'A' })).toEqual({ strategy: 'ordered', via: 'kind' });
+    expect(plan({ kind: 'Interface' })).toEqual({ strategy: 'ordered', via: 'kind' });
+    expect(plan({ class_name: 'A' })).toEqual({ strategy: 'ordered', via: 'class_name' });
     expect(plan({ created_by: 'bob', sort: [{ by: 'created_at', direction: 'desc' }] })).toEqual({ strategy: 'ordered', via: 'created_by' });
     expect(plan({ label: 'best' })).toEqual({ strategy: 'ordered', via: 'label' });
     expect(plan({ filters: [{ path: 'label', op: 'eq', value: null }] })).toEqual({ strategy: 'ordered', via: 'label' });

@@ -6,7 +6,8 @@
  *                                       segment by segment, then added): what a full pass follows
  *   all                                 every record, ordered by created_at (then uuid)
  *   archived                            the archived records, in the same order
- *   module, kind, created_by, label     value → its records, in the same order
+ *   module, kind, class_name,           value → its records, in the same order
+ *   created_by, label
  *   other paths                         per path, built on first use: value → its records (for
  *                                       `eq`/`in` on a config path), and every record ordered by
  *                                       the path (for a sort or a range on it); at most
@@ -54,7 +55,7 @@ import type { InterfaceRecord } from './store.js';
 export type { Plan };
 
 /** The top-level fields with a list per value, ordered by created_at. */
-const FIELDS = ['module', 'kind', 'created_by', 'label'] as const;
+const FIELDS = ['module', 'kind', 'class_name', 'created_by', 'label'] as const;
 type Field = (typeof FIELDS)[number];
 
 

@@ -22,6 +22,11 @@
  * One process at a time writes an index: the lock (files.ts, acquireLock) is a unix socket the
  * kernel frees when its holder dies, so a restart right after a crash never waits on a stale pid.
  *
+ * Records written by earlier gateways are migrated as they are read (record-upgrade.ts): opening
+ * upgrades each one in memory and writes the segments that held any back before it answers, with
+ * the same checkpoint that folds replayed journals in. A crash halfway leaves some segments new and
+ * some old, and the next open upgrades what is left: the upgrade is idempotent.
+ *
  * Nothing poisons the index: a write is checked and serialized (record-json.ts) before it touches
  * memory, and one whose journal entry fails to reach the disk is taken back out of memory, so what
  * the store holds is always what a restart would load. Files are written compact (no indentation);
@@ -38,6 +43,7 @@ import { compileQuery } from './query.js';
 import { acquireLock, type LockHolder, readRecordFiles, removeInterfaceDir, STORE_DIR, syncPath, writeNewRecordFile, writeRecordFile } from './files.js';
 import { delText, Journal, putText, readJournal, type JournalEntry } from './journal.js';
 import { checkPatch, isStorable, newRecordJson, recordJson } from './record-json.js';
+import { upgradeRecord } from './record-upgrade.js';
 import type { InterfaceRecord, RecordPatch, Store } from './store.js';
 
 export const INDEX_DIR = 'index';
@@ -168,7 +174,12 @@ export class LowdbStore implements Store {
   }
 
   private async load(): Promise<void> {
-    for (const seg of this.segments) this.seq = Math.max(this.seq, seg.data.seq);
+    this.segments.forEach((seg, i) => {
+      this.seq = Math.max(this.seq, seg.data.seq);
+      let upgraded = false;
+      for (const record of Object.values(seg.data.interfaces)) upgraded = upgradeRecord(record) || upgraded;
+      if (upgraded) this.dirty.add(i);
+    });
     const journals = await journalFiles(this.dir);
     for (const { file, n } of journals) {
       this.journalNumber = Math.max(this.journalNumber, n);
@@ -180,16 +191,18 @@ export class LowdbStore implements Store {
         if (entry.s <= this.segments[i]!.data.seq) continue; // already in the segment
         // Into the segment only: the records are indexed once, all together, below.
         const { interfaces } = this.segments[i]!.data;
-        if (entry.put) interfaces[uuid] = entry.put as unknown as InterfaceRecord;
-        else delete interfaces[uuid];
+        if (entry.put) {
+          interfaces[uuid] = entry.put as unknown as InterfaceRecord;
+          upgradeRecord(interfaces[uuid]);
+        } else delete interfaces[uuid];
         this.dirty.add(i);
       }
     }
     this.records.load(this.segments.flatMap((seg) => Object.values(seg.data.interfaces)));
     this.journal = await Journal.open(path.join(this.dir, `journal-${++this.journalNumber}.jsonl`));
     this.journalOpenedAt = Date.now();
-    // Fold what was replayed into the segments now, so the old journals can go.
-    if (journals.length) await this.checkpoint(journals.map((j) => j.file));
+    // Fold what was replayed (and what was upgraded) into the segments now, so the old journals can go.
+    if (journals.length || this.dirty.size) await this.checkpoint(journals.map((j) => j.file));
     // Only now: loading a large index takes seconds, and there is no journal to check before.
     this.timer = setInterval(() => {
       const due = this.journal.bytes >= CHECKPOINT_BYTES || (this.journal.bytes > 0 && Date.now() - this.journalOpenedAt >= CHECKPOINT_MS);

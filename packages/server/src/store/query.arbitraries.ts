@@ -14,7 +14,8 @@ export function record(uuid: string, config: Record<string, unknown>, extra: Par
   return {
     uuid,
     module: 'm1',
-    kind: 'A',
+    kind: 'Interface',
+    class_name: 'A',
     config,
     predicate: {},
     version: [],
@@ -48,7 +49,9 @@ const { json } = fc.letrec((tie) => ({
 
 const recordFields = fc.record({
   module: fc.constantFrom('m1', 'm2'),
-  kind: fc.constantFrom('A', 'B'),
+  // Every interface record is kind 'Interface'; another kind stands for records of another kind.
+  kind: fc.constantFrom('Interface', 'Interface', 'Execution'),
+  class_name: fc.constantFrom('A', 'B'),
   config: fc.dictionary(fc.constantFrom(...KEYS), json, { maxKeys: 4 }),
   label: fc.constantFrom(null, 'x', 'y', 'é'),
   created_by: fc.constantFrom('alice', 'bob'),
@@ -79,7 +82,7 @@ function harvest(records: InterfaceRecord[]): Array<[string, unknown]> {
 }
 
 const FIXED_PATHS = ['a', 'b', 'a.0', 'a[0]', 'c[0][1]', 'constructor', 'a.01', 'zz'];
-const TOP_FIELDS = ['uuid', 'module', 'kind', 'label', 'created_by', 'created_at', 'archived'] as const;
+const TOP_FIELDS = ['uuid', 'module', 'kind', 'class_name', 'label', 'created_by', 'created_at', 'archived'] as const;
 
 /** Valid queries (without paging fields) aimed at the given records. */
 export function queryArb(records: InterfaceRecord[]): fc.Arbitrary<FindRequestInput> {
@@ -90,7 +93,7 @@ export function queryArb(records: InterfaceRecord[]): fc.Arbitrary<FindRequestIn
   ];
   const configPaths = [...FIXED_PATHS, ...configHits.map(([path]) => path)];
   const recordPaths = ['config', ...TOP_FIELDS, ...configPaths.map((path) => `config.${path}`)];
-  const value = fc.oneof(json, fc.constantFrom<unknown>('m1', 'B', 'x', 'alice', ...TIMES));
+  const value = fc.oneof(json, fc.constantFrom<unknown>('m1', 'B', 'Interface', 'x', 'alice', ...TIMES));
   const ordered = fc.oneof(fc.integer({ min: -3, max: 3 }), fc.double({ min: -10, max: 10, noNaN: true }), fc.constantFrom('', 'a', 'b', 'é', '2', 'x', ...TIMES));
 
   /** A path with a value: random, or (twice as often) a value some record holds there. */
@@ -124,7 +127,8 @@ export function queryArb(records: InterfaceRecord[]): fc.Arbitrary<FindRequestIn
   const sometimes = <T,>(arbitrary: fc.Arbitrary<T>) => fc.oneof({ weight: 3, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary });
   return fc.record({
     module: sometimes(fc.constantFrom(null, 'm1')),
-    kind: sometimes(fc.constantFrom(null, 'B')),
+    kind: sometimes(fc.constantFrom(null, 'Interface', 'Execution')),
+    class_name: sometimes(fc.constantFrom(null, 'B')),
     created_by: sometimes(fc.constantFrom(null, 'bob')),
     label: sometimes(fc.constantFrom(null, 'x')),
     config: sometimes(fc.record({ filters: fc.array(filter(configPaths, configHits), { maxLength: 2 }) })),

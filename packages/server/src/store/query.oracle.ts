@@ -104,7 +104,7 @@ export const ORACLE_EXACT_TOTAL = 1000;
 /**
  * Every match in order (`all`), the requested page (`items`, by offset and limit), `total` (every
  * match) and what the total rule reports: exact for no filter, or one string `eq` on module, kind,
- * created_by or label (or label null), each optionally with one boolean `eq` on archived; for
+ * class_name, created_by or label (or label null), each optionally with one boolean `eq` on archived; for
  * `exact_total`; and up to max(1000, offset + limit) matches; else that bound, inexact.
  */
 export function oracleSearch(
@@ -112,7 +112,7 @@ export function oracleSearch(
   request: FindRequest,
 ): { all: InterfaceRecord[]; items: InterfaceRecord[]; total: number; reported: { total: number; total_exact: boolean } } {
   const filters: Array<{ path: string[]; op: string; value: unknown }> = [];
-  for (const field of ['module', 'kind', 'created_by', 'label'] as const) {
+  for (const field of ['module', 'kind', 'class_name', 'created_by', 'label'] as const) {
     if (request[field] !== undefined && request[field] !== null) filters.push({ path: [field], op: 'eq', value: request[field] });
   }
   for (const filter of request.config?.filters ?? []) {
@@ -143,7 +143,7 @@ export function oracleSearch(
 
   const offset = request.offset ?? 0;
   const limit = request.limit ?? 100;
-  const fields = filters.filter((f) => f.path.length === 1 && ['module', 'kind', 'created_by', 'label'].includes(f.path[0]!));
+  const fields = filters.filter((f) => f.path.length === 1 && ['module', 'kind', 'class_name', 'created_by', 'label'].includes(f.path[0]!));
   const archivedEq = filters.filter((f) => f.path.length === 1 && f.path[0] === 'archived');
   const counted =
     filters.length === fields.length + archivedEq.length &&

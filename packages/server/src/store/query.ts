@@ -11,7 +11,8 @@
  * - Paths are dotted segments of [A-Za-z0-9_-]; `a[0].b` is the same path as `a.0.b`. A numeric
  *   segment indexes an array (canonical decimal only: `01` never indexes) or names an object key.
  *   Config paths are relative to the record's resolved `config`; record paths are `config.<path>`
- *   or one of the top-level fields uuid, module, kind, label, created_by, created_at, archived.
+ *   or one of the top-level fields uuid, module, kind, class_name, label, created_by, created_at,
+ *   archived.
  * - `eq`: deep JSON equality (object key order is irrelevant, 1 equals 1.0, `true` never equals
  *   1). `ne`: present and not deep-equal. Missing never matches either.
  * - `lt`, `lte`, `gt`, `gte`: the query value is a number or a string; only a stored value of the
@@ -25,7 +26,7 @@
  *   null), false a missing one.
  * - An omitted `value` is null (true for `exists`); ops that need a number, string, array or
  *   boolean refuse anything else with a validation error.
- * - `module`, `kind`, `created_by`, `label` given as fields are `eq` filters on those fields; all
+ * - `module`, `kind`, `class_name`, `created_by`, `label` given as fields are `eq` filters on those fields; all
  *   filters are ANDed. Archived records are left out unless `include_archived` (or its alias
  *   `include_hidden`) is true, whatever the filters say.
  * - Sort order of values, ascending: missing < null < false < true < numbers < strings < arrays
@@ -34,8 +35,8 @@
  *   breaks the remaining ties, so the order is total.
  * - `total` counts every match when `total_exact` is true, which it is when the matches are at
  *   most `max(LIMITS.searchExactTotal, offset + limit)` (the *bound*), when the filters are ones
- *   a maintained count answers (none, or one `eq` of a string on module, kind, created_by or
- *   label, or label `eq` null, each optionally with `archived eq <boolean>`; see `countedFilters`),
+ *   a maintained count answers (none, or one `eq` of a string on module, kind, class_name,
+ *   created_by or label, or label `eq` null, each optionally with `archived eq <boolean>`; see `countedFilters`),
  *   or when the request asks `exact_total: true`. Otherwise `total` is the bound and `total_exact`
  *   false: more than that many match, and counting them all would read more records than the page
  *   needs. Every store applies this rule the same way, so one request gets one answer.
@@ -113,7 +114,7 @@ export function reportTotal(rule: TotalRule, count: number): { total: number; to
 }
 
 /** The fields a maintained count groups records by (both stores keep one per value). */
-const COUNTED_FIELDS = new Set(['module', 'kind', 'created_by', 'label']);
+export const COUNTED_FIELDS: ReadonlySet<string> = new Set(['module', 'kind', 'class_name', 'created_by', 'label']);
 
 /**
  * Whether the filters are ones a maintained count answers: none, or one `eq` of a string on a
@@ -289,7 +290,7 @@ function sortKeys(request: ParsedFindRequest): SortKey[] {
 /** The field filters, `config.filters` and `filters` as one list of record-level filters. */
 function normalFilters(request: ParsedFindRequest): NormalFilter[] {
   const filters: NormalFilter[] = [];
-  for (const field of ['module', 'kind', 'created_by', 'label'] as const) {
+  for (const field of ['module', 'kind', 'class_name', 'created_by', 'label'] as const) {
     const value = request[field];
     if (value != null) filters.push({ path: [field], op: 'eq', value });
   }

@@ -24,7 +24,7 @@ import { PorticoError } from '../errors.js';
 import { checkSafeName } from './files.js';
 import type { InterfaceRecord, RecordPatch } from './store.js';
 
-const STRING_FIELDS = ['module', 'kind', 'created_by', 'created_at'] as const;
+const STRING_FIELDS = ['module', 'kind', 'class_name', 'created_by', 'created_at'] as const;
 const OBJECT_FIELDS = ['config', 'predicate', 'meta'] as const;
 
 const isObject = (value: unknown): boolean => value !== null && typeof value === 'object' && !Array.isArray(value);

@@ -4,12 +4,17 @@
  */
 import type { FindRequest, SearchResponse } from '../contract/search.js';
 
+/** The `kind` of every interface record, as the reference server names its records' kinds. */
+export const INTERFACE_KIND = 'Interface';
+
 /** One materialized interface: config plus identity (no lifecycle). */
 export interface InterfaceRecord {
   uuid: string;
   module: string;
-  /** The interface class name. */
+  /** The record's kind, as the reference names it: always `'Interface'` for an interface record (INTERFACE_KIND). */
   kind: string;
+  /** The interface class name (before 2026-12 it was in `kind`: record-json.ts, upgradeRecord). */
+  class_name: string;
   /** The resolved config; immutable. */
   config: Record<string, unknown>;
   /** What context interfaces folded into the identity. */

@@ -245,13 +245,15 @@ export class Session extends SocketSession<ClientFrame> {
         label: frame.label ?? null,
         meta: frame.meta ?? {},
       });
+      // With `cached` as REST answers it, computed now: the record is kept, its runs change.
+      const [payload] = await this.gateway.executions.withCached(ctx, [record]);
       if (this.closed) return;
       this.binaryBuffers = frame.buffers === 'binary';
       const connection: Connection = { ctx, record };
       await this.place(connection);
       if (this.closed) return void connection.local?.detach();
       this.connection = connection;
-      this.send({ type: 'connected', id: frame.id, payload: record });
+      this.send({ type: 'connected', id: frame.id, payload });
       connection.relay?.start();
     })();
     this.connecting = attempt;

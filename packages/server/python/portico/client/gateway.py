@@ -165,6 +165,7 @@ class Gateway:
         limit: int | None = None,
         *,
         kind: str | None = None,
+        class_name: str | None = None,
         filters: Any = None,
         include_archived: bool | None = None,
         offset: int | None = None,
@@ -175,7 +176,9 @@ class Gateway:
         (``total`` counts every match when ``total_exact``; past 1,000 matches of a filter the
         gateway keeps no count of, it is 1,000 and ``total_exact`` is False, unless ``exact_total=True``).
 
-        - ``module``, ``label``, ``created_by``, ``kind``: exact matches.
+        - ``module``, ``label``, ``created_by``, ``class_name`` (the interface class), ``kind``:
+          exact matches. ``kind`` is the record kind as the reference server has it: ``"Interface"``
+          for every interface record.
         - ``where``: filters on paths inside the config, as ``{"step": 10}`` (eq),
           ``{"step": ("gte", 10)}``, or a list of ``(path, op, value)`` / ``(path, value)`` /
           ``{"path", "op", "value"}``. Operators: eq ne lt lte gt gte in nin contains exists.
@@ -186,7 +189,7 @@ class Gateway:
         - ``limit`` (1–1000), ``offset``, or ``cursor`` (a previous answer's ``next_cursor``).
         """
         body: dict[str, Any] = {}
-        for key, value in (("module", module), ("label", label), ("created_by", created_by), ("kind", kind)):
+        for key, value in (("module", module), ("label", label), ("created_by", created_by), ("kind", kind), ("class_name", class_name)):
             if value is not None:
                 body[key] = value
         if where is not None:

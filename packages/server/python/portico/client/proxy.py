@@ -161,6 +161,12 @@ class InterfaceProxy(transfers.DataMethods):
         """The interface's uuid (connects if needed)."""
         return self.info["uuid"]
 
+    @property
+    def class_name(self) -> str | None:
+        """The interface class name (connects if needed); from ``kind`` with a gateway older than ``class_name``."""
+        info = self.info
+        return info["class_name"] if "class_name" in info else info.get("kind")
+
     def close(self) -> None:
         """Closes the socket (the gateway cancels this proxy's calls in flight); idempotent.
 

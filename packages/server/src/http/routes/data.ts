@@ -3,6 +3,7 @@ import {
   DataStatusResponse,
   FileList,
   FileParams,
+  FileQuery,
   ProvenanceGraph,
   ProvenanceQuery,
   RelatedResponse,
@@ -54,14 +55,29 @@ export function dataRoutes(gateway: Gateway) {
       tag: 'interfaces',
       summary: 'Read one file',
       description:
-        'The raw bytes (binary-safe). Confined to the interface folder. A file over 16 MiB needs a Range header (bytes=start-end), answered 206; a range is bounded the same way.',
+        "As the reference server answers it, by default: a .json file's parsed value as the JSON body, any other file's UTF-8 text as a JSON string (application/json). " +
+        'A file that is not UTF-8, or a .json file that does not parse, answers 406 file_needs_raw. ' +
+        'The raw bytes (binary-safe, the content type of the name, X-Content-Type-Options: nosniff) with ?raw=true or with Accept: application/octet-stream preferred over application/json; only they honour a Range header (bytes=start-end, answered 206). ' +
+        'Confined to the interface folder. Either answer is bounded by 16 MiB (413 beyond: read the bytes in parts with Range; a range is bounded the same way).',
       params: FileParams,
-      response: z.unknown().describe('The file content, as it is on disk.'),
-      // Every type TYPES can give, for the document: the bytes are the file's, whatever its type.
-      responseType: [...new Set([...Object.values(TYPES), 'application/octet-stream'])],
-      errors: [401, 403, 404, 413, 416],
-      handler: async (ctx, { params }) => {
-        const file = await data.open(await bindRequest(ctx, gateway), params.uuid, params.path, ctx.get('range') || undefined);
+      query: FileQuery,
+      response: z.unknown().describe('The JSON answer: the parsed .json file, or the text as a JSON string; with raw, the bytes as they are on disk.'),
+      // Every type TYPES can give, for the document: the raw bytes are the file's, whatever its type.
+      responseType: [...new Set(['application/json', ...Object.values(TYPES), 'application/octet-stream'])],
+      errors: [401, 403, 404, 406, 413, 416],
+      handler: async (ctx, { params, query }) => {
+        const bound = await bindRequest(ctx, gateway);
+        // The answer depends on Accept: caches keep the two apart.
+        ctx.vary('Accept');
+        const raw = query.raw || ctx.accepts('application/json', 'application/octet-stream') === 'application/octet-stream';
+        if (!raw) {
+          // Serialized here: Koa would send a string as text/plain and a JSON null as 204.
+          const value = await data.read(bound, params.uuid, params.path);
+          ctx.type = 'application/json';
+          ctx.body = JSON.stringify(value);
+          return;
+        }
+        const file = await data.open(bound, params.uuid, params.path, ctx.get('range') || undefined);
         ctx.type = TYPES[/\.[^.]+$/.exec(file.name)?.[0]?.toLowerCase() ?? ''] ?? 'application/octet-stream';
         ctx.set('X-Content-Type-Options', 'nosniff');
         ctx.set('Accept-Ranges', 'bytes');

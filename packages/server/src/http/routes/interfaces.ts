@@ -16,6 +16,7 @@ import {
   UuidParams,
 } from '../../contract/rest.js';
 import { displayFields } from '../../service/display.js';
+import type { InterfaceInfo as ServiceInfo } from '../../service/interfaces.js';
 import type { Gateway } from '../../service/gateway.js';
 import { bindRequest } from '../bind.js';
 import { atOwner } from '../owner-relay.js';
@@ -41,7 +42,9 @@ function closeSignal(socket: Socket): AbortSignal {
 }
 
 export function interfaceRoutes(gateway: Gateway) {
-  const { interfaces } = gateway;
+  const { interfaces, executions } = gateway;
+  /** An InterfaceInfo answer: the record with `cached`, computed now (its runs change, the record does not). */
+  const answer = async (ctx: Awaited<ReturnType<typeof bindRequest>>, info: Promise<ServiceInfo>) => (await executions.withCached(ctx, [await info]))[0];
   return [
     route({
       method: 'get',
@@ -52,7 +55,10 @@ export function interfaceRoutes(gateway: Gateway) {
       query: ListQuery,
       response: InterfaceList,
       errors: [401, 403, 503],
-      handler: async (ctx, { query }) => interfaces.list(await bindRequest(ctx, gateway), query.limit),
+      handler: async (ctx, { query }) => {
+        const bound = await bindRequest(ctx, gateway);
+        return executions.withCached(bound, await interfaces.list(bound, query.limit));
+      },
     }),
     route({
       method: 'post',
@@ -64,7 +70,10 @@ export function interfaceRoutes(gateway: Gateway) {
       body: CreateInterfaceRequest,
       response: InterfaceInfo,
       errors: [400, 401, 403, 404, 503],
-      handler: async (ctx, { body }) => interfaces.create(await bindRequest(ctx, gateway), body),
+      handler: async (ctx, { body }) => {
+        const bound = await bindRequest(ctx, gateway);
+        return answer(bound, interfaces.create(bound, body));
+      },
     }),
     route({
       method: 'post',
@@ -94,12 +103,12 @@ export function interfaceRoutes(gateway: Gateway) {
       tag: 'interfaces',
       summary: 'Search interfaces',
       description:
-        'Filters on module, kind, created_by, label and config paths (eq, ne, lt, lte, gt, gte, in, nin, contains, exists), sorts by several keys with a uuid tiebreaker, pages by limit/offset or by cursor. Archived records are hidden unless include_archived.',
+        'Filters on module, kind ("Interface" for every interface record), class_name, created_by, label and config paths (eq, ne, lt, lte, gt, gte, in, nin, contains, exists), sorts by several keys with a uuid tiebreaker, pages by limit/offset or by cursor. Archived records are hidden unless include_archived. Items carry cached (with status, run_count and execution_uuid) only with include_status, which reads each one\'s runs.',
       body: FindRequest,
       response: SearchItemsResponse,
       errors: [401, 403, 503],
       handler: async (ctx, { body }) => {
-        return gateway.executions.search(await bindRequest(ctx, gateway), body);
+        return executions.search(await bindRequest(ctx, gateway), body);
       },
     }),
     route({
@@ -122,7 +131,10 @@ export function interfaceRoutes(gateway: Gateway) {
       params: UuidParams,
       response: InterfaceInfo,
       errors: [401, 403, 404, 503],
-      handler: async (ctx, { params }) => interfaces.get(await bindRequest(ctx, gateway), params.uuid),
+      handler: async (ctx, { params }) => {
+        const bound = await bindRequest(ctx, gateway);
+        return answer(bound, interfaces.get(bound, params.uuid));
+      },
     }),
     route({
       method: 'delete',
@@ -149,7 +161,10 @@ export function interfaceRoutes(gateway: Gateway) {
       body: SetLabelRequest,
       response: InterfaceInfo,
       errors: [401, 403, 404, 503],
-      handler: async (ctx, { params, body }) => interfaces.setLabel(await bindRequest(ctx, gateway), params.uuid, body.label),
+      handler: async (ctx, { params, body }) => {
+        const bound = await bindRequest(ctx, gateway);
+        return answer(bound, interfaces.setLabel(bound, params.uuid, body.label));
+      },
     }),
     route({
       method: 'post',
@@ -177,7 +192,10 @@ export function interfaceRoutes(gateway: Gateway) {
       query: ArchiveQuery,
       response: InterfaceInfo,
       errors: [401, 403, 404, 503],
-      handler: async (ctx, { params, query }) => interfaces.archive(await bindRequest(ctx, gateway), params.uuid, query.restore),
+      handler: async (ctx, { params, query }) => {
+        const bound = await bindRequest(ctx, gateway);
+        return answer(bound, interfaces.archive(bound, params.uuid, query.restore));
+      },
     }),
   ];
 }

@@ -56,10 +56,10 @@ export function decodeValue(value: unknown): unknown {
 }
 
 /**
- * How many code units of module, kind, created_by and label their b-tree indexes hold (and of a
+ * How many code units of module, kind, class_name, created_by and label their b-tree indexes hold (and of a
  * count's value, counts.ts). PostgreSQL refuses an index row over about 2700 bytes and a coded
  * unit takes 4, so an index on the whole value failed (500) on a 1024-character label; these
- * columns take text of any length (created_by comes from a header, module and kind from the
+ * columns take text of any length (created_by comes from a header, module and class_name from the
  * project's code, records from `portico index copy`). A prefix is bounded (512 bytes) and keeps
  * the order (a < b implies prefix(a) <= prefix(b)), so a condition on the prefix beside the one on
  * the whole value walks the index while the whole value decides.
@@ -67,11 +67,11 @@ export function decodeValue(value: unknown): unknown {
 export const INDEXED_PREFIX = 128;
 
 /**
- * The text columns indexed by their prefix. Schema version 3 builds these indexes with this list and
- * INDEXED_PREFIX, and a query reaches them only by spelling the same expression: changing either
- * takes a new migration.
+ * The text columns indexed by their prefix. Schema version 3 builds these indexes for the first
+ * four and INDEXED_PREFIX, version 5 the one on class_name, and a query reaches them only by
+ * spelling the same expression: changing either takes a new migration.
  */
-export const PREFIX_INDEXED: ReadonlySet<string> = new Set(['module', 'kind', 'created_by', 'label']);
+export const PREFIX_INDEXED: ReadonlySet<string> = new Set(['module', 'kind', 'created_by', 'label', 'class_name']);
 
 /** The indexed prefix of a coded text expression, as the indexes spell it. */
 export const indexedPrefix = (sql: string): string => `left(${sql}, ${INDEXED_PREFIX})`;
@@ -79,8 +79,8 @@ export const indexedPrefix = (sql: string): string => `left(${sql}, ${INDEXED_PR
 /** The indexed prefix of coded text, computed here (a coded unit is one surrogate pair in JavaScript). */
 export const codedPrefix = (coded: string): string => coded.slice(0, 2 * INDEXED_PREFIX);
 
-/** The columns of one record, in table order (see schema.ts). */
-export const RECORD_COLUMNS = ['uuid', 'module', 'kind', 'label', 'created_by', 'created_at', 'archived', 'config', 'predicate', 'version', 'meta'] as const;
+/** The columns of one record (see schema.ts; class_name came last, with version 5). */
+export const RECORD_COLUMNS = ['uuid', 'module', 'kind', 'class_name', 'label', 'created_by', 'created_at', 'archived', 'config', 'predicate', 'version', 'meta'] as const;
 
 /** A row as the database returns it. */
 export type RecordRow = Record<(typeof RECORD_COLUMNS)[number], unknown>;
@@ -115,6 +115,7 @@ export function recordValues(record: InterfaceRecord): unknown[] {
     codeText(record.uuid),
     codeText(record.module),
     codeText(record.kind),
+    codeText(record.class_name),
     record.label === null ? null : codeText(record.label),
     codeText(record.created_by),
     codeText(record.created_at),
@@ -132,6 +133,7 @@ export function rowRecord(row: RecordRow): InterfaceRecord {
     uuid: decodeText(row.uuid as string),
     module: decodeText(row.module as string),
     kind: decodeText(row.kind as string),
+    class_name: decodeText(row.class_name as string),
     config: decodeValue(row.config) as Record<string, unknown>,
     predicate: decodeValue(row.predicate) as Record<string, unknown>,
     version: decodeValue(row.version) as unknown[],

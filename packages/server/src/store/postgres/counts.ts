@@ -11,23 +11,42 @@
  * transaction, so readers see either the deltas or their sum); it runs periodically and when a
  * search summed many deltas (postgres-store.ts).
  *
- * Dimensions: 'all' (value ''), 'module', 'kind', 'created_by', 'label' (the coded value), and
- * 'unlabelled' (value '') for records whose label is null. Values are never NULL, so groups join
+ * Dimensions: 'all' (value ''), 'module', 'kind', 'class_name' (from schema version 5),
+ * 'created_by', 'label' (the coded value), and 'unlabelled' (value '') for records whose label is null. Values are never NULL, so groups join
  * and index on plain equality.
  */
-import type { QueryPlan } from '../query.js';
+import { COUNTED_FIELDS, type QueryPlan } from '../query.js';
 import { codeText, indexedPrefix } from './coding.js';
 
-/** The (dimension, value) pairs one row of portico_interfaces counts in. */
-const GROUPS = `LATERAL (VALUES ('all', ''), ('module', module), ('kind', kind), ('created_by', created_by),
+/** The counted text columns of schema versions 2 to 4; version 5 adds class_name. */
+const FIELDS_V2 = ['module', 'kind', 'created_by'] as const;
+const FIELDS_V5 = [...FIELDS_V2, 'class_name'] as const;
+
+/** The (dimension, value) pairs one row of portico_interfaces counts in, when `fields` (and label) are counted. */
+const groups = (fields: readonly string[]) => `LATERAL (VALUES ('all', ''), ${fields.map((f) => `('${f}', ${f})`).join(', ')},
   (CASE WHEN label IS NULL THEN 'unlabelled' ELSE 'label' END, coalesce(label, ''))) AS counted(dimension, value)`;
 
 /** Appends the deltas of the rows in `changed` (with a signed `delta` column each), one row per group that changed. */
-const appendDeltas = (changed: string) => `INSERT INTO portico_counts (project, dimension, value, archived, delta)
-      SELECT project, dimension, value, archived, sum(delta) FROM (${changed}) AS changed, ${GROUPS}
+const appendDeltas = (fields: readonly string[], changed: string) => `INSERT INTO portico_counts (project, dimension, value, archived, delta)
+      SELECT project, dimension, value, archived, sum(delta) FROM (${changed}) AS changed, ${groups(fields)}
       GROUP BY project, dimension, value, archived HAVING sum(delta) <> 0;`;
 
-const COLUMNS = 'project, module, kind, created_by, label, archived';
+/** The trigger function that appends the deltas of a statement's rows, counting `fields`. */
+const countChanges = (fields: readonly string[], replace = false) => {
+  const columns = `project, ${fields.join(', ')}, label, archived`;
+  return `CREATE ${replace ? 'OR REPLACE ' : ''}FUNCTION portico_count_changes() RETURNS trigger LANGUAGE plpgsql AS $count$
+   BEGIN
+     IF TG_OP = 'INSERT' THEN
+       ${appendDeltas(fields, `SELECT ${columns}, 1 AS delta FROM new_rows`)}
+     ELSIF TG_OP = 'DELETE' THEN
+       ${appendDeltas(fields, `SELECT ${columns}, -1 AS delta FROM old_rows`)}
+     ELSE
+       ${appendDeltas(fields, `SELECT ${columns}, 1 AS delta FROM new_rows UNION ALL SELECT ${columns}, -1 FROM old_rows`)}
+     END IF;
+     RETURN NULL;
+   END
+   $count$;`;
+};
 
 /**
  * Schema version 2: the counts table, the triggers that keep it, and the counts of the rows that
@@ -46,18 +65,7 @@ export const COUNTS_MIGRATION = `CREATE TABLE portico_counts (
    );
    CREATE INDEX portico_counts_group ON portico_counts (project, dimension, value, archived) INCLUDE (delta);
    CREATE INDEX portico_counts_pending ON portico_counts (project) WHERE NOT compacted;
-   CREATE FUNCTION portico_count_changes() RETURNS trigger LANGUAGE plpgsql AS $count$
-   BEGIN
-     IF TG_OP = 'INSERT' THEN
-       ${appendDeltas(`SELECT ${COLUMNS}, 1 AS delta FROM new_rows`)}
-     ELSIF TG_OP = 'DELETE' THEN
-       ${appendDeltas(`SELECT ${COLUMNS}, -1 AS delta FROM old_rows`)}
-     ELSE
-       ${appendDeltas(`SELECT ${COLUMNS}, 1 AS delta FROM new_rows UNION ALL SELECT ${COLUMNS}, -1 FROM old_rows`)}
-     END IF;
-     RETURN NULL;
-   END
-   $count$;
+   ${countChanges(FIELDS_V2)}
    CREATE TRIGGER portico_count_inserts AFTER INSERT ON portico_interfaces
      REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION portico_count_changes();
    CREATE TRIGGER portico_count_updates AFTER UPDATE ON portico_interfaces
@@ -65,7 +73,7 @@ export const COUNTS_MIGRATION = `CREATE TABLE portico_counts (
    CREATE TRIGGER portico_count_deletes AFTER DELETE ON portico_interfaces
      REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION portico_count_changes();
    INSERT INTO portico_counts (project, dimension, value, archived, delta, compacted)
-     SELECT project, dimension, value, archived, count(*), true FROM portico_interfaces, ${GROUPS}
+     SELECT project, dimension, value, archived, count(*), true FROM portico_interfaces, ${groups(FIELDS_V2)}
      GROUP BY project, dimension, value, archived;`;
 
 /**
@@ -99,6 +107,20 @@ export const COMPACT = [
    GROUP BY project, dimension, value, archived HAVING sum(delta) <> 0`,
 ] as const;
 
+/**
+ * Schema version 5, the counts' part (schema.ts runs it after class_name is filled in): the
+ * trigger function counts class_name too, and the class_name groups of the rows that exist are
+ * backfilled. The kind groups need nothing: the statement that moved the class names out of kind
+ * ran under the previous function, whose deltas moved each row's count from its old kind to
+ * 'Interface'. Last, those deltas are folded (COMPACT's fold, in the migration's transaction), so that
+ * the migration leaves one row per group, as the backfills do.
+ */
+export const COUNTS_CLASS_NAME_MIGRATION = `${countChanges(FIELDS_V5, true)}
+   INSERT INTO portico_counts (project, dimension, value, archived, delta, compacted)
+     SELECT project, 'class_name', class_name, archived, count(*), true FROM portico_interfaces
+     GROUP BY project, class_name, archived;
+   ${COMPACT[1]};`;
+
 /** The group whose sum is a search's total, with the archived values it covers (none: no record can match). */
 export interface CountedGroup {
   dimension: string;
@@ -107,11 +129,9 @@ export interface CountedGroup {
   archived: boolean[];
 }
 
-const COUNTED_FIELDS = new Set(['module', 'kind', 'created_by', 'label']);
-
 /**
  * The group that holds a search's total, or null when the counts cannot answer it (any filter
- * other than one `eq` on module, kind, created_by or label, plus `eq` on archived): such totals
+ * other than one `eq` on module, kind, class_name, created_by or label, plus `eq` on archived): such totals
  * are counted (search-sql.ts). It answers at least what query.ts `countedFilters` promises exact.
  */
 export function countedGroup(plan: Pick<QueryPlan, 'filters' | 'includeArchived'>): CountedGroup | null {

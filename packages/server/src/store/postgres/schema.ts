@@ -6,23 +6,26 @@
  * One table holds every project's records, keyed by (project, uuid). Every string in it is coded
  * (coding.ts) and every text column uses the "C" collation, so text order is UTF-16 code-unit
  * order, as the search semantics require. The indexes serve the common searches: newest first
- * (optionally by module, kind, created_by or label, or among archived records) walk one b-tree in
+ * (optionally by module, kind, class_name, created_by or label, or among archived records) walk one b-tree in
  * order; config-field equality uses the GIN index on config. The b-trees carry `archived`, so that
  * counting the matches for `total` reads the index alone. The totals of the common searches come
- * from portico_counts, kept by triggers (counts.ts). The indexes on module, kind, created_by and
- * label (and on count values) hold a bounded prefix of the value, so that values of any length fit
+ * from portico_counts, kept by triggers (counts.ts). The indexes on module, kind, class_name,
+ * created_by and label (and on count values) hold a bounded prefix of the value, so that values of any length fit
  * in a b-tree row (coding.ts, INDEXED_PREFIX).
  */
 import type pg from 'pg';
 import { PorticoError } from '../../errors.js';
-import { indexedPrefix, PREFIX_INDEXED } from './coding.js';
-import { COUNTS_MIGRATION, COUNTS_PREFIX_MIGRATION } from './counts.js';
+import { codeText, indexedPrefix } from './coding.js';
+import { COUNTS_CLASS_NAME_MIGRATION, COUNTS_MIGRATION, COUNTS_PREFIX_MIGRATION } from './counts.js';
 import { LEASES_MIGRATION } from './leases.js';
+import { INTERFACE_KIND } from '../store.js';
 
-/** The b-trees that serve one text column's searches newest first, on its bounded prefix (coding.ts, INDEXED_PREFIX). */
-const prefixIndexes = [...PREFIX_INDEXED]
-  .map((column) => `CREATE INDEX portico_${column} ON portico_interfaces (project, ${indexedPrefix(column)}, created_at DESC, uuid) INCLUDE (archived);`)
-  .join('\n   ');
+/** The b-trees that serve text columns' searches newest first, on their bounded prefix (coding.ts, INDEXED_PREFIX, PREFIX_INDEXED). */
+const prefixIndexes = (columns: readonly string[]) =>
+  columns.map((column) => `CREATE INDEX portico_${column} ON portico_interfaces (project, ${indexedPrefix(column)}, created_at DESC, uuid) INCLUDE (archived);`).join('\n   ');
+
+/** A string as a SQL literal (a coded string holds no quote, but this says so rather than assumes it). */
+const literal = (text: string) => `'${text.replace(/'/g, "''")}'`;
 
 /** Migration n (1-based) takes the schema from version n - 1 to n. */
 export const MIGRATIONS: readonly string[] = [
@@ -53,10 +56,18 @@ export const MIGRATIONS: readonly string[] = [
   COUNTS_MIGRATION,
   // Long values: the indexes on module, kind, created_by, label and count values hold a bounded prefix.
   `DROP INDEX portico_module, portico_kind, portico_created_by, portico_label;
-   ${prefixIndexes}
+   ${prefixIndexes(['module', 'kind', 'created_by', 'label'])}
    ${COUNTS_PREFIX_MIGRATION}`,
   // Who owns each live instance when several gateways serve a project: see leases.ts.
   LEASES_MIGRATION,
+  // kind means what the reference means ('Interface' for every interface record); the interface
+  // class name, which kind held until now, moves to its own column, indexed and counted as kind was.
+  // One transaction: an interrupted migration leaves version 4 whole, and the next start runs it again.
+  `ALTER TABLE portico_interfaces ADD COLUMN class_name text COLLATE "C";
+   UPDATE portico_interfaces SET class_name = kind, kind = ${literal(codeText(INTERFACE_KIND))};
+   ALTER TABLE portico_interfaces ALTER COLUMN class_name SET NOT NULL;
+   ${prefixIndexes(['class_name'])}
+   ${COUNTS_CLASS_NAME_MIGRATION}`,
 ];
 
 /** The schema version this gateway writes. */

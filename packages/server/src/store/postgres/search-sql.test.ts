@@ -96,7 +96,8 @@ describe('search compiled to SQL', () => {
     const cursor = plan.cursorAfter({
       uuid: 'u1',
       module: 'm',
-      kind: 'K',
+      kind: 'Interface',
+      class_name: 'K',
       config: {},
       predicate: {},
       version: [],

@@ -23,7 +23,7 @@ export interface Statement {
 }
 
 const INDEX = /^(?:0|[1-9][0-9]*)$/;
-const TEXT_FIELDS = new Set(['uuid', 'module', 'kind', 'created_by', 'created_at']);
+const TEXT_FIELDS = new Set(['uuid', 'module', 'kind', 'class_name', 'created_by', 'created_at']);
 
 const isCompound = (value: unknown): value is object => value !== null && typeof value === 'object';
 
