@@ -77,10 +77,10 @@ export async function startMarimo(bin: string, env: Record<string, string>, app:
   return startFrontEnd(path.join(bin, 'marimo'), args, { ...env, PATH: `${bin}${path.delimiter}${process.env.PATH}` }, port, '/health', path.dirname(app));
 }
 
-/** A one-cell notebook (Python 3 kernel) whose cell is `source`. */
-export async function writeNotebook(file: string, source: string): Promise<void> {
+/** A notebook (Python 3 kernel) of one code cell per source. */
+export async function writeNotebook(file: string, sources: string | string[]): Promise<void> {
   const notebook = {
-    cells: [{ cell_type: 'code', execution_count: null, id: 'portico-cell', metadata: {}, outputs: [], source }],
+    cells: [sources].flat().map((source, i) => ({ cell_type: 'code', execution_count: null, id: `portico-cell-${i}`, metadata: {}, outputs: [], source })),
     metadata: { kernelspec: { display_name: 'Python 3 (ipykernel)', language: 'python', name: 'python3' }, language_info: { name: 'python' } },
     nbformat: 4,
     nbformat_minor: 5,
