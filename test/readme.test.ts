@@ -41,7 +41,7 @@ const RUN = SHELL.filter((b) => !b.directive?.skip);
 /** The shell blocks that do not run here, by the heading they are under, with why (README order). */
 const SKIPPED = [
   'Set up',
-  'Notebooks and JupyterLab',
+  "Portico's JupyterLab extension",
   'PostgreSQL: one index for many gateways',
   'On a Slurm cluster',
   'Command line',
