@@ -75,6 +75,9 @@ class WidgetTest(GatewayTestCase):
         self.assertIn("knob", bundle["text/html"])
         self.assertIn(knob.uuid, bundle["text/html"])
         self.assertIn(f'href="{self.gateway.url}', bundle["text/html"])
+        # Without anywidget in this Python, the text says both ways to the live widget.
+        self.assertIn("%pip install anywidget", bundle["text/html"])
+        self.assertIn("Portico extension", bundle["text/html"])
         self.assertIn(knob.uuid, bundle["text/plain"])
         self.assertEqual(set(knob._repr_mimebundle_(include=["text/plain"])), {"text/plain"})
         self.assertEqual(set(knob._repr_mimebundle_(exclude=["text/html"])), {WIDGET_MIME_TYPE, "text/plain"})
