@@ -113,8 +113,15 @@ async function serve(argv: string[]): Promise<number> {
     unwatch = whenOrphaned(() => resolve('npm, which started the gateway, is gone'));
   });
   unwatch();
+  const first = performance.now();
   // Through the gateway's log (JSON lines on a stderr that is not a terminal), like every other line it writes.
   const now = (again: NodeJS.Signals) => {
+    // One Ctrl+C under npm arrives twice: the terminal signals the whole foreground group, npm
+    // among it, and npm passes its own copy on. That copy is the same Ctrl+C, not a second one.
+    if (again === signal && performance.now() - first < SIGNAL_ECHO_MS) {
+      process.once(again, () => now(again));
+      return;
+    }
     running.gateway.log(`${again} again, stopping now`, 'warn');
     process.exit(again === 'SIGINT' ? 130 : 143);
   };
@@ -125,6 +132,9 @@ async function serve(argv: string[]): Promise<number> {
   await running.close();
   return 0;
 }
+
+/** A repeat of the first stop signal this soon after it is the same signal passed on by npm, not a second one (ms). */
+const SIGNAL_ECHO_MS = 1000;
 
 /** How often a gateway started by npm checks that npm is still there (ms). */
 const PARENT_CHECK_MS = 500;

@@ -156,6 +156,10 @@ export class Worker {
         // the worker puts the project on sys.path itself, after its own imports.
         env: { ...process.env, PYTHONPATH: joinPythonPath(PYTHON_DIR, process.env.PYTHONPATH), PYTHONUNBUFFERED: '1', PYTHONSAFEPATH: '1' },
         stdio: ['ignore', 'pipe', 'pipe', 'pipe', channel.workerEnd],
+        // Its own session and process group: a terminal's Ctrl+C (SIGINT to the whole foreground
+        // group) reaches the gateway, which drains and stops its workers, never the worker itself
+        // (a KeyboardInterrupt mid-call). A gateway that dies leaves it EOF on its pipe: it exits.
+        detached: true,
       });
     } finally {
       channel.workerEnd.destroy(); // the worker has its own copy; the gateway end sees EOF when it exits
