@@ -21,7 +21,10 @@ export const ERROR_CODES = {
   read_only: { status: 409, meaning: 'The widget does not accept changes (its widget_update rejected them).' },
   call_failed: { status: 400, meaning: 'The method raised; `exception` names its class.' },
   unserializable_result: { status: 400, meaning: 'The method returned a value that is not JSON.' },
-  streaming_unsupported: { status: 400, meaning: 'A streaming method was called over REST; use the WebSocket.' },
+  streaming_unsupported: {
+    status: 400,
+    meaning: 'A generator was called over REST with a plain JSON answer asked for: stream it with Accept: application/x-ndjson (or text/event-stream), or over the WebSocket.',
+  },
   module_error: { status: 400, meaning: 'The module fails to import, or has no single interface class.' },
   unknown_module: {
     status: 400,

@@ -174,7 +174,9 @@ export function protocolDoc() {
     transport: {
       control_plane: `JSON text frames, each an object with a type field, nested at most ${LIMITS.jsonDepthMax} levels below the frame (limits.jsonDepthMax; deeper answers invalid_argument)`,
       data_plane: 'raw binary WebSocket frames',
-      rest: `JSON over HTTP under /v1; OpenAPI at /openapi.json; a body nested more than ${LIMITS.jsonDepthMax} levels below itself answers 400 invalid_argument; an error body is {detail, code, message}: detail is the message, except on 400 ({code, message, issues?, exception?}) and 422 (the validation list)`,
+      rest: `JSON over HTTP under /v1; OpenAPI at /openapi.json; a body nested more than ${LIMITS.jsonDepthMax} levels below itself answers 400 invalid_argument; an error body is {detail, code, message}: detail is the message, except on 400 and on every failure of POST /v1/interfaces/call ({code, message, issues?, exception?}) and on 422 (the validation list)`,
+      http_streaming:
+        'POST /v1/interfaces/call with Accept: application/x-ndjson answers as the call goes, one JSON object per line, the WebSocket frames without ids: {"type":"stream","payload"} per item, {"type":"event","payload"} per emit(), then one line that ends the call: {"type":"stream","payload":null,"final":true}, {"type":"result","payload"} or {"type":"error","payload":{code,message,…}}; display bundles as in REST answers. Accept: text/event-stream sends the same objects as server-sent events (event: <type>, data: <json>). Nothing is sent before the first line: a call that fails at once answers its JSON error status. A client that closes the response cancels the call.',
     },
     ws_endpoints: {
       '/v1/interfaces/ws': 'Create or attach to any interface; call, stream, events.',

@@ -44,6 +44,20 @@ export const InterfaceCallResponse = z
   })
   .openapi('InterfaceCallResponse');
 
+/**
+ * One line of a call answered as it happens (Accept: application/x-ndjson, or text/event-stream
+ * where each is an event named by its type): the WebSocket's frames without ids.
+ */
+export const CallStreamLine = z
+  .object({
+    type: z.enum(['stream', 'event', 'result', 'error']).describe('stream: an item the generator yielded (final: true ends the call); event: what the method emitted; result: the return value of a plain method (ends the call); error: the call failed ({code, message, …} in payload; ends the call).'),
+    payload: z.unknown(),
+    final: z.boolean().optional(),
+    display: DisplayBundle.optional(),
+    metadata: DisplayMetadata.optional(),
+  })
+  .openapi('CallStreamLine');
+
 export const InterfaceList = z.array(InterfaceInfo);
 
 export const ListQuery = z.object({

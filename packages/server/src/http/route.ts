@@ -33,6 +33,8 @@ export interface RouteSpec<B extends z.ZodType | undefined, Q extends AnyObject 
   response: z.ZodType | null;
   /** The 200 body's media types for the docs (default application/json). */
   responseType?: string | string[];
+  /** Other media types the 200 may have instead, each with its own schema (a call's streamed lines), for the docs. */
+  alsoResponds?: Record<string, z.ZodType>;
   /** Statuses besides 200/422 this route answers, for the docs. */
   errors?: number[];
   /** Answered but left out of /openapi.json and /docs (a feature this gateway has switched off, or a route only gateways use). */
@@ -150,7 +152,13 @@ export function mountRoutes(router: Router, registry: OpenAPIRegistry, routes: A
     responses[spec.response === null ? 204 : 200] =
       spec.response === null
         ? { description: 'No content' }
-        : { description: 'Success', content: Object.fromEntries([spec.responseType ?? 'application/json'].flat().map((type) => [type, { schema: spec.response! }])) };
+        : {
+            description: 'Success',
+            content: {
+              ...Object.fromEntries([spec.responseType ?? 'application/json'].flat().map((type) => [type, { schema: spec.response! }])),
+              ...Object.fromEntries(Object.entries(spec.alsoResponds ?? {}).map(([type, schema]) => [type, { schema }])),
+            },
+          };
     // The body of each error status: the structured detail on a 400, and on every status of a path that always has it.
     const errorSchema = (status: number) => (status === 400 || structuredDetail(spec.path) ? BadRequestResponse : ErrorResponse);
     for (const status of spec.errors ?? []) {

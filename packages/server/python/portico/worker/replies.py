@@ -134,5 +134,6 @@ class Replies:
 def streaming_unsupported(call: Call) -> Refusal:
     return Refusal(
         "streaming_unsupported",
-        f"{call.method}() streams its results; call it over the WebSocket to receive them",
+        f"{call.method}() streams its results: over REST ask for them with Accept: application/x-ndjson "
+        "(or text/event-stream), or call it over the WebSocket",
     )

@@ -1,0 +1,107 @@
+/**
+ * A call answered as it happens over plain HTTP (`curl -N`): `POST /v1/interfaces/call` with
+ * `Accept: application/x-ndjson` answers one JSON object per line, and with
+ * `Accept: text/event-stream` the same objects as server-sent events (`event: <type>`, `data:
+ * <json>`). The objects are the WebSocket's frames, without ids: `stream` for each item a generator
+ * yields, `event` for what the method emits meanwhile, and one last line that ends the call: the
+ * final `stream` frame (`final: true`), a `result`, or an `error` ({code, message, …}). Display
+ * bundles are in them as in REST answers (binary data base64).
+ *
+ * Nothing is sent before the call's first frame: a call that fails at once (no such method, bad
+ * arguments) answers its usual JSON error status. The response paces the generator (an item waits
+ * while the client is behind), and a client that goes away cancels the call inside Python.
+ */
+import { PassThrough } from 'node:stream';
+import type Koa from 'koa';
+import { PorticoError } from '../errors.js';
+import type { CallOutcome } from '../service/interfaces.js';
+import { displayFields, type Display } from '../service/display.js';
+import type { Gateway } from '../service/gateway.js';
+import type { RequestContext } from '../service/context.js';
+
+export type StreamFormat = 'ndjson' | 'sse';
+
+export const STREAM_TYPES: Record<StreamFormat, string> = {
+  ndjson: 'application/x-ndjson',
+  sse: 'text/event-stream',
+};
+
+/** The streamed format `accept` asks for, if it names one (before any plain JSON it also names). */
+export function streamFormat(accept: string | undefined): StreamFormat | undefined {
+  if (!accept) return undefined;
+  for (const part of accept.split(',')) {
+    const type = part.split(';')[0]!.trim().toLowerCase();
+    if (type === STREAM_TYPES.ndjson) return 'ndjson';
+    if (type === STREAM_TYPES.sse) return 'sse';
+    if (type === 'application/json') return undefined;
+  }
+  return undefined;
+}
+
+interface Line {
+  type: 'stream' | 'event' | 'result' | 'error';
+  [field: string]: unknown;
+}
+
+const shown = (line: Line, display?: Display): Line => (display ? { ...line, ...displayFields(display).fields } : line);
+
+/** Calls `input` on `record` and answers it on `ctx` in `format` as it happens. */
+export async function streamCall(
+  ctx: Koa.Context,
+  gateway: Gateway,
+  bound: RequestContext,
+  record: { uuid: string; module: string },
+  input: { method: string; args?: unknown[]; kwargs?: Record<string, unknown> },
+  format: StreamFormat,
+  signal: AbortSignal,
+): Promise<void> {
+  const out = new PassThrough();
+  const encode = format === 'ndjson' ? (line: Line) => `${JSON.stringify(line)}\n` : (line: Line) => `event: ${line.type}\ndata: ${JSON.stringify(line)}\n\n`;
+  let open = false;
+  let began!: (failure?: PorticoError) => void;
+  const beginning = new Promise<PorticoError | undefined>((resolve) => (began = resolve));
+  const held: Line[] = [];
+  /** Writes a line; resolves when the client took it (so a generator waits for a slow client). */
+  const write = (line: Line): void | Promise<void> => {
+    if (!open) {
+      held.push(line);
+      began();
+      return;
+    }
+    if (out.destroyed) return;
+    if (!out.write(encode(line))) return new Promise((resolve) => out.once('drain', resolve).once('close', resolve));
+  };
+  const detach = bound.project.attach(record.uuid, record.module, (push) => {
+    if (push.type === 'event') void write(shown({ type: 'event', payload: push.payload }, push.display));
+  });
+  gateway.interfaces.call(bound, record as never, input, {
+    signal,
+    onItem: (payload, display) => write(shown({ type: 'stream', payload }, display)),
+    onSettled: (outcome: CallOutcome) => {
+      detach();
+      if (!open && held.length === 0 && !outcome.ok) return began(outcome.error);
+      const last: Line = !outcome.ok
+        ? { type: 'error', payload: outcome.error.toDetail() }
+        : outcome.streamed
+          ? { type: 'stream', payload: null, final: true }
+          : shown({ type: 'result', payload: outcome.payload }, outcome.display);
+      void write(last);
+      if (open) out.end();
+      else held.push({ type: 'end' as never });
+    },
+  });
+  const failure = await beginning;
+  if (failure) throw failure;
+  ctx.status = 200;
+  ctx.type = STREAM_TYPES[format];
+  ctx.set('Cache-Control', 'no-cache');
+  ctx.set('X-Accel-Buffering', 'no'); // a proxy in front (nginx) passes each line on at once
+  ctx.body = out;
+  open = true;
+  let ended = false;
+  for (const line of held.splice(0)) {
+    if ((line.type as string) === 'end') ended = true;
+    else out.write(encode(line));
+  }
+  if (ended) out.end();
+}
