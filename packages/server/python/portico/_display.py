@@ -12,7 +12,13 @@ Values whose class defines none of them (a matplotlib figure has only a ``_repr_
 answers None outside ipympl) are shown by IPython's display formatter when IPython is importable
 in the project's environment: the active shell's, else a ``DisplayFormatter`` that renders
 matplotlib figures as PNG (``select_figure_formats``, as the inline backend does). IPython is
-imported only for such a value, and only when JSON cannot carry it.
+imported only for such a value, and only when JSON cannot carry it. Without IPython, a matplotlib
+figure is drawn by matplotlib itself, as the inline backend would: PNG, or SVG where
+``rcParams["savefig.format"]`` asks for ``"svg"``.
+
+A value JSON cannot carry and nothing shows as more than text (its repr methods all failed or
+answered None, no formatter knows it) is answered as its text, payload None, and the worker logs
+a warning naming its type once: never silently turned into its repr.
 
 Binary data (``bytes``, and the base64 text IPython gives for ``image/png``, ``image/jpeg``
 and ``application/pdf``) is kept as ``bytes``: it leaves the worker as raw buffers.
@@ -249,16 +255,54 @@ def _display_formatter() -> Any:
 
 
 def formatted(value: Any) -> Shown | None:
-    """The bundle of ``value`` by IPython's display formatter; None without IPython. Never raises."""
+    """The bundle of ``value`` by IPython's display formatter, or without IPython a matplotlib
+    figure's by matplotlib; None when neither shows it. Never raises."""
     formatter = _display_formatter()
     if formatter is None:
-        return None
+        return _figure(value)
     try:
         data, metadata = formatter.format(value)
     except Exception as exc:
         _log(f"display: IPython's formatter raised {_described(exc)} on a {type(value).__name__}")
         return None
     return _bundle(value, dict(data or {}), dict(metadata or {}), "IPython's formatter")
+
+
+def _figure(value: Any) -> Shown | None:
+    """A matplotlib figure drawn by matplotlib itself (IPython is not here): PNG, or SVG where
+    ``savefig.format`` is ``"svg"``, trimmed as the inline backend trims it. None for anything else."""
+    figures = sys.modules.get("matplotlib.figure")
+    if figures is None or not isinstance(value, figures.Figure):
+        return None
+    import io
+
+    import matplotlib
+
+    svg = matplotlib.rcParams.get("savefig.format") == "svg"
+    buffer = io.BytesIO()
+    try:
+        value.savefig(buffer, format="svg" if svg else "png", bbox_inches="tight")
+    except Exception as exc:
+        _log(f"display: matplotlib could not draw a {type(value).__name__} ({_described(exc)})")
+        return None
+    data: dict[str, Any] = {"image/svg+xml": buffer.getvalue().decode("utf-8")} if svg else {"image/png": buffer.getvalue()}
+    data["text/plain"] = _plain_text(value)
+    return _bundle(value, data, {}, "matplotlib")
+
+
+_text_only_warned: set[type] = set()
+
+
+def _text_only(value: Any) -> None:
+    """Says once per type that a value with no JSON and no display went as its text."""
+    kind = type(value)
+    if kind in _text_only_warned:
+        return
+    _text_only_warned.add(kind)
+    _log(
+        f"display: a {kind.__module__}.{kind.__qualname__} has no display here (its repr methods gave only text, and "
+        f"{'no formatter knows it' if _display_formatter() is not None else 'IPython is not installed'}): it is answered as its text"
+    )
 
 
 class DisplayTooLarge(ValueError):
@@ -348,6 +392,8 @@ def encoded(value: Any, encode: Callable[[Any, Shown | None], T], what: str) -> 
             shown = other
         elif shown is None:
             raise
+        else:
+            _text_only(value)
         _check_size(shown, what)
         return encode(None, shown)
 

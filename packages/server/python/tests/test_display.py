@@ -421,5 +421,60 @@ class ScienceTest(WorkerTestCase):
         self.assertIs(self.worker.result(self.call("ipython_loaded")), True)
 
 
+NO_IPYTHON = '''
+import sys
+sys.modules["IPython"] = None  # as in an environment without IPython: importing it fails
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+from portico import Interface
+
+
+class Plots(Interface):
+    def figure(self, fmt: str = "png"):
+        matplotlib.rcParams["savefig.format"] = fmt
+        fig, ax = plt.subplots(figsize=(2, 2))
+        ax.plot([1, 3, 2])
+        return fig
+
+    def opaque(self):
+        class Opaque:
+            def _repr_html_(self):
+                return None
+        return Opaque()
+'''
+
+FIGURE_PYTHON = python_with("matplotlib")
+
+
+@unittest.skipIf(FIGURE_PYTHON is None, "matplotlib is not installed here nor in the test venv")
+class FigureWithoutIPythonTest(WorkerTestCase):
+    """Without IPython, a figure is drawn by matplotlib itself; what shows only as text is said so."""
+
+    PYTHON = FIGURE_PYTHON
+    FILES = {"plots.py": NO_IPYTHON}
+
+    def call(self, method: str, *args: object) -> int:
+        return self.worker.call(method, *args, module="plots", uuid="p1")
+
+    def test_a_figure_is_png_drawn_by_matplotlib(self) -> None:
+        frame, data = answered(self.worker, self.call("figure"))
+        self.assertIsNone(frame["payload"])
+        self.assertTrue(data["image/png"].startswith(b"\x89PNG\r\n\x1a\n"))
+        self.assertEqual(data["text/plain"], "<Figure size 200x200 with 1 Axes>")
+
+    def test_svg_where_savefig_format_asks_for_it(self) -> None:
+        _, data = answered(self.worker, self.call("figure", "svg"))
+        self.assertIn("<svg", data["image/svg+xml"])
+        self.assertNotIn("image/png", data)
+
+    def test_a_value_with_no_display_is_its_text_and_the_worker_says_so(self) -> None:
+        frame, data = answered(self.worker, self.call("opaque"))
+        self.assertEqual(set(data), {"text/plain"})
+        self.worker.settle(0.3)
+        self.assertIn("Opaque has no display here", self.worker.stderr.decode())
+        self.assertIn("IPython is not installed", self.worker.stderr.decode())
+
+
 if __name__ == "__main__":
     unittest.main()
