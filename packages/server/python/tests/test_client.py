@@ -53,6 +53,15 @@ class CallTest(GatewayTestCase):
         self.assertEqual(list(streamer.ticks(0)), [])
         self.assertEqual(streamer.echo({"a": [1, 2]}), {"a": [1, 2]})
 
+    def test_a_streams_events_reach_the_callback_in_order_with_its_items(self):
+        streamer = self.proxy("streamer")
+        seen: list = []
+        streamer.on_event(lambda payload: seen.append(("event", payload["progress"])))
+        for tick in streamer.ticks(3):
+            seen.append(("item", tick))
+        # The demo streamer emits its progress after each item; the frames come in that order.
+        self.assertEqual(seen, [("item", "tick 0"), ("event", 1 / 3), ("item", "tick 1"), ("event", 2 / 3), ("item", "tick 2"), ("event", 1)])
+
     def test_errors_carry_the_gateway_codes_and_the_socket_stays_usable(self):
         faulty = self.proxy("faulty")
         with self.assertRaises(GatewayError) as caught:

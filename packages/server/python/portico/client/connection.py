@@ -3,8 +3,9 @@
 Owns the table of waiters by frame id, the routing of text frames (answers, stream items,
 events, widget changes, instance restarts) and of binary frames (into the one read in progress,
 bounded for backpressure), and what happens to every waiter when the socket goes away. Events carry
-no call id: besides the listeners, they go to the oldest call in flight that watches them (to move
-its progress bar, ``progress.py``).
+no call id: while a call is in flight they go to the oldest one, whose consumer moves its progress
+bar (``progress.py``) and hands them to the listeners in order with its items; otherwise straight
+to the listeners.
 """
 
 from __future__ import annotations
@@ -223,11 +224,14 @@ class Connection:
         kind = frame.get("type")
         frame_id = frame.get("id")
         if kind == "event":
-            self._dispatch("event", Display.of(frame))
+            # While a call is in flight, its events go with its frames, and its consumer hands them
+            # to the listeners in order with its items (proxy._answer); otherwise they go now.
             with self.lock:
                 watcher = self.pending.get(self.watchers[0]) if self.watchers else None
             if watcher is not None and watcher is not _DISCARD:
                 watcher.put(frame)
+            else:
+                self._dispatch("event", Display.of(frame))
             return
         if kind == "instance_restarted":
             payload = frame.get("payload")

@@ -44,6 +44,15 @@ class Listeners:
         if callbacks:
             self._enqueue(callbacks, value)
 
+    def run_now(self, kind: str, value: Any) -> None:
+        """Runs the callbacks of ``kind`` with ``value`` in this thread (a call's consumer, so that
+        its events reach them in order with its items)."""
+        for callback in list(self.callbacks[kind]):
+            try:
+                callback(value)
+            except Exception:
+                log.exception("portico.client: a listener callback raised")
+
     def run_later(self, callback: Callable[[Any], Any], value: Any) -> None:
         """Runs ``callback(value)`` on the listeners' thread, after what was dispatched before."""
         self._enqueue([callback], value)

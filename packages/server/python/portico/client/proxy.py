@@ -77,14 +77,17 @@ class _Method:
 
 
 def _answer(conn: Connection, waiter: Any, bar: Progress | None) -> dict[str, Any]:
-    """The next frame answering a call; events emitted meanwhile (watched when ``bar`` is
-    there) move the bar on the way."""
+    """The next frame answering a call; events emitted meanwhile move the bar and reach the
+    ``on_event`` listeners on the way, in order with the call's items."""
     while True:
         frame = conn.next(waiter)
         if frame.get("type") != "event":
             return frame
         if bar is not None:
             bar.event(frame.get("payload"))
+        listeners = conn.listeners()
+        if listeners is not None:
+            listeners.run_now("event", Display.of(frame))
 
 
 class InterfaceProxy(transfers.DataMethods):
@@ -213,7 +216,7 @@ class InterfaceProxy(transfers.DataMethods):
         conn = self._connection()
         waiter: queue.SimpleQueue[Any] = queue.SimpleQueue()
         bar = Progress.start(self._gateway.progress)
-        call_id = conn.register(waiter, watch=bar is not None)
+        call_id = conn.register(waiter, watch=True)
         frame: dict[str, Any] = {"type": "call", "id": call_id, "method": method}
         if args:
             frame["args"] = list(args)
@@ -273,7 +276,9 @@ class InterfaceProxy(transfers.DataMethods):
         an event that carries a MIME bundle (``self.emit(fig)``), a :class:`Display` whose
         ``payload`` is the event's JSON value (``on_event(IPython.display.display)`` shows them).
 
-        Callbacks run in order on one thread of the proxy's own; they may call the proxy.
+        Events a method emits while a call of this proxy is in flight reach the callbacks in the
+        thread consuming that call, in order with its items (``for x in p.ticks(3)`` sees item,
+        event, item, …); others run in order on one thread of the proxy's own. Callbacks may call the proxy.
         Returns ``callback``, so this works as a decorator.
         """
         self._listeners.add("event", callback)
