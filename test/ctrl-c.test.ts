@@ -129,6 +129,9 @@ describe('Ctrl+C in a terminal', { timeout: 180_000 }, () => {
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
     const terminal = await onTerminal(['npm', 'start', '--', project, '--port', String(port)], banner(port));
+    // A refused page is told the command this gateway was started with.
+    const refused = await (await fetch(`${url}/v1/origin`, { headers: { origin: 'http://elsewhere.test' } })).json();
+    expect(refused.message).toContain('Allow it with: npm start -- --allow-origin http://elsewhere.test');
     const work = await inFlight(url);
     await expectCleanStop(terminal, port, project, work);
   });

@@ -284,7 +284,8 @@ describe('bundles in events, stream items and runs', { timeout: 60_000 }, () => 
     const max = (await api({ url }, 'GET', '/v1/protocol')).body.limits.displayMaxBytes;
     const res = await call('emit_huge');
     expect(res.status).toBe(413);
-    expect(res.body).toMatchObject({ code: 'payload_too_large', exception: 'DisplayTooLarge', message: expect.stringContaining(`emit() has a display bundle of`) });
+    // A failure of the call endpoint: the structured detail (README Errors), with the exception in it.
+    expect(res.body).toMatchObject({ code: 'payload_too_large', detail: { code: 'payload_too_large', exception: 'DisplayTooLarge' }, message: expect.stringContaining(`emit() has a display bundle of`) });
     expect(res.body.message).toContain(`at most ${max} are allowed (limits.displayMaxBytes)`);
     const client = await Client.open(url);
     await client.connect('plots');

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { API_VERSION, PROTOCOL_VERSION, VERSION } from '../packages/server/src/index.js';
 import { api, cleanup, gateway, ROOT, tempProject } from './helpers.js';
-import { freePort, groupGone, killGroup, launch, members, portFree, type Launched } from './support/processes.js';
+import { children, freePort, groupGone, killGroup, launch, members, portFree, processGone, type Launched } from './support/processes.js';
 
 afterAll(cleanup);
 
@@ -75,9 +75,13 @@ describe('npm start -- PROJECT [flags]', { timeout: 180_000 }, () => {
     const chain = members(started.group);
     const gatewayProcess = chain.find((p) => p.command.includes('scripts/start.mjs'));
     expect(gatewayProcess, JSON.stringify(chain)).toBeDefined();
-    expect(chain.some((p) => /python/.test(p.command))).toBe(true); // the worker, stopped with the rest
+    // The worker is the gateway's child in a session of its own (a terminal's Ctrl+C must not reach it), stopped with the rest.
+    const worker = children(gatewayProcess!.pid).find((p) => /python/.test(p.command));
+    expect(worker, JSON.stringify(children(gatewayProcess!.pid))).toBeDefined();
+    expect(chain.some((p) => p.pid === worker!.pid)).toBe(false);
     process.kill(target === 'npm' ? started.group : gatewayProcess!.pid, signal);
     await groupGone(started.group);
+    await processGone(worker!.pid);
     expect(await portFree(Number(port))).toBe(true);
   });
 });
@@ -149,11 +153,18 @@ describe('GET /v1 and /docs', () => {
       protocol_version: PROTOCOL_VERSION,
       links: expect.objectContaining({ docs: '/docs', openapi: '/openapi.json', health: '/v1/health', protocol: '/v1/protocol' }),
     });
-    for (const [name, link] of Object.entries(res.body.links as Record<string, string>)) {
-      if (name === 'websocket') continue;
-      expect((await api(g, 'GET', link)).status, link).toBe(200);
+    const links = res.body.links as Record<string, string>;
+    const doc = (await api(g, 'GET', '/openapi.json')).body;
+    for (const [name, link] of Object.entries(links)) {
+      if (name.endsWith('websocket')) continue;
+      // A link answers its method: GET, or the one POST-only resource it names (search, minting a token).
+      if (doc.paths[link] && !doc.paths[link].get) expect(Object.keys(doc.paths[link]), link).toEqual(['post']);
+      else expect((await api(g, 'GET', link)).status, link).toBe(200);
     }
-    expect((await api(g, 'GET', '/openapi.json')).body.paths['/v1']).toBeDefined();
+    expect(doc.paths['/v1']).toBeDefined();
+    // Every top-level resource of /v1 is linked (the module list at /v1/project among them).
+    const resources = new Set(Object.keys(doc.paths).map((p) => p.split('/').slice(0, 3).join('/')).filter((p) => p.startsWith('/v1/')));
+    for (const resource of resources) expect(Object.values(links).some((link) => link === resource || link.startsWith(`${resource}/`)), resource).toBe(true);
   });
 
   it('GET /v1 needs the credential like the rest of /v1', async () => {

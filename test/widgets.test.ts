@@ -155,20 +155,18 @@ describe('widget assets', () => {
     expect(await css.text()).toContain('.counter-button');
   });
 
-  it('serves inline _esm; 400 unknown_module for an unknown module; 404 for a module without a widget, a missing stylesheet; 422 for an unknown asset', async () => {
+  it('serves inline _esm; 404 unknown_module for an unknown module; 404 not_found for a module without a widget, a missing stylesheet; 422 for an unknown asset', async () => {
     const inline = await fetch(`${url}/v1/project/readonly_view/widget/esm`);
     expect(inline.status).toBe(200);
     expect(await inline.text()).toContain("model.get('title')");
-    for (const [pathname, status] of [
-      ['/v1/project/nope/widget/esm', 400],
-      ['/v1/project/slow/widget/esm', 404],
-      ['/v1/project/readonly_view/widget/css', 404],
-      ['/v1/project/counter/widget/html', 422],
+    for (const [pathname, status, code] of [
+      ['/v1/project/nope/widget/esm', 404, 'unknown_module'],
+      ['/v1/project/slow/widget/esm', 404, 'not_found'],
+      ['/v1/project/readonly_view/widget/css', 404, 'not_found'],
+      ['/v1/project/counter/widget/html', 422, 'validation_error'],
     ] as const) {
       const res = await api({ url }, 'GET', pathname);
-      expect(res.status, pathname).toBe(status);
-      if (status === 404) expect(res.body.code).toBe('not_found');
-      if (status === 400) expect(res.body.code).toBe('unknown_module');
+      expect([res.status, res.body.code], pathname).toEqual([status, code]);
     }
   });
 

@@ -55,6 +55,21 @@ export interface Proc {
 
 /** The live (not zombie) processes of process group `group`. */
 export function members(group: number): Proc[] {
+  return live((_ppid, pgrp) => pgrp === group);
+}
+
+/** The live children of process `parent` (whatever their group: a worker has a session of its own). */
+export function children(parent: number): Proc[] {
+  return live((ppid) => ppid === parent);
+}
+
+/** Resolves once process `pid` is gone (or a zombie). */
+export async function processGone(pid: number): Promise<void> {
+  const alive = () => live(() => true).some((p) => p.pid === pid);
+  while (alive()) await new Promise((resolve) => setTimeout(resolve, 100));
+}
+
+function live(keep: (ppid: number, pgrp: number) => boolean): Proc[] {
   const found: Proc[] = [];
   for (const name of readdirSync('/proc')) {
     if (!/^\d+$/.test(name)) continue;
@@ -62,7 +77,7 @@ export function members(group: number): Proc[] {
       const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
       // pid (comm) state ppid pgrp …: comm may hold spaces and parentheses, so split after the last ')'
       const [state, ppid, pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (Number(pgrp) !== group || state === 'Z') continue;
+      if (!keep(Number(ppid), Number(pgrp)) || state === 'Z') continue;
       const command = readFileSync(`/proc/${name}/cmdline`, 'utf8').split('\0').filter(Boolean).join(' ');
       found.push({ pid: Number(name), ppid: Number(ppid), command });
     } catch {

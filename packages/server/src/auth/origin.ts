@@ -25,5 +25,8 @@ export function originAllowed(origin: string | undefined, host: string | undefin
  * `GET /v1/origin`, and so the widget runtime's notice): what was refused and how to allow it.
  */
 export function originRefusal(origin: string | undefined): string {
-  return `This gateway does not accept pages from ${origin ?? 'this origin'}. Allow it with: portico serve --allow-origin ${origin ?? '<origin>'} (or PORTICO_ALLOW_ORIGINS).`;
+  return `This gateway does not accept pages from ${origin ?? 'this origin'}. Allow it with: ${SERVE_COMMAND} --allow-origin ${origin ?? '<origin>'} (or PORTICO_ALLOW_ORIGINS).`;
 }
+
+/** The command this gateway was started with, as the person who started it typed it: `npm start --` under `npm start`. */
+const SERVE_COMMAND = process.env.npm_lifecycle_event === 'start' ? 'npm start --' : 'portico serve';

@@ -118,7 +118,7 @@ async function serve(argv: string[]): Promise<number> {
   const now = (again: NodeJS.Signals) => {
     // One Ctrl+C under npm arrives twice: the terminal signals the whole foreground group, npm
     // among it, and npm passes its own copy on. That copy is the same Ctrl+C, not a second one.
-    if (again === signal && performance.now() - first < SIGNAL_ECHO_MS) {
+    if (again === 'SIGINT' && signal === 'SIGINT' && process.env.npm_lifecycle_event && performance.now() - first < SIGNAL_ECHO_MS) {
       process.once(again, () => now(again));
       return;
     }
@@ -133,7 +133,7 @@ async function serve(argv: string[]): Promise<number> {
   return 0;
 }
 
-/** A repeat of the first stop signal this soon after it is the same signal passed on by npm, not a second one (ms). */
+/** Under npm, a second SIGINT this soon after the first is npm passing the terminal's Ctrl+C on, not a second one (ms). */
 const SIGNAL_ECHO_MS = 1000;
 
 /** How often a gateway started by npm checks that npm is still there (ms). */

@@ -149,22 +149,6 @@ export class KernelPool {
     return this.start(key, project, python);
   }
 
-  /**
-   * Runs `op`, a request without effects in the worker (resolve, schema, modules, widget assets),
-   * on the worker for (project, python). When that worker dies under it (`worker_crashed`: a call
-   * of another interface took the process down), `op` runs once more on the new worker: nothing
-   * of it can have happened, and the request that needed it arrived after the crash, not during it.
-   */
-  async withoutEffects<T>(project: string, python: string, op: (worker: Worker) => Promise<T>): Promise<T> {
-    const worker = await this.get(project, python);
-    try {
-      return await op(worker);
-    } catch (err) {
-      if (!(err instanceof PorticoError && err.code === 'worker_crashed') || worker.alive || this.closed) throw err;
-      return op(await this.get(project, python));
-    }
-  }
-
   private start(key: string, project: string, python: string): Promise<Worker> {
     const worker = new Worker({
       project,
@@ -410,4 +394,20 @@ export class KernelPool {
 
 function slotKey(project: string, python: string): string {
   return `${project}\0${python}`;
+}
+
+/**
+ * Runs `op`, a request without effects in the worker (resolve, schema, modules, widget assets),
+ * on the worker for (project, python). When that worker dies under it (`worker_crashed`: a call
+ * of another interface took the process down), `op` runs once more on the new worker: nothing
+ * of it can have happened, and the request that needed it arrived after the crash, not during it.
+ */
+export async function withoutEffects<T>(pool: KernelPool, project: string, python: string, op: (worker: Worker) => Promise<T>): Promise<T> {
+  const worker = await pool.get(project, python);
+  try {
+    return await op(worker);
+  } catch (err) {
+    if (!(err instanceof PorticoError && err.code === 'worker_crashed') || worker.alive) throw err;
+    return op(await pool.get(project, python));
+  }
 }

@@ -6,7 +6,7 @@
 import { LIMITS } from '../config/constants.js';
 import { PorticoError, toPorticoError } from '../errors.js';
 import type { Metrics } from '../ops/metrics.js';
-import type { KernelPool } from '../kernel/pool.js';
+import { withoutEffects, type KernelPool } from '../kernel/pool.js';
 import { Worker, type CallOutcome, type Display, type ItemSink, type Settled } from '../kernel/worker.js';
 
 export type { CallOutcome };
@@ -145,7 +145,7 @@ export class InterfaceService {
    */
   async resolve(ctx: RequestContext, target: string, version: unknown[], predicate: Record<string, unknown> = {}): Promise<ResolveResult> {
     await this.remotes.ensure(ctx.project.dir, target);
-    const resolved = await this.pool.withoutEffects(ctx.project.dir, ctx.python, (worker) => worker.resolve(target, version).catch((err: unknown) => explainUnknownModule(worker, target, err)));
+    const resolved = await withoutEffects(this.pool, ctx.project.dir, ctx.python, (worker) => worker.resolve(target, version).catch((err: unknown) => explainUnknownModule(worker, target, err)));
     return {
       module: resolved.module,
       version: resolved.version,
@@ -177,7 +177,7 @@ export class InterfaceService {
   private async recentByContent(ctx: RequestContext, input: CreateInput): Promise<InterfaceInfo | undefined> {
     if (input.uuid) return undefined;
     try {
-      const resolved = await this.pool.withoutEffects(ctx.project.dir, ctx.python, (worker) => worker.resolve(input.target, input.version ?? []));
+      const resolved = await withoutEffects(this.pool, ctx.project.dir, ctx.python, (worker) => worker.resolve(input.target, input.version ?? []));
       return this.recent.get(ctx.project.dir, contentUuid(resolved, input.predicate ?? {}));
     } catch {
       return undefined;
@@ -190,7 +190,7 @@ export class InterfaceService {
     if (existing) return publicInfo(existing);
 
     await this.remotes.ensure(ctx.project.dir, input.target);
-    const resolved = await this.pool.withoutEffects(ctx.project.dir, ctx.python, (worker) =>
+    const resolved = await withoutEffects(this.pool, ctx.project.dir, ctx.python, (worker) =>
       worker.resolve(input.target, input.version ?? []).catch((err: unknown) => explainUnknownModule(worker, input.target, err)),
     );
     const predicate = input.predicate ?? {};

@@ -4,7 +4,7 @@
  * declared remotes, and the one answer to a target that names none of its modules.
  */
 import { PorticoError } from '../errors.js';
-import type { KernelPool } from '../kernel/pool.js';
+import { withoutEffects, type KernelPool } from '../kernel/pool.js';
 import { withoutProjectPath, type Worker } from '../kernel/worker.js';
 import type { RequestContext } from './context.js';
 import type { RemoteInfo, RemoteModules } from './remotes.js';
@@ -23,7 +23,7 @@ export class ProjectService {
 
   async index(ctx: RequestContext): Promise<{ project: string; modules: unknown[] }> {
     // A module's import error names paths as the worker's refusals do: relative to the project.
-    const modules = (await this.pool.withoutEffects(ctx.project.dir, ctx.python, (worker) => worker.modules())) as Array<{ error?: unknown }>;
+    const modules = (await withoutEffects(this.pool, ctx.project.dir, ctx.python, (worker) => worker.modules())) as Array<{ error?: unknown }>;
     return {
       project: ctx.project.dir,
       modules: modules.map((m) => (typeof m.error === 'string' ? { ...m, error: withoutProjectPath(m.error, ctx.project.dir) } : m)),
@@ -36,7 +36,7 @@ export class ProjectService {
    */
   async schema(ctx: RequestContext, module: string): Promise<Record<string, unknown>> {
     await this.remotes.ensure(ctx.project.dir, module);
-    const { version_methods, widget, ...schema } = await this.pool.withoutEffects(ctx.project.dir, ctx.python, (worker) =>
+    const { version_methods, widget, ...schema } = await withoutEffects(this.pool, ctx.project.dir, ctx.python, (worker) =>
       worker.schema(module).catch((err: unknown) => explainUnknownModule(worker, module, err)),
     );
     const methods = version_methods as Array<{ name: string }>;

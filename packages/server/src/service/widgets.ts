@@ -13,7 +13,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { LIMITS } from '../config/constants.js';
 import { PorticoError } from '../errors.js';
-import type { KernelPool } from '../kernel/pool.js';
+import { withoutEffects, type KernelPool } from '../kernel/pool.js';
 import type { CallOutcome, CallTarget, WidgetAsset, WidgetRequest } from '../kernel/worker.js';
 import type { RequestContext } from './context.js';
 import { explainUnknownModule } from './project.js';
@@ -189,7 +189,7 @@ export class WidgetService {
    */
   async asset(ctx: RequestContext, module: string, asset: AssetName): Promise<WidgetAssetBody> {
     await this.remotes.ensure(ctx.project.dir, module);
-    const sources = await this.pool.withoutEffects(ctx.project.dir, ctx.python, (worker) =>
+    const sources = await withoutEffects(this.pool, ctx.project.dir, ctx.python, (worker) =>
       worker.widgetAssets(module).catch((err: unknown) => explainUnknownModule(worker, module, err)),
     );
     const source: WidgetAsset | null = sources[asset];

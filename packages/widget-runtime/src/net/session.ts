@@ -385,31 +385,19 @@ export class Session {
     this.events.emit('error', error);
   }
 
-  /**
-   * The socket is gone (closed, timed out, or refused): reconnect later with backoff; before the
-   * first handshake succeeded, only until `firstConnectAttempts` tries failed.
-   */
+  /** The socket is gone (closed, timed out, refused): reconnect with backoff; a first connect only for `firstConnectAttempts` tries. */
   #drop(socket: WebSocketLike, error: WidgetRuntimeError): void {
     if (socket !== this.#socket) return;
     this.#release(error);
     if (this.#closed) return;
     const attempts = this.#limits.firstConnectAttempts;
-    if (!this.#everReady && this.#attempt + 1 >= attempts) {
-      this.#end(error);
-      return;
-    }
+    if (!this.#everReady && this.#attempt + 1 >= attempts) return this.#end(error);
     const delay = backoffDelay(this.#attempt++, this.#limits, this.#deps.random);
     if (this.#everReady) this.#setStatus('reconnecting', error);
     else this.events.emit('retrying', { attempt: this.#attempt + 1, attempts, delayMs: delay, error });
     this.#retryTimer = setTimeout(() => this.#dial(), delay);
-    if (this.#everReady || !this.#deps.explain) return;
     // A browser hides why a socket failed: an origin refused now is refused on every try.
-    this.#deps.explain(error).then(
-      (explained) => {
-        if (explained.code === 'origin_refused' && !this.#everReady) this.#end(explained);
-      },
-      () => undefined,
-    );
+    if (!this.#everReady) this.#deps.explain?.(error).then((why) => void (why.code === 'origin_refused' && !this.#everReady && this.#end(why)), () => undefined);
   }
 
   /**

@@ -34,7 +34,8 @@ cannot carry). It never appears in a proxy's repr or MIME bundle: notebooks are 
 
 The public surface is what this module exports. Beside it: ``gateway.py`` (the gateway and its
 REST operations), ``rest.py`` (one JSON request, request bodies), ``execution.py`` (a run),
-``proxy.py`` (an interface over its WebSocket), ``display.py`` (rich results), ``progress.py`` (the
+``proxy.py`` (an interface over its WebSocket), ``widget_bundle.py`` (how a proxy shows in a
+notebook), ``kernel_widget.py`` (its widget as an anywidget, relayed by the kernel), ``display.py`` (rich results), ``progress.py`` (the
 notebook progress bar), ``connection.py`` (that socket's reader and frame routing), ``transfers.py`` (uploads and reads), ``errors.py`` (``GatewayError``); the WebSocket
 protocol itself is ``portico._ws_client``.
 """

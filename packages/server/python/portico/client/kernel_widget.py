@@ -35,14 +35,11 @@ import os
 import re
 import threading
 import urllib.parse
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 from .._buffers import split_buffers
 from .connection import Lost, widget_message, with_binary_values
 from .errors import GatewayError
-
-if TYPE_CHECKING:
-    from .proxy import InterfaceProxy
 
 log = logging.getLogger("portico.client")
 
@@ -100,7 +97,7 @@ class KernelWidget:
     notebook dropped its proxy variable.
     """
 
-    def __init__(self, proxy: InterfaceProxy) -> None:
+    def __init__(self, proxy: Any) -> None:  # an InterfaceProxy (not imported: it imports this)
         import anywidget
         import traitlets
 
@@ -351,7 +348,7 @@ class KernelWidget:
         self.widget.close()
 
 
-def _assets(proxy: InterfaceProxy, module: str) -> tuple[str, str]:
+def _assets(proxy: Any, module: str) -> tuple[str, str]:
     """The widget's ES module and stylesheet ("" when it has none), from the gateway."""
     base = f"/v1/project/{urllib.parse.quote(module, safe='')}/widget"
     body, headers = proxy._gateway.fetch(f"{base}/esm", accept="text/javascript")

@@ -1,14 +1,14 @@
 """``InterfaceProxy``: one interface driven over one WebSocket, opened on first use.
 
 Owns connecting (and reconnecting after a drop), remote calls and streams, listeners (run on a
-callback thread of the proxy's own), the widget operations and the notebook MIME bundle. The
-socket itself is ``connection.py``; uploads and reads are ``transfers.py``.
+callback thread of the proxy's own), and the widget operations. The socket itself is
+``connection.py``; uploads and reads are ``transfers.py``; how it shows in a notebook is
+``widget_bundle.py`` and, through the kernel, ``kernel_widget.py``.
 """
 
 from __future__ import annotations
 
 import base64
-import html
 import logging
 import queue
 import threading
@@ -16,7 +16,8 @@ import weakref
 from typing import Any, Callable, Iterator, Protocol
 
 from .. import _ws_client
-from . import kernel_widget, transfers
+from . import transfers, widget_bundle
+from .widget_bundle import WIDGET_MIME_TYPE
 from .._buffers import split_buffers
 from .connection import Connection, with_binary_values
 from .display import Display
@@ -26,8 +27,6 @@ from .progress import Progress
 
 log = logging.getLogger("portico.client")
 
-#: The MIME type JupyterLab's Portico extension renders as a live widget.
-WIDGET_MIME_TYPE = "application/vnd.portico.widget+json"
 #: WebSocket path of the interface protocol.
 INTERFACES_WS = "/v1/interfaces/ws"
 
@@ -119,7 +118,7 @@ class InterfaceProxy(transfers.DataMethods):
         self._closed = False
         self._info: dict[str, Any] | None = None
         self._listeners = self._slot.listeners
-        self._kernel_widget: kernel_widget.KernelWidget | None = None
+        self._kernel_widget: Any = None  # widget_bundle.kernel_widget(self), made on first display
 
     # ------------------------------------------------------------ connection
 
@@ -359,76 +358,13 @@ class InterfaceProxy(transfers.DataMethods):
         with keys that cannot be traits raises ``widget_state_keys``.
         """
         if self._kernel_widget is None:
-            if not kernel_widget.available():
-                raise GatewayError(
-                    "anywidget_missing", None, "showing the widget through the kernel needs anywidget: %pip install anywidget"
-                )
-            self._kernel_widget = kernel_widget.KernelWidget(self)
+            self._kernel_widget = widget_bundle.kernel_widget_of(self)
         return self._kernel_widget.widget
 
     def _display_(self) -> Any:
         """What marimo shows for the proxy: its widget as an anywidget, or the text bundle."""
-        if kernel_widget.available():
-            try:
-                return self.widget()
-            except GatewayError:
-                pass  # shown as text, with the reason, below
-        bundle = self._repr_mimebundle_()
-        return _Html(bundle.get("text/html") or html.escape(bundle["text/plain"]))
+        return widget_bundle.marimo_view(self)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        """The live widget: as an anywidget through the kernel where ``anywidget`` is installed
-        (any front end that renders anywidgets), and as Portico's own MIME type, which JupyterLab
-        with the Portico extension renders over a direct socket to the gateway (falling back to
-        the kernel's view when the browser cannot reach it); with HTML and text fallbacks.
-
-        The bundle names the gateway, the interface and the project, never the token: the front
-        end takes its credentials from its own settings.
-        """
-        try:
-            info = self.info
-        except GatewayError as err:
-            return {"text/plain": f"{self!r} (not connected: {err})"}
-        uuid, module = info.get("uuid"), info.get("module") or self._target
-        url = self._gateway.url
-        served = (
-            f"Portico interface <b>{html.escape(str(module))}</b> <code>{html.escape(str(uuid))}</code>, "
-            f'served by <a href="{html.escape(url)}/docs" target="_blank" rel="noopener">{html.escape(url)}</a>. '
-        )
-        bundle: dict[str, Any] = {
-            WIDGET_MIME_TYPE: {"url": url, "uuid": uuid, "module": module, "project": self._gateway.project, "version": 1},
-            "text/html": (
-                f'<div class="portico-widget-fallback">{served}'
-                "The live widget shows where the kernel has anywidget (<code>%pip install anywidget</code>, "
-                "then display the proxy again), or in JupyterLab with the Portico extension."
-                "</div>"
-            ),
-            "text/plain": repr(self),
-        }
-        if kernel_widget.available():
-            try:
-                view = self.widget()._repr_mimebundle_()
-            except GatewayError as err:
-                if err.code != "not_found":  # not_found: the interface has no widget
-                    bundle["text/html"] = (
-                        f'<div class="portico-widget-error" style="color:#a50e0e">{served}'
-                        f"Its widget cannot be shown: {html.escape(err.message)} ({html.escape(err.code)})</div>"
-                    )
-                    bundle["text/plain"] = f"{self!r}: its widget cannot be shown: {err.message} ({err.code})"
-            else:
-                bundle.update({k: v for k, v in (view[0] if isinstance(view, tuple) else view).items() if k != "text/plain"})
-        if include:
-            bundle = {k: v for k, v in bundle.items() if k in include}
-        if exclude:
-            bundle = {k: v for k, v in bundle.items() if k not in exclude}
-        return bundle
-
-
-class _Html:
-    """An HTML text marimo shows as it is (its ``_mime_`` protocol)."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-    def _mime_(self) -> tuple[str, str]:
-        return "text/html", self.text
+        """The live widget, with HTML and text fallbacks (``widget_bundle.py``); never the token."""
+        return widget_bundle.mimebundle(self, include, exclude)

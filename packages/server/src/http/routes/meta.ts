@@ -30,7 +30,9 @@ const ApiIndex = z
     version: z.string().describe("Portico's own version: the gateway's (as in GET /v1/health)."),
     api_version: z.string().describe('The version of this REST API (info.version of /openapi.json), not of Portico.'),
     protocol_version: z.string().describe('The version of the WebSocket protocol (GET /v1/protocol).'),
-    links: z.record(z.string(), z.string()).describe('Where to go next, as paths on this gateway: docs, openapi, health, protocol, interfaces, executions, websocket, metrics.'),
+    links: z
+      .record(z.string(), z.string())
+      .describe('Where to go next, as paths on this gateway: every top-level resource of /v1 (project, interfaces, executions, source, python, …), the sockets, the docs, the OpenAPI document and the metrics.'),
   })
   .openapi('ApiIndex');
 
@@ -40,9 +42,16 @@ const API_LINKS = {
   openapi: '/openapi.json',
   health: '/v1/health',
   protocol: '/v1/protocol',
+  project: '/v1/project',
+  projects: '/v1/projects',
   interfaces: '/v1/interfaces',
+  search: '/v1/interfaces/search',
   executions: '/v1/executions',
+  python: '/v1/python',
+  auth_token: '/v1/auth/token',
+  origin: '/v1/origin',
   websocket: '/v1/interfaces/ws',
+  executions_websocket: '/v1/executions/ws',
   metrics: '/metrics',
 };
 
@@ -50,6 +59,8 @@ export const ORIGIN_PATH = '/v1/origin';
 
 export function metaRoutes(gateway: Gateway) {
   const doc = protocolDoc();
+  // The source API is a resource of this gateway only when it is on (--enable-source-api).
+  const links = gateway.options.enableSourceApi ? { ...API_LINKS, source: '/v1/source' } : API_LINKS;
   return [
     route({
       method: 'get',
@@ -59,7 +70,7 @@ export function metaRoutes(gateway: Gateway) {
       description: "What this API is and where to go: Portico's version beside the REST API's and the WebSocket protocol's, and links to the docs, the OpenAPI document and the main endpoints.",
       response: ApiIndex,
       errors: [401],
-      handler: async () => ({ name: 'Portico' as const, version: VERSION, api_version: API_VERSION, protocol_version: PROTOCOL_VERSION, links: API_LINKS }),
+      handler: async () => ({ name: 'Portico' as const, version: VERSION, api_version: API_VERSION, protocol_version: PROTOCOL_VERSION, links }),
     }),
     route({
       method: 'get',
