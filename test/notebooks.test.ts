@@ -54,6 +54,9 @@ describe('notebooks', { timeout: TIMEOUT }, () => {
     expect(text[5].trim()).toBe('call_failed');
     // streamer.ticks emits {"progress": …}: one bar per cell, updated in place, saved finished
     expect(text[6]).toBe("'tick 4'");
+    // Run again on the same gateway (the instances live on): the same answers, it resets what it uses.
+    const again = (await execute('remote-calls', running.url)).map((outs) => outs.filter((o) => o.type !== 'display_data').map((o) => o.text).join(''));
+    expect(again).toEqual(text);
     for (const cell of [3, 4, 6]) expect(bars[cell]!.map((o) => o.text)).toEqual(['[##########] 100% (done)']);
     expect(bars[6]![0]!.data['text/html']).toContain('<progress value="1" max="1"');
     expect(bars.filter((outs, cell) => outs.length && ![3, 4, 6].includes(cell))).toEqual([]);
