@@ -113,3 +113,54 @@ export async function restCalls(url, { count = 1500, warmup = 100, concurrency =
   const cpuUs = serverPid ? (((await cpuSeconds(serverPid)) - cpu0) * 1e6) / calls : undefined;
   return { ...summarize(samples), perSecond: total / seconds, calls, ...(serverPid ? { cpuUs } : {}) };
 }
+
+/**
+ * Issue 43: the first item of a stream (demo streamer.ticks(1)) over plain HTTP (Accept:
+ * application/x-ndjson, one keep-alive connection) beside the same stream over a WebSocket,
+ * interleaved: µs from sending the call to holding its first item, and to its end.
+ */
+export async function streamFirstItem(url, { rounds = 400, warmup = 50 } = {}) {
+  const ws = await connectedSocket(url);
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const body = JSON.stringify({ target: 'streamer', method: 'ticks', args: [1] });
+  const target = new URL('/v1/interfaces/call', url);
+  const viaHttp = () =>
+    new Promise((resolve, reject) => {
+      const t0 = process.hrtime.bigint();
+      let first;
+      const req = http.request(target, { method: 'POST', agent, headers: { 'content-type': 'application/json', accept: 'application/x-ndjson', 'content-length': Buffer.byteLength(body) } }, (res) => {
+        res.on('data', () => (first ??= process.hrtime.bigint()));
+        res.on('end', () => resolve({ first: us(first - t0), end: us(process.hrtime.bigint() - t0) }));
+      });
+      req.on('error', reject);
+      req.end(body);
+    });
+  let id = 0;
+  const viaWs = () =>
+    new Promise((resolve) => {
+      const t0 = process.hrtime.bigint();
+      const mine = ++id;
+      let first;
+      const onMessage = (data) => {
+        const frame = JSON.parse(data);
+        if (frame.id !== mine) return;
+        first ??= process.hrtime.bigint();
+        if (frame.type === 'stream' && !frame.final) return;
+        ws.off('message', onMessage);
+        resolve({ first: us(first - t0), end: us(process.hrtime.bigint() - t0) });
+      };
+      ws.on('message', onMessage);
+      ws.send(JSON.stringify({ type: 'call', id: mine, method: 'ticks', args: [1] }));
+    });
+  const samples = { http: [], ws: [] };
+  for (let i = 0; i < rounds + warmup; i++) {
+    const a = await viaHttp();
+    const b = await viaWs();
+    if (i < warmup) continue;
+    samples.http.push(a.first);
+    samples.ws.push(b.first);
+  }
+  ws.close();
+  agent.destroy();
+  return { http: summarize(samples.http), ws: summarize(samples.ws) };
+}

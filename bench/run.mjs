@@ -7,7 +7,7 @@ import { writeFile } from 'node:fs/promises';
 import { cpus } from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { restCalls, wsCallLoop, wsCallPipelined } from './calls.mjs';
+import { restCalls, streamFirstItem, wsCallLoop, wsCallPipelined } from './calls.mjs';
 import { binaryFloor, binaryGateway, bufferFloorRoundTrip, diskFloor, startBinaryFloor, widgetBufferRoundTrip } from './binary.mjs';
 import { compressionBench } from './compression.mjs';
 import { displayBench } from './display.mjs';
@@ -112,6 +112,12 @@ try {
       { name: 'gateway allocations per REST call', value: rest.allocB, unit: ' B' },
       { name: 'Python worker CPU per REST call', value: rest.workerUs, unit: ' µs' },
       { name: 'gateway RSS after the load', value: await rssMb(gw.pid), unit: ' MB' },
+    );
+    // Issue 43: a stream over plain HTTP (NDJSON) beside the same stream over the WebSocket.
+    const first = await streamFirstItem(gw.url);
+    rows.push(
+      { name: 'stream first item p50 over the WebSocket (streamer.ticks(1))', value: first.ws.p50, unit: ' µs' },
+      { name: 'stream first item p50 over HTTP, Accept: application/x-ndjson', value: first.http.p50, unit: ' µs', floor: first.ws.p50 },
     );
     report(rows);
   }
