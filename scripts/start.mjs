@@ -93,10 +93,11 @@ if (stale && !(existsSync(cli) && (await portTaken()))) {
 // npm runs scripts in the repository's root; relative paths mean what they meant where npm started.
 if (process.env.INIT_CWD && existsSync(process.env.INIT_CWD)) process.chdir(process.env.INIT_CWD);
 process.env.PORTICO_PROJECT ??= path.join(root, 'examples/demo');
-// Quiet unless asked: warnings and errors only, one access line per request with --verbose.
-const logLevel = serveArgs.some((a) => a.startsWith('--log-level')) ? [] : ['--log-level', verbose ? 'info' : 'warn'];
+// What methods print, warnings and errors; an access line per request too with --verbose.
+const logLevel = serveArgs.some((a) => a.startsWith('--log-level')) ? [] : ['--log-level', 'info'];
+const accessLog = verbose || serveArgs.some((a) => a.startsWith('--access-log')) ? [] : ['--access-log', 'off'];
 const { main } = await import(pathToFileURL(cli).href);
-process.exitCode = await main(['serve', ...logLevel, ...serveArgs]).catch((err) => {
+process.exitCode = await main(['serve', ...logLevel, ...accessLog, ...serveArgs]).catch((err) => {
   process.stderr.write(`portico: ${err?.message ?? err}\n`);
   return 1;
 });

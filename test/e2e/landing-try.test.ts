@@ -26,6 +26,7 @@ const WAIT = { timeout: 30_000 };
 /** Results the page must show, and show safely; stdlib only (a PNG written by hand). */
 const SHOWCASE = `"""Results the landing page must show safely."""
 import struct
+import sys
 import zlib
 from typing import Literal
 
@@ -80,6 +81,11 @@ class Showcase(Interface):
 
     def picture(self):
         return Picture()
+
+    def chatty(self):
+        print("hello from Python")
+        print("and a warning", file=sys.stderr)
+        return 1
 
     def not_a_picture(self):
         return NotAPicture()
@@ -247,6 +253,15 @@ describe('landing page: what Portico is and how to use it', { timeout: E2E_TIMEO
     expect(kinds).toEqual(['values=textarea:textarea!', 'scale=input:number/any', 'mode=select:select-one', 'verbose=input:checkbox', 'note=input:text']);
     expect(await data.locator('[name="mode"] option').allTextContents()).toEqual(['default ("sum")', 'sum', 'max']);
     expect(await page.locator('article[data-module="counter"] form[data-method="add"] [name="n"]').evaluate((e: HTMLInputElement) => [e.type, e.step, e.value])).toEqual(['number', '1', '1']);
+    expect(errors).toEqual([]);
+  });
+
+  it("shows what a method printed under its form, stdout and stderr, beside its answer", async () => {
+    const { page, errors } = await open();
+    const answer = await call(page, 'showcase', 'chatty');
+    expect(await answer.locator('pre.json').textContent()).toBe('1');
+    expect(await answer.locator('pre.output').textContent()).toBe('hello from Python\nand a warning\n');
+    expect(await answer.locator('pre.output span.stderr').textContent()).toBe('and a warning\n');
     expect(errors).toEqual([]);
   });
 

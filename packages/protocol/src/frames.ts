@@ -89,6 +89,8 @@ export interface ServerFrames {
   result: { type: 'result'; id?: FrameId; payload: unknown } & DisplayFields;
   stream: { type: 'stream'; id?: FrameId; payload: unknown; final: boolean } & DisplayFields;
   event: { type: 'event'; payload: unknown } & DisplayFields;
+  /** What the call's own code printed or logged, as it happened, in order with its items and events. */
+  output: { type: 'output'; id?: FrameId; payload: { stream: 'stdout' | 'stderr'; text: string } };
   error: { type: 'error'; id?: FrameId; payload: { message: string; code: string; issues?: unknown[]; exception?: string } };
   chunk_done: { type: 'chunk_done'; id?: FrameId; payload: UploadResult | { bytes_sent: number } };
   widget_state: { type: 'widget_state'; id?: FrameId; payload: { state: JsonObject } & Buffered; binary_buffers?: number };

@@ -61,7 +61,7 @@ export async function startServer(overrides: Partial<GatewayOptions> = {}): Prom
   await checkPortFree(options.host, options.port);
   const gateway = await Gateway.create({ ...options, log, logger });
   let stopping = false;
-  const access = accessLog(gateway.logger, gateway.metrics, options.trustedProxies);
+  const access = accessLog(gateway.logger, gateway.metrics, options.trustedProxies, options.accessLog);
   // A request on a kept-alive connection after the shutdown began is answered 503 shutting_down.
   const app = createApp(gateway, auth, log, { access, stopping: () => stopping });
   app.silent = true;

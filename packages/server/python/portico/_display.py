@@ -95,8 +95,9 @@ class Shown(NamedTuple):
 
 def _log(message: str) -> None:
     try:
-        sys.stderr.write(f"portico.worker: {message}\n")
-        sys.stderr.flush()
+        stream = sys.__stderr__ or sys.stderr  # the worker's own stderr, never a call's output
+        stream.write(f"portico.worker: {message}\n")
+        stream.flush()
     except (OSError, ValueError):
         pass
 

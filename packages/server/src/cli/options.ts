@@ -106,6 +106,7 @@ export const SERVE_OPTIONS = [
     help: 'Seconds a worker may leave heartbeats unanswered before it counts as wedged and is killed and started again (0: never checked).',
   },
   { flag: '--log-level', env: 'PORTICO_LOG_LEVEL', default: 'info', help: `Least severe log line written to stderr (${LOG_LEVELS.join(', ')}); JSON lines unless stderr is a terminal.` },
+  { flag: '--access-log', env: 'PORTICO_ACCESS_LOG', default: 'on', help: 'on: a log line per request (at info); off: none (metrics still count them), so that info shows what methods print without the traffic (npm start does this).' },
   { flag: '--executor', env: 'PORTICO_EXECUTOR', default: 'local', help: `What runs executions: ${EXECUTORS.join(' or ')}. slurm submits each run with sbatch (the project must be on storage the compute nodes share; SLURM_CONF is passed through).` },
   { flag: '--slurm-partition', env: 'PORTICO_SLURM_PARTITION', default: '', help: 'Partition of Slurm jobs whose dispatch names none (default: the cluster’s default partition).' },
   { flag: '--slurm-account', env: 'PORTICO_SLURM_ACCOUNT', default: '', help: 'Account charged for Slurm jobs whose dispatch names none.' },
@@ -251,6 +252,7 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
       insecure: { type: 'boolean' },
       'drain-timeout': { type: 'string' },
       'log-level': { type: 'string' },
+      'access-log': { type: 'string' },
       'ws-compression': { type: 'string' },
       'ws-heartbeat': { type: 'string' },
       'instance-idle': { type: 'string' },
@@ -291,6 +293,7 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     reload: values.reload ?? truthy(env.PORTICO_RELOAD),
     insecure: values.insecure ?? truthy(env.PORTICO_INSECURE),
     logLevel: logLevel(values['log-level'] ?? env.PORTICO_LOG_LEVEL ?? 'info'),
+    accessLog: onOff('--access-log', values['access-log'] ?? env.PORTICO_ACCESS_LOG ?? 'on'),
     executor: executor(values.executor ?? env.PORTICO_EXECUTOR ?? 'local'),
     slurm: {
       partition: slurmName('--slurm-partition', values['slurm-partition'] ?? env.PORTICO_SLURM_PARTITION),

@@ -137,6 +137,10 @@ export const LIMITS = {
    * The worker holds the same bound: both read it from python/portico/shared.json.
    */
   displayMaxBytes: SHARED.limits.display_max_bytes.value,
+  /** Bytes of printed output one call may send its caller per second, after a burst of as many; beyond it output is dropped, with a note (python/portico/shared.json; worker/output.py). */
+  callOutputRateBytes: SHARED.limits.call_output_rate_bytes.value,
+  /** Most characters of one output frame; a longer line goes in pieces (python/portico/shared.json). */
+  callOutputFrameChars: SHARED.limits.call_output_frame_bytes.value,
   /** Bytes an upload may have received but not yet written before the socket stops reading (backpressure). */
   uploadHighWaterBytes: 16 * 1024 * 1024,
   /**

@@ -76,6 +76,8 @@ export interface GatewayOptions {
   workerLivenessMs: number;
   /** The least severe structured log line written (default info; `silent` writes none). */
   logLevel: LogLevel;
+  /** A log line per request (at info); false: none, the metrics still count them. */
+  accessLog: boolean;
   /** The structured logger (default: one at logLevel on stderr, JSON unless stderr is a terminal). */
   logger?: Logger | undefined;
   /** Where plain gateway log lines go, each with its level (default: the logger, at that level). */
@@ -106,6 +108,7 @@ export function defaultOptions(overrides: Partial<GatewayOptions> = {}): Gateway
     instanceLeaseMs: LIMITS.instanceLeaseMs,
     workerLivenessMs: LIMITS.workerLivenessMs,
     logLevel: 'info',
+    accessLog: true,
     executor: 'local',
     slurm: {},
     ...overrides,

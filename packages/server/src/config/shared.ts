@@ -31,6 +31,8 @@ const SharedSpec = z.object({
     display_max_bytes: limit,
     output_window_max_bytes: limit,
     run_heartbeat_seconds: limit,
+    call_output_rate_bytes: limit,
+    call_output_frame_bytes: limit,
   }),
   run_folder: z.object({
     time: z.object({ example: z.string(), pattern: z.string() }),

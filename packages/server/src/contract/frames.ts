@@ -136,6 +136,14 @@ export const ServerFrames = {
     ),
     ...Shown,
   }),
+  output: z.object({
+    type: z.literal('output'),
+    id: Id,
+    payload: Payload(
+      z.object({ stream: z.enum(['stdout', 'stderr']), text: z.string() }),
+      "What the call's own code printed or logged while it ran (print, sys.stdout/sys.stderr, logging), as it happened: whole lines, or the last piece when the call ended. In order with the call's stream items and events, before its result. At most limits.callOutputRateBytes a second per call; beyond it, output is dropped and a stderr line says how many bytes were.",
+    ),
+  }),
   error: z.object({
     type: z.literal('error'),
     id: Id,
@@ -233,7 +241,7 @@ export const FRAME_SUMMARIES: Record<'client_to_server' | 'server_to_client', Re
     pong: 'Reply to ping.',
     released: 'Reply to release.',
     instance_restarted: 'The live instance died with its worker (crashed or wedged), or its worker was started again on changed source (source_changed, with --reload); sent to every attached client. The worker is started again at once; the next use makes the instance again with its saved widget state, so read the state again.',
-    output: '/v1/executions/ws: output appended to the run’s output.log, in order.',
+    output: "/v1/interfaces/ws: what a call's own code printed or logged, to its caller only (with the call's id), in order with its items and events, before its result; also written to the gateway's log with interface and method. /v1/executions/ws: output appended to the run’s output.log, in order.",
     status: '/v1/executions/ws: the ExecutionInfo whenever its status changes.',
     widget_msg: 'A reply to the client widget_msg with the same id, or (without id) a push_widget_message to every attached client; buffers travel base64 in payload.buffers, or as binary frames (binary_buffers) on a socket connected with buffers: binary.',
   },

@@ -67,7 +67,7 @@ function requestId(given: string | string[] | undefined): string {
 }
 
 /** `trusted`: the reverse proxies whose X-Forwarded-For names the client (GatewayOptions.trustedProxies). */
-export function accessLog(logger: Logger, metrics: Metrics, trusted: readonly string[] = []): AccessLog {
+export function accessLog(logger: Logger, metrics: Metrics, trusted: readonly string[] = [], lines = true): AccessLog {
   const proxies = trustedProxies(trusted);
   // The access line's keys are the fixed ones below, none of them a redacted path (ops/logger.ts)
   // nor an object a wildcard path could reach, so redaction can only cost here: it was the
@@ -85,7 +85,7 @@ export function accessLog(logger: Logger, metrics: Metrics, trusted: readonly st
       const method = KNOWN_METHODS.has(line.method) ? line.method : '(unknown)';
       metrics.httpRequests.inc({ method, status: String(line.status) });
       metrics.httpDuration.observe({ method }, seconds);
-      access.logger.info(line, 'http');
+      if (lines) access.logger.info(line, 'http');
     }
     access.flush();
   };

@@ -3,7 +3,7 @@
  * `Accept: application/x-ndjson` answers one JSON object per line, and with
  * `Accept: text/event-stream` the same objects as server-sent events (`event: <type>`, `data:
  * <json>`). The objects are the WebSocket's frames, without ids: `stream` for each item a generator
- * yields, `event` for what the method emits meanwhile, and one last line that ends the call: the
+ * yields, `event` for what the method emits meanwhile, `output` for what it prints, and one last line that ends the call: the
  * final `stream` frame (`final: true`), a `result`, or an `error` ({code, message, …}). Display
  * bundles are in them as in REST answers (binary data base64).
  *
@@ -39,7 +39,7 @@ export function streamFormat(accept: string | undefined): StreamFormat | undefin
 }
 
 interface Line {
-  type: 'stream' | 'event' | 'result' | 'error';
+  type: 'stream' | 'event' | 'output' | 'result' | 'error';
   [field: string]: unknown;
 }
 
@@ -77,6 +77,7 @@ export async function streamCall(
   gateway.interfaces.call(bound, record as never, input, {
     signal,
     onItem: (payload, display) => write(shown({ type: 'stream', payload }, display)),
+    onOutput: (stream, text) => void write({ type: 'output', payload: { stream, text } }),
     onSettled: (outcome: CallOutcome) => {
       detach();
       if (!open && held.length === 0 && !outcome.ok) return began(outcome.error);

@@ -41,6 +41,8 @@ export interface CallHandlers {
   /** A call still running after this long is cancelled and fails with `timeout`. */
   timeoutMs?: number | undefined;
   onItem?: ItemSink | undefined;
+  /** What the call's user code printed or logged (stdout or stderr), as it happens, in order with its items and events. */
+  onOutput?: OutputSink | undefined;
   /**
    * Called synchronously when the worker's terminal frame arrives: a transport that sends the
    * final frame here keeps it in order with `event` pushes.
@@ -48,9 +50,13 @@ export interface CallHandlers {
   onSettled: Settled;
 }
 
+/** Where a call's printed output goes: its stream and its text (whole lines, or a last piece at its end). */
+export type OutputSink = (stream: 'stdout' | 'stderr', text: string) => void;
+
 /** A request waiting for its answer; no closures, so that a call allocates as little as it can. */
 interface Pending {
   onItem: ItemSink | undefined;
+  onOutput: OutputSink | undefined;
   onSettled: Settled;
   signal: AbortSignal | undefined;
   /** Chunks of a read the sink is done with and the worker has not been credited for yet. */
@@ -128,7 +134,7 @@ export class Bridge {
     }
     const timeoutMs = handlers.timeoutMs ?? Infinity;
     const now = performance.now();
-    this.pending.set(id, { onItem: handlers.onItem, onSettled, signal, owed: 0, deadline: now + timeoutMs, timeoutMs });
+    this.pending.set(id, { onItem: handlers.onItem, onOutput: handlers.onOutput, onSettled, signal, owed: 0, deadline: now + timeoutMs, timeoutMs });
     return now;
   }
 
@@ -180,6 +186,8 @@ export class Bridge {
       case 'item':
       case 'chunk':
         return this.deliver(id, entry, header, body, release);
+      case 'output':
+        return entry.onOutput?.(header.stream === 'stderr' ? 'stderr' : 'stdout', String(header.text ?? ''));
       case 'end':
         return this.settle(id, entry, { ok: true, streamed: true, payload: header.bytes });
       case 'result':

@@ -17,7 +17,7 @@ import { openReplyChannel } from './reply-channel.js';
 import { Resolutions, type Resolved } from './resolutions.js';
 import { forwardOutput } from './worker-output.js';
 
-export type { CallHandlers, CallOutcome, ItemSink, Push, Settled } from './bridge.js';
+export type { CallHandlers, CallOutcome, ItemSink, OutputSink, Push, Settled } from './bridge.js';
 export type { Display } from './display.js';
 export { errorFromWorker, withoutProjectPath } from './worker-errors.js';
 export type { Resolved } from './resolutions.js';

@@ -161,7 +161,7 @@ export class Gateway {
       log: this.log,
     });
     this.widgets = new WidgetService(this.pool, this.remotes, options.widgetBufferMax);
-    this.interfaces = new InterfaceService(this.pool, this.remotes, this.widgets, this.metrics);
+    this.interfaces = new InterfaceService(this.pool, this.remotes, this.widgets, this.metrics, this.log);
     this.pythonPackage = new PythonPackageService(this.python);
     this.project = new ProjectService(this.pool, this.remotes);
     const executor = options.executor === 'slurm' ? new SlurmExecutor(options.slurm, this.log) : new LocalExecutor(this.log);

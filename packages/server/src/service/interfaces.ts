@@ -3,11 +3,12 @@
  * uuid), get, list, delete, and remote calls (plain or streaming). REST and WebSocket are thin
  * adapters over these functions.
  */
+import type { LogLine } from '../ops/logger.js';
 import { LIMITS } from '../config/constants.js';
 import { PorticoError, toPorticoError } from '../errors.js';
 import type { Metrics } from '../ops/metrics.js';
 import { withoutEffects, type KernelPool } from '../kernel/pool.js';
-import { Worker, type CallOutcome, type Display, type ItemSink, type Settled } from '../kernel/worker.js';
+import { Worker, type CallOutcome, type Display, type ItemSink, type OutputSink, type Settled } from '../kernel/worker.js';
 
 export type { CallOutcome };
 import { withCanonicalSort, type FindRequest, type SearchItemsResponse } from '../contract/search.js';
@@ -84,6 +85,8 @@ export interface CallOptions {
   signal?: AbortSignal | undefined;
   /** Streaming calls deliver items here; without it a streaming method is refused. */
   onItem?: ItemSink | undefined;
+  /** What the call prints or logs, as it happens (also written to the gateway log). */
+  onOutput?: OutputSink | undefined;
   timeoutMs?: number | undefined;
 }
 
@@ -137,6 +140,8 @@ export class InterfaceService {
     private readonly remotes: RemoteModules,
     private readonly widgets: WidgetService,
     private readonly metrics?: Metrics,
+    /** Where a call's printed output is written besides its caller: the gateway log, with interface and method. */
+    private readonly log?: LogLine,
   ) {}
 
   /**
@@ -280,10 +285,17 @@ export class InterfaceService {
     const started = performance.now();
     const metrics = this.metrics;
     const { onSettled } = options;
+    const log = this.log;
+    const onOutput = options.onOutput;
     const handlers = {
       signal: options.signal,
       timeoutMs: options.timeoutMs ?? LIMITS.callTimeoutMs,
       onItem: options.onItem,
+      // The gateway's log has every line a call prints, with its interface and method; the caller gets it too.
+      onOutput: (stream: 'stdout' | 'stderr', text: string) => {
+        log?.(`${record.module}.${input.method} ${stream}: ${text.replace(/\n$/, '')}`, 'info');
+        onOutput?.(stream, text);
+      },
       // Counted after the client's frame is sent.
       onSettled: (outcome: CallOutcome) => {
         onSettled(outcome);

@@ -294,6 +294,7 @@ export class Session extends SocketSession<ClientFrame> {
           const item = { type: 'stream', id, payload, final: false };
           return display ? this.sendShown(item, display, true) : this.sendPaced(item);
         },
+        onOutput: (stream, text) => this.send({ type: 'output', id, payload: { stream, text } }),
         // Never throws: it may run inside `call` (a worker already gone), where a throw would
         // also reach dispatch's catch and end the frame a second time.
         onSettled: (outcome: CallOutcome) => {

@@ -147,7 +147,7 @@ export function attachWebSockets(server: Server, gateway: Gateway, auth: Authent
           attached.sessions.delete(session);
           gateway.metrics.sockets.dec({ endpoint });
           const user = principal.subject ?? binding.user;
-          gateway.logger.info({ req_id: requestId, client, socket: url.pathname, status: 101, close_code: code, frames: session.frames, duration_ms: Math.round(performance.now() - opened), user, auth: principal.kind }, 'socket');
+          if (gateway.options.accessLog) gateway.logger.info({ req_id: requestId, client, socket: url.pathname, status: 101, close_code: code, frames: session.frames, duration_ms: Math.round(performance.now() - opened), user, auth: principal.kind }, 'socket');
         });
         if (principal.expiresAt !== undefined) {
           const cancel = at(principal.expiresAt, () => session.end(CLOSE_TOKEN_EXPIRED, 'token expired'));

@@ -1,7 +1,7 @@
 // "Try it", the methods: a form for every public method (inputs from its parameters), which calls
 // it through the chosen interface and shows its answer: a result, a stream's items as they come
 // (with a count or the progress its events report), or an error with its issues.
-import { api, Problem, problemOf } from './api.js';
+import { Problem, problemOf } from './api.js';
 import { progressBar, renderError, renderValue } from './answers.js';
 import { el } from './dom.js';
 import { renderDoc } from './docstrings.js';
@@ -82,16 +82,18 @@ async function callInto(panel, method, inputs, answer, stream) {
       sawProgress = true;
       bar.show(p.progress, p.message);
     });
-    if (!stream) {
-      const res = await api('/v1/interfaces/call', { method: 'POST', body: { target: sock.info.uuid ?? target, version: sock.info.uuid ? [] : version, method: method.name, args, kwargs } });
-      result.replaceChildren(renderValue(res.payload, res.display, res.metadata));
-      return;
-    }
+    // Calls and streams alike over the socket: what the method prints shows under the form as it runs.
     const items = el('ol', { className: 'items' });
-    result.replaceChildren(items);
+    const printed = el('pre', { className: 'output', hidden: true, 'aria-label': `What ${method.name} printed` });
+    result.replaceChildren(printed, ...(stream ? [items] : [el('p', { className: 'muted calling' }, 'Calling…')]));
     let count = 0;
     await new Promise((resolve) => {
       const id = sock.request({ type: 'call', method: method.name, args, kwargs }, (frame) => {
+        if (frame.type === 'output') {
+          printed.hidden = false;
+          printed.append(el('span', { className: frame.payload.stream }, frame.payload.text));
+          return;
+        }
         if (frame.type === 'stream' && !frame.final) {
           count++;
           items.append(el('li', {}, renderValue(frame.payload, frame.display, frame.metadata)));
@@ -102,8 +104,8 @@ async function callInto(panel, method, inputs, answer, stream) {
         if (frame.type === 'stream') {
           if (!sawProgress) bar.count(count, true);
           result.append(el('p', { className: 'muted stream-end' }, `Stream ended after ${count} item${count === 1 ? '' : 's'}.`));
-        } else if (frame.type === 'result') result.replaceChildren(renderValue(frame.payload, frame.display, frame.metadata));
-        else result.append(renderError(problemOf(frame.payload)));
+        } else if (frame.type === 'result') result.replaceChildren(printed, renderValue(frame.payload, frame.display, frame.metadata));
+        else result.replaceChildren(printed, renderError(problemOf(frame.payload)));
         resolve();
       });
     });

@@ -54,6 +54,16 @@ export interface CallOptions {
    * rejects with `stream_unsupported`.
    */
   onItem?: (item: unknown) => void;
+  /**
+   * Takes what the method printed or logged while it ran (`stream` is `stdout` or `stderr`), in
+   * order with its items. Without it, the page's console shows it (console.log / console.warn).
+   */
+  onOutput?: (stream: 'stdout' | 'stderr', text: string) => void;
+}
+
+/** A call's printed output where no onOutput takes it: the browser's console. */
+function toConsole(stream: 'stdout' | 'stderr', text: string): void {
+  (stream === 'stderr' ? console.warn : console.log)(`[portico-widget] ${text.replace(/\n$/, '')}`);
 }
 
 /** Calls and transfers of one interface: what `WidgetHandle` and `Connection` expose. */
@@ -144,6 +154,7 @@ export class DataPlane implements InterfaceCalls {
     const pending = new Pending<unknown>((frame, p, views) => {
       try {
         if (frame.type === 'result') p.resolve(valueOfFrame(frame, views));
+        else if (frame.type === 'output') (options.onOutput ?? toConsole)(frame.payload.stream, frame.payload.text);
         else if (frame.type === 'stream' && !onItem) {
           p.fail(new WidgetRuntimeError('stream_unsupported', `'${method}' streams its results; pass options.onItem to call() to take them`));
         } else if (frame.type === 'stream') {

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import logging
 import queue
+import sys
 import threading
 import weakref
 from typing import Any, Callable, Iterator, Protocol
@@ -77,10 +78,18 @@ class _Method:
 
 def _answer(conn: Connection, waiter: Any, bar: Progress | None) -> dict[str, Any]:
     """The next frame answering a call; events emitted meanwhile move the bar and reach the
-    ``on_event`` listeners on the way, in order with the call's items."""
+    ``on_event`` listeners on the way, and what the method printed is printed here (under the
+    cell in a notebook), all in order with the call's items."""
     while True:
         frame = conn.next(waiter)
-        if frame.get("type") != "event":
+        kind = frame.get("type")
+        if kind == "output":  # what the method printed: under the cell, or on this process's stdout/stderr
+            payload = frame.get("payload") or {}
+            target = sys.stderr if payload.get("stream") == "stderr" else sys.stdout
+            target.write(str(payload.get("text", "")))
+            target.flush()
+            continue
+        if kind != "event":
             return frame
         if bar is not None:
             bar.event(frame.get("payload"))

@@ -13,6 +13,7 @@ import traceback
 
 from .._frames import FrameReader
 from .dispatch import Worker
+from . import output
 from .lookup import use_project_path
 from .pipe import EXIT_FLUSH_SECONDS, READ_BUFFER_BYTES, REPLY_FD, REQUEST_FD, exit_now, widen_pipe
 from .protocol import log
@@ -51,6 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     widen_pipe(REPLY_FD)
     _prepare(project)
     worker = Worker(project)
+    output.install(worker.pipe.writer)  # a call's prints go to its caller from here on
     try:
         status = worker.serve(FrameReader(REQUEST_FD, READ_BUFFER_BYTES))
     except BaseException as exc:

@@ -50,6 +50,7 @@ class Call:
     resume: Callable[[Call, Any], None] | None = None  # continues `parked` (default: Calls.drive_sync)
     async_wakeup: asyncio.Event | None = None
     sent: int = 0  # bytes a read sent so far
+    output: Any = None  # output.CallOutput: what its user code printed, not sent yet
 
 
 #: ``.call``: the call whose user code this thread runs and may interrupt (see ``put_unsolicited``).

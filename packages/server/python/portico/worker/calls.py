@@ -25,6 +25,7 @@ from typing import Any, Callable
 from .._frames import encode_frame
 from ..interface import CallCancelled
 from . import protocol
+from . import output
 from .call import Call, close_iterator, run_interruptible, set_async_exc
 from .instances import Instance, Instances
 from .methods import AGEN, ASYNC, GEN, SYNC, Methods
@@ -139,7 +140,7 @@ class Calls:
         return None
 
     def submit_coroutine(self, call: Call, coroutine: collections.abc.Coroutine[Any, Any, None]) -> None:
-        future = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+        future = asyncio.run_coroutine_threadsafe(_as_call(call, coroutine), self.loop)
         with call.lock:
             call.future = future
             cancelled = call.done
@@ -290,3 +291,9 @@ class Calls:
             self.pool.submit(close_iterator, call, parked)
         if future is not None:
             future.cancel()  # cancels the task on the loop (coroutine or async generator)
+
+
+async def _as_call(call: Call, coroutine: collections.abc.Coroutine[Any, Any, None]) -> None:
+    """Runs ``coroutine`` in a task that knows it works for ``call`` (its prints go to its caller)."""
+    output.CURRENT.set(call)
+    await coroutine

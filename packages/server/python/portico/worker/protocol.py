@@ -15,8 +15,9 @@ from .. import config as _config
 def log(message: str) -> None:
     """Worker diagnostics go to stderr, which the gateway forwards to its log."""
     try:
-        sys.stderr.write(f"portico.worker: {message}\n")
-        sys.stderr.flush()
+        stream = sys.__stderr__ or sys.stderr  # the worker's own stderr, never a call's output
+        stream.write(f"portico.worker: {message}\n")
+        stream.flush()
     except (OSError, ValueError):
         pass
 

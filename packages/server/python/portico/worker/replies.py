@@ -43,7 +43,10 @@ class Replies:
         self.finish_frame(call, encode_frame(header))
 
     def finish_frame(self, call: Call, frame: bytes) -> None:
-        """Send the call's terminal frame unless one was sent already (first one wins)."""
+        """Send the call's terminal frame unless one was sent already (first one wins), after
+        what its user code printed and has not been sent yet."""
+        if call.output is not None and not call.done:
+            call.output.close()
         with call.lock:
             if call.done:
                 return
