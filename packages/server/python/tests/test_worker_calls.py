@@ -217,10 +217,16 @@ class WorkerCallsTest(WorkerTestCase):
         payload = self.worker.result(self.worker.call("read_config", uuid="cfg", config={"start": 4}))
         self.assertEqual(payload, {"start": 4, "step": 1, "all": {"start": 4, "step": 1}})
 
-    def test_print_goes_to_stdout_and_does_not_corrupt_replies(self) -> None:
-        self.assertEqual(self.worker.result(self.worker.call("shout", "hey")), "HEY")
+    def test_print_goes_to_the_caller_and_does_not_corrupt_replies(self) -> None:
+        request = self.worker.call("shout", "hey")
+        self.assertEqual(self.worker.result(request), "HEY")
         self.assertEqual(self.worker.result(self.worker.call("add", 1, uuid="after-print")), 1)
-        self.worker.wait_output(b"PRINTED hey\n")
+        printed = [f for f in self.worker.frames if f.get("id") == request and f["op"] == "output"]
+        self.assertEqual(printed[0], {"op": "output", "id": request, "stream": "stdout", "text": "PRINTED hey\n"})
+        # A long line goes in pieces of at most OUTPUT_FRAME_CHARS, whole once put together.
+        self.assertEqual("".join(f["text"] for f in printed[1:]), "x" * 100000 + "\n")
+        self.assertTrue(all(len(f["text"]) <= 65536 for f in printed))
+        self.assertNotIn(b"PRINTED", bytes(self.worker.stdout))
 
     def test_files_live_in_the_interface_directory(self) -> None:
         directory = self.worker.result(self.worker.call("remember", 42, uuid="files1"))

@@ -27,7 +27,10 @@ PROJECT = {
                 return "started"
 
             def chatty(self):
-                print("buffered words")
+                # Printed outside any call (a thread of its own): the worker's own stdout, buffered.
+                words = threading.Thread(target=print, args=("buffered words",))
+                words.start()
+                words.join()
                 return "ok"
     """
 }
