@@ -260,9 +260,11 @@ describe('GET /v1/protocol', () => {
   it('lists every frame once per direction it travels (widget_msg both ways) and the widget hooks among the interface hooks', async () => {
     const g = await gateway({ project: await tempProject() });
     const { body } = await api(g, 'GET', '/v1/protocol');
-    const keys = body.ws_frames.map((f: { type: string; direction: string }) => `${f.direction} ${f.type}`);
+    const keys = body.ws_frames.map((f: { type: string; direction: string; endpoint: string }) => `${f.endpoint} ${f.direction} ${f.type}`);
     expect(new Set(keys).size).toBe(keys.length);
-    expect(keys).toEqual(expect.arrayContaining(['client_to_server widget_msg', 'server_to_client widget_msg', 'server_to_client widget_change']));
+    // output is a call's printed output on the interfaces socket and a run's output.log on the executions socket
+    expect(keys).toEqual(expect.arrayContaining(['/v1/interfaces/ws server_to_client output', '/v1/executions/ws server_to_client output']));
+    expect(keys).toEqual(expect.arrayContaining(['/v1/interfaces/ws client_to_server widget_msg', '/v1/interfaces/ws server_to_client widget_msg', '/v1/interfaces/ws server_to_client widget_change']));
     expect(body.ws_frames.every((f: { summary: string }) => f.summary.length > 0)).toBe(true);
     const hooks = body.interface_hooks.map((h: { name: string }) => h.name);
     expect(hooks).toEqual(expect.arrayContaining(['read', 'emit', 'local_directory', 'widget_state', 'widget_update', 'widget_message']));

@@ -105,6 +105,25 @@ async function exercise(scope: Scope, running: RunningServer, name: string): Pro
   await page.screenshot({ path: path.join(SCREENSHOTS, `kernel-widget-${name}.png`) });
 }
 
+/** A folder of its own under the suite's work folder for `name`, with its notebook root holding board.ipynb (the board named `name`). */
+async function notebookFolder(name: string): Promise<{ dir: string; root: string }> {
+  const dir = path.join(work, name);
+  const root = path.join(dir, 'root');
+  await mkdir(root, { recursive: true });
+  await writeNotebook(path.join(root, 'board.ipynb'), CELL(name));
+  return { dir, root };
+}
+
+/** Opens `url` in a new page, runs its notebook's cells and exercises the board named `name`; the page's errors. */
+async function runBoard(url: string, running: RunningServer, name: string, before: (page: Page) => void = () => undefined): Promise<{ page: Page; errors: string[] }> {
+  const { page, errors } = await b.newPage();
+  before(page);
+  await page.goto(url);
+  await runAllCells(page);
+  await exercise(page, running, name);
+  return { page, errors };
+}
+
 /** Page errors that are not the front end's own noise. */
 function ownErrors(errors: string[]): string[] {
   return errors.filter((e) => /portico|board|anywidget/i.test(e));
@@ -113,51 +132,32 @@ function ownErrors(errors: string[]): string[] {
 describe('a proxy shown through the kernel', { timeout: TIMEOUT }, () => {
   it('JupyterLab without the Portico extension: the live widget, synced both ways', async () => {
     const running = await boardGateway();
-    const dir = path.join(work, 'lab');
-    const root = path.join(dir, 'root');
-    await mkdir(root, { recursive: true });
-    await writeNotebook(path.join(root, 'board.ipynb'), CELL('lab'));
+    const { dir, root } = await notebookFolder('lab');
     const lab = await startJupyter('lab', VENV_BIN, kernelEnv(dir, running), root);
     stops.push(lab.stop);
-    const { page, errors } = await b.newPage();
-    await page.goto(`${lab.url}/lab/tree/board.ipynb`);
-    await runAllCells(page);
-    await exercise(page, running, 'lab');
+    const { errors } = await runBoard(`${lab.url}/lab/tree/board.ipynb`, running, 'lab');
     expect(ownErrors(errors)).toEqual([]);
   });
 
   it('Notebook 7 without the Portico extension', async () => {
     const running = await boardGateway();
-    const dir = path.join(work, 'notebook');
-    const root = path.join(dir, 'root');
-    await mkdir(root, { recursive: true });
-    await writeNotebook(path.join(root, 'board.ipynb'), CELL('notebook'));
+    const { dir, root } = await notebookFolder('notebook');
     const notebook = await startJupyter('notebook', FRONT_ENDS_BIN, kernelEnv(dir, running), root);
     stops.push(notebook.stop);
-    const { page, errors } = await b.newPage();
-    await page.goto(`${notebook.url}/notebooks/board.ipynb`);
-    await runAllCells(page);
-    await exercise(page, running, 'notebook');
+    const { errors } = await runBoard(`${notebook.url}/notebooks/board.ipynb`, running, 'notebook');
     expect(ownErrors(errors)).toEqual([]);
   });
 
   it("Notebook 7 with Portico's extension: it loads, and with the gateway out of the browser's reach the output falls back to the kernel's view", async () => {
     const running = await boardGateway();
-    const dir = path.join(work, 'notebook-extension');
-    const root = path.join(dir, 'root');
-    await mkdir(root, { recursive: true });
-    await writeNotebook(path.join(root, 'board.ipynb'), CELL('notebook-extension'));
+    const { dir, root } = await notebookFolder('notebook-extension');
     const installed = await installExtension(dir, running.url, { bin: FRONT_ENDS_BIN });
     const notebook = await startJupyter('notebook', FRONT_ENDS_BIN, { ...installed, ...kernelEnv(dir, running) }, root);
     stops.push(notebook.stop);
-    const { page, errors } = await b.newPage();
     const consoleLines: string[] = [];
-    page.on('console', (message) => consoleLines.push(message.text()));
-    await page.goto(`${notebook.url}/notebooks/board.ipynb`);
-    await runAllCells(page);
+    const { page, errors } = await runBoard(`${notebook.url}/notebooks/board.ipynb`, running, 'notebook-extension', (page) => page.on('console', (message) => consoleLines.push(message.text())));
     // Portico's renderer took the output (its rank is ahead of the widget manager's) and chose the kernel's view.
-    await page.locator('.jp-PorticoWidget .jp-PorticoWidget-kernel').waitFor(WAIT);
-    await exercise(page, running, 'notebook-extension');
+    expect(await page.locator('.jp-PorticoWidget .jp-PorticoWidget-kernel').count()).toBe(1);
     expect(consoleLines.filter((line) => /failed to activate|No provider for/i.test(line))).toEqual([]);
     expect(consoleLines.some((line) => line.includes('showing the widget through the kernel') && line.includes('origin'))).toBe(true);
     expect(await page.locator('.jp-PorticoWidget-host').count()).toBe(0);
@@ -165,30 +165,22 @@ describe('a proxy shown through the kernel', { timeout: TIMEOUT }, () => {
   });
 
   it('JupyterLab with the extension, the gateway in reach: the same output keeps the direct path', async () => {
-    const dir = path.join(work, 'lab-direct');
-    const root = path.join(dir, 'root');
-    await mkdir(root, { recursive: true });
     const port = await anyFreePort();
     const running = await gateway({ project: await tempProject(await fixtureFiles('kernel-widgets')), allowOrigins: [`http://127.0.0.1:${port}`] });
-    await writeNotebook(path.join(root, 'board.ipynb'), CELL('lab-direct'));
+    const { dir, root } = await notebookFolder('lab-direct');
     const installed = await installExtension(dir, running.url);
     const lab = await startLab({ ...installed, ...kernelEnv(dir, running) }, root, port);
     stops.push(lab.stop);
-    const { page, errors } = await b.newPage();
-    await page.goto(`${lab.url}/lab/tree/board.ipynb`);
-    await runAllCells(page);
-    await page.locator('.jp-PorticoWidget-host .board-title').waitFor(WAIT);
+    const { page, errors } = await runBoard(`${lab.url}/lab/tree/board.ipynb`, running, 'lab-direct');
+    expect(await page.locator('.jp-PorticoWidget-host .board-title').count()).toBe(1);
     expect(await page.locator('.jp-PorticoWidget-kernel').count()).toBe(0);
-    await exercise(page, running, 'lab-direct');
     expect(ownErrors(errors)).toEqual([]);
   });
 
+
   it('Voilà: the notebook as a dashboard', async () => {
     const running = await boardGateway();
-    const dir = path.join(work, 'voila');
-    const root = path.join(dir, 'root');
-    await mkdir(root, { recursive: true });
-    await writeNotebook(path.join(root, 'board.ipynb'), CELL('voila'));
+    const { dir, root } = await notebookFolder('voila');
     const voila: FrontEnd = await startVoila(FRONT_ENDS_BIN, kernelEnv(dir, running), root, 'board.ipynb');
     stops.push(voila.stop);
     const { page, errors } = await b.newPage();
@@ -196,6 +188,7 @@ describe('a proxy shown through the kernel', { timeout: TIMEOUT }, () => {
     await exercise(page, running, 'voila');
     expect(ownErrors(errors)).toEqual([]);
   });
+
 
   it('marimo: a cell holding a proxy, through its anywidget support', async () => {
     const running = await boardGateway();
@@ -294,6 +287,14 @@ describe('through the kernel, faults and bad input (JupyterLab without the exten
     await expect.poll(() => page.locator('.board-image').first().evaluate((img: HTMLImageElement) => img.naturalWidth), WAIT).toBe(2);
     await rest('picture', [100]); // small again for what follows
     await page.locator('.board-size').first().filter({ hasText: '100' }).waitFor(WAIT);
+  });
+
+  it('a binary value set in the page reaches Python whole, through the kernel', async () => {
+    await page.locator('.board-blank').first().click();
+    await expect.poll(async () => (await rest('state')).body.payload?.image_bytes, WAIT).toBe(7);
+    // 137 80 78 71 1 2 3, weighted by (i % 7) + 1 as the widget's checksum is
+    expect((await rest('state')).body.payload.image_sum).toBe(137 * 1 + 80 * 2 + 78 * 3 + 71 * 4 + 1 * 5 + 2 * 6 + 3 * 7);
+    await page.locator('.board-size').nth(1).filter({ hasText: '7' }).waitFor(WAIT); // the other view follows
   });
 
   it('the gateway going away: the page says so, the kernel stays quiet, and it all comes back with the gateway', async () => {

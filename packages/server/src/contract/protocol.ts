@@ -167,8 +167,9 @@ export const DISPLAY = {
 
 export function protocolDoc() {
   type Direction = keyof typeof FRAME_SUMMARIES;
-  const frames = (table: Record<string, unknown>, direction: Direction) =>
-    Object.entries(table).map(([type, schema]) => ({ type, direction, summary: FRAME_SUMMARIES[direction][type]!, fields: fields(schema as never) }));
+  // Each frame with the socket it travels on: `output` is a call's printed output on one, a run's output.log on the other.
+  const frames = (table: Record<string, unknown>, direction: Direction, endpoint = '/v1/interfaces/ws') =>
+    Object.entries(table).map(([type, schema]) => ({ type, direction, endpoint, summary: FRAME_SUMMARIES[direction][type]!, fields: fields(schema as never) }));
   return {
     protocol_version: PROTOCOL_VERSION,
     transport: {
@@ -186,7 +187,7 @@ export function protocolDoc() {
     ws_frames: [
       ...frames(ClientFrames, 'client_to_server'),
       ...frames(ServerFrames, 'server_to_client'),
-      ...frames(ExecutionServerFrames, 'server_to_client'),
+      ...frames(ExecutionServerFrames, 'server_to_client', '/v1/executions/ws'),
     ],
     execution_frames: Object.entries(ExecutionClientFrames).map(([type, schema]) => ({ type, direction: 'client_to_server', fields: fields(schema as never) })),
     chunk_flows: CHUNK_FLOWS,

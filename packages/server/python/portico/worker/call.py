@@ -98,6 +98,11 @@ def _leave_interruptible(call: Call, thread_id: int) -> None:
             continue
 
 
+def running_call() -> Call | None:
+    """The call whose sync user code runs on this thread, if any."""
+    return getattr(_interruptible, "call", None)
+
+
 def put_unsolicited(writer: ChunkWriter, frame: bytes) -> None:
     """Send an event or widget push from whatever thread user code runs on."""
     call: Call | None = getattr(_interruptible, "call", None)

@@ -5,7 +5,7 @@ and ``logging``'s handlers, which write to ``sys.stderr``) goes to that call's c
 frames ``{"op": "output", "id", "stream": "stdout"|"stderr", "text"}``, in order with its stream
 items and events (they leave from the same thread). A line is sent when it ends (or when
 ``OUTPUT_FRAME_CHARS`` of it have gathered); what is left is sent before the call's terminal
-frame. Which call is running: the pool thread's (``call._interruptible``) for sync code, the
+frame. Which call is running: the pool thread's (``call.running_call``) for sync code, the
 task's (``CURRENT``) for async code. Output outside any call (module imports, threads user code
 started, C code writing to the file descriptors) goes to the worker's own stdout and stderr, which
 the gateway writes to its log.
@@ -27,7 +27,7 @@ from typing import Any, TextIO
 from .. import shared
 from .._frames import encode_frame
 from .._read import ChunkWriter
-from .call import Call, _interruptible, put_unsolicited
+from .call import Call, put_unsolicited, running_call
 
 #: Bytes of output a call may send per second, and its burst (shared.json: LIMITS.callOutputRateBytes).
 OUTPUT_RATE_BYTES = shared.LIMITS["call_output_rate_bytes"]
@@ -40,7 +40,7 @@ CURRENT: contextvars.ContextVar[Call | None] = contextvars.ContextVar("portico_c
 
 def current_call() -> Call | None:
     """The call whose user code runs here, if any."""
-    return getattr(_interruptible, "call", None) or CURRENT.get()
+    return running_call() or CURRENT.get()
 
 
 class CallOutput:
