@@ -166,16 +166,10 @@ export class ExecutionService {
     return Promise.all(items.map(async (item) => ({ ...item, cached: (await this.lifecycleAfter(ctx, item.uuid, newest.get(item.uuid))).status === 'cached' })));
   }
 
-  /** The newest run of each of these interfaces that has one, as `list` finds it (one pass over the runs, newest first). */
+  /** The newest run of each of these interfaces that has one, as `list` orders them (RunStore.newestOf: one pass, no sort). */
   private async newestRuns(ctx: RequestContext, uuids: string[]): Promise<Map<string, ExecutionInfo>> {
-    const wanted = new Set(uuids);
-    const newest = new Map<string, string>();
-    for (const spec of await ctx.project.runs.all()) {
-      if (newest.size === wanted.size) break;
-      for (const { uuid } of spec.interfaces) if (wanted.has(uuid) && !newest.has(uuid)) newest.set(uuid, spec.uuid);
-    }
     const found = new Map<string, ExecutionInfo>();
-    await Promise.all([...newest].map(async ([uuid, run]) => found.set(uuid, await this.info(ctx, run))));
+    await Promise.all([...(await ctx.project.runs.newestOf(uuids))].map(async ([uuid, run]) => found.set(uuid, await this.info(ctx, run.uuid))));
     return found;
   }
 

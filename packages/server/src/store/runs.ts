@@ -153,7 +153,26 @@ export class RunStore {
   /** Every run of the project, newest first. */
   async all(): Promise<ExecutionSpec[]> {
     await this.scan();
-    return [...this.specs.values()].sort((a, b) => (a.created_at < b.created_at ? 1 : a.created_at > b.created_at ? -1 : a.uuid < b.uuid ? -1 : 1));
+    return [...this.specs.values()].sort(newestFirst);
+  }
+
+  /**
+   * The newest run of each of these interfaces that has one (first in `all()`'s order), in one
+   * pass and no sort: an answer per InterfaceInfo (its `cached`) costs no more than the runs.
+   */
+  async newestOf(interfaces: Iterable<string>): Promise<Map<string, ExecutionSpec>> {
+    const wanted = new Set(interfaces);
+    const newest = new Map<string, ExecutionSpec>();
+    if (wanted.size === 0) return newest;
+    await this.scan();
+    for (const spec of this.specs.values()) {
+      for (const { uuid } of spec.interfaces) {
+        if (!wanted.has(uuid)) continue;
+        const known = newest.get(uuid);
+        if (!known || newestFirst(spec, known) < 0) newest.set(uuid, spec);
+      }
+    }
+    return newest;
   }
 
   async get(uuid: string): Promise<ExecutionSpec | undefined> {
@@ -420,4 +439,9 @@ export class RunStore {
 /** A name in the executions folder that may be a run (not a hidden staging folder or temp file). */
 function isRunName(name: string): boolean {
   return isSafeName(name) && !name.startsWith('.');
+}
+
+/** The order of `all()`: newest created first, then by uuid. */
+function newestFirst(a: ExecutionSpec, b: ExecutionSpec): number {
+  return a.created_at < b.created_at ? 1 : a.created_at > b.created_at ? -1 : a.uuid < b.uuid ? -1 : 1;
 }
