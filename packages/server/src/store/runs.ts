@@ -156,23 +156,10 @@ export class RunStore {
     return [...this.specs.values()].sort(newestFirst);
   }
 
-  /**
-   * The newest run of each of these interfaces that has one (first in `all()`'s order), in one
-   * pass and no sort: an answer per InterfaceInfo (its `cached`) costs no more than the runs.
-   */
+  /** The newest run of each of these interfaces that has one (first in `all()`'s order): one pass, no sort. */
   async newestOf(interfaces: Iterable<string>): Promise<Map<string, ExecutionSpec>> {
-    const wanted = new Set(interfaces);
-    const newest = new Map<string, ExecutionSpec>();
-    if (wanted.size === 0) return newest;
     await this.scan();
-    for (const spec of this.specs.values()) {
-      for (const { uuid } of spec.interfaces) {
-        if (!wanted.has(uuid)) continue;
-        const known = newest.get(uuid);
-        if (!known || newestFirst(spec, known) < 0) newest.set(uuid, spec);
-      }
-    }
-    return newest;
+    return newestPer(this.specs.values(), new Set(interfaces));
   }
 
   async get(uuid: string): Promise<ExecutionSpec | undefined> {
@@ -439,6 +426,19 @@ export class RunStore {
 /** A name in the executions folder that may be a run (not a hidden staging folder or temp file). */
 function isRunName(name: string): boolean {
   return isSafeName(name) && !name.startsWith('.');
+}
+
+/** The newest of `specs` for each interface of `wanted` that has one (an InterfaceInfo's `cached` costs no more than the runs). */
+function newestPer(specs: Iterable<ExecutionSpec>, wanted: ReadonlySet<string>): Map<string, ExecutionSpec> {
+  const newest = new Map<string, ExecutionSpec>();
+  if (wanted.size === 0) return newest;
+  for (const spec of specs) {
+    for (const { uuid } of spec.interfaces) {
+      const known = newest.get(uuid);
+      if (wanted.has(uuid) && (!known || newestFirst(spec, known) < 0)) newest.set(uuid, spec);
+    }
+  }
+  return newest;
 }
 
 /** The order of `all()`: newest created first, then by uuid. */
