@@ -138,6 +138,26 @@ describe('EXPLAIN of the common searches', () => {
     expect(total.map((node) => node['Index Name'])).toContain(lr);
   });
 
+  it('an offset page deep in the results skips in the index alone, and reads only its own rows (a deferred join)', async () => {
+    for (const request of [{ offset: 2000, limit: 10 }, { offset: 2000, limit: 10, include_archived: true }] satisfies FindRequest[]) {
+      const skipped = await pageNodes(request);
+      expect(skipped.map((node) => node['Node Type']), JSON.stringify(request)).toContain('Index Only Scan');
+      expect(skipped.filter((node) => node['Node Type'] === 'Seq Scan')).toEqual([]);
+    }
+    // The page is the one a cursor reaches after the same 10,000 records (no offset: the plain statement).
+    const cursor = await cursorOf({ limit: 1000 }, 10);
+    const index = PostgresIndex.connect(postgres.url);
+    try {
+      const store = await index.open(PROJECT);
+      const byOffset = (await store.search({ offset: 10_000, limit: 3 })).items.map((i) => i.uuid);
+      const byCursor = (await store.search({ cursor, limit: 3 })).items.map((i) => i.uuid);
+      expect(byOffset).toHaveLength(3);
+      expect(byOffset).toEqual(byCursor);
+    } finally {
+      await index.close();
+    }
+  });
+
   it('a cursor page deep in the results starts its index scan at the cursor', async () => {
     const request = { limit: 100 };
     const cursor = await cursorOf(request, 50);
