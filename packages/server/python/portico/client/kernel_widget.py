@@ -329,7 +329,13 @@ class KernelWidget:
     def _flash(self, text: str) -> None:
         """Shows ``text`` for NOTICE_SECONDS (unless the gateway is lost meanwhile)."""
         self._notice(text)
-        timer = threading.Timer(NOTICE_SECONDS, lambda: self._offline or getattr(self.widget, NOTICE_TRAIT) != text or self._notice(""))
+
+        def clear() -> None:
+            # Only this notice: one the gateway's loss put up since stays until it is back.
+            if not self._offline and getattr(self.widget, NOTICE_TRAIT) == text:
+                self._notice("")
+
+        timer = threading.Timer(NOTICE_SECONDS, clear)
         timer.daemon = True
         self._notice_timer = timer
         timer.start()
