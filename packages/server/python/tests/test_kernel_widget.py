@@ -8,6 +8,7 @@ import json
 import unittest
 
 from portico.client import kernel_widget
+from portico.client.connection import set_fields
 
 
 class Base:
@@ -39,11 +40,11 @@ class KernelWidgetPiecesTest(unittest.TestCase):
         self.assertIn("_portico_notice", esm)
 
     def test_set_fields_send_binary_values_as_base64_buffers(self) -> None:
-        fields = kernel_widget.set_fields({"title": "t", "image": b"\x00\x01", "deep": {"blob": memoryview(b"ab")}})
+        fields = set_fields({"title": "t", "image": b"\x00\x01", "deep": {"blob": memoryview(b"ab")}})
         self.assertEqual(fields["changes"], {"title": "t", "image": None, "deep": {"blob": None}})
         self.assertEqual(fields["buffer_paths"], [["image"], ["deep", "blob"]])
         self.assertEqual([base64.b64decode(b) for b in fields["buffers"]], [b"\x00\x01", b"ab"])
-        self.assertEqual(kernel_widget.set_fields({"n": 1}), {"changes": {"n": 1}})
+        self.assertEqual(set_fields({"n": 1}), {"changes": {"n": 1}})
 
     def test_values_from_the_page_become_plain(self) -> None:
         self.assertEqual(kernel_widget._plain({"a": memoryview(b"x"), "b": [bytearray(b"y"), 1], "c": (2,)}), {"a": b"x", "b": [b"y", 1], "c": [2]})

@@ -21,7 +21,7 @@ import weakref
 from typing import Any, Callable, Mapping
 
 from .. import _ws_client
-from .._buffers import put_buffers
+from .._buffers import put_buffers, split_buffers
 from .._json import dumps
 from .display import Display
 from .errors import GatewayError, closed_error
@@ -304,6 +304,16 @@ class Connection:
         if sink is not None:
             sink.abandoned = True
         self.ws.abort()
+
+
+def set_fields(changes: Mapping[str, Any]) -> dict[str, Any]:
+    """A ``widget_set`` frame's fields for ``changes``: binary values as base64 buffers placed by
+    ``buffer_paths`` (the way back is ``with_binary_values``)."""
+    plain, paths, buffers = split_buffers(dict(changes))
+    fields: dict[str, Any] = {"changes": plain}
+    if buffers:
+        fields.update(buffer_paths=paths, buffers=[base64.b64encode(b).decode("ascii") for b in buffers])
+    return fields
 
 
 def with_binary_values(payload: Any, key: str) -> dict[str, Any]:

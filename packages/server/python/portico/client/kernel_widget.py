@@ -37,8 +37,7 @@ import threading
 import urllib.parse
 from typing import Any, Callable
 
-from .._buffers import split_buffers
-from .connection import Lost, widget_message, with_binary_values
+from .connection import Lost, set_fields, widget_message, with_binary_values
 from .errors import GatewayError
 
 log = logging.getLogger("portico.client")
@@ -78,15 +77,6 @@ def wrapper_esm(source: str) -> str:
         wrapper = stream.read()
     # JSON text is a JavaScript string literal (line separators included, since ES2019).
     return wrapper.replace("__PORTICO_WIDGET_SOURCE__", json.dumps(source), 1)
-
-
-def set_fields(changes: dict[str, Any]) -> dict[str, Any]:
-    """A ``widget_set`` frame's fields for ``changes``: binary values as base64 buffers."""
-    plain, paths, buffers = split_buffers(changes)
-    fields: dict[str, Any] = {"changes": plain}
-    if buffers:
-        fields.update(buffer_paths=paths, buffers=[base64.b64encode(b).decode("ascii") for b in buffers])
-    return fields
 
 
 class KernelWidget:

@@ -8,7 +8,6 @@ callback thread of the proxy's own), and the widget operations. The socket itsel
 
 from __future__ import annotations
 
-import base64
 import logging
 import queue
 import sys
@@ -19,8 +18,7 @@ from typing import Any, Callable, Iterator, Protocol
 from .. import _ws_client
 from . import transfers, widget_bundle
 from .widget_bundle import WIDGET_MIME_TYPE
-from .._buffers import split_buffers
-from .connection import Connection, with_binary_values
+from .connection import Connection, set_fields, with_binary_values
 from .display import Display
 from .errors import GatewayError
 from .listeners import Listeners
@@ -352,11 +350,7 @@ class InterfaceProxy(transfers.DataMethods):
     def widget_set(self, **changes: Any) -> dict[str, Any]:
         """Applies ``changes`` through the interface's ``widget_update``; returns the normalized
         changes every attached client receives (``widget_set`` → ``widget_change``)."""
-        plain, paths, buffers = split_buffers(changes)
-        frame: dict[str, Any] = {"type": "widget_set", "changes": plain}
-        if buffers:  # bytes values travel as base64 buffers placed by buffer_paths
-            frame.update(buffer_paths=paths, buffers=[base64.b64encode(b).decode("ascii") for b in buffers])
-        answer = self._connection().exchange(frame)
+        answer = self._connection().exchange({"type": "widget_set", **set_fields(changes)})
         return with_binary_values(answer.get("payload"), "changes")
 
     def widget(self) -> Any:
