@@ -58,6 +58,8 @@ export async function streamCall(
   const out = new PassThrough();
   const encode = format === 'ndjson' ? (line: Line) => `${JSON.stringify(line)}\n` : (line: Line) => `event: ${line.type}\ndata: ${JSON.stringify(line)}\n\n`;
   let open = false;
+  /** The call ended before the response began: its lines wait in `held`, then the response ends. */
+  let endedEarly = false;
   let began!: (failure?: PorticoError) => void;
   const beginning = new Promise<PorticoError | undefined>((resolve) => (began = resolve));
   const held: Line[] = [];
@@ -88,7 +90,7 @@ export async function streamCall(
           : shown({ type: 'result', payload: outcome.payload }, outcome.display);
       void write(last);
       if (open) out.end();
-      else held.push({ type: 'end' as never });
+      else endedEarly = true;
     },
   });
   const failure = await beginning;
@@ -99,10 +101,6 @@ export async function streamCall(
   ctx.set('X-Accel-Buffering', 'no'); // a proxy in front (nginx) passes each line on at once
   ctx.body = out;
   open = true;
-  let ended = false;
-  for (const line of held.splice(0)) {
-    if ((line.type as string) === 'end') ended = true;
-    else out.write(encode(line));
-  }
-  if (ended) out.end();
+  for (const line of held.splice(0)) out.write(encode(line));
+  if (endedEarly) out.end();
 }
