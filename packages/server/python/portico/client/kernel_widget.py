@@ -182,13 +182,7 @@ class KernelWidget:
                 conn.forget(frame_id)
             on_answer(item)
 
-        class Waiter:
-            def put(self, item: Any) -> None:
-                listeners.run_later(answered, item)
-
-            put_nowait = put
-
-        frame_id = conn.register(Waiter())
+        frame_id = conn.register(_OnListenerThread(listeners, answered))
         try:
             conn.send({**frame, "id": frame_id})
         except BaseException:
@@ -342,6 +336,20 @@ class KernelWidget:
         ):
             listeners.remove(kind, callback)
         self.widget.close()
+
+
+class _OnListenerThread:
+    """A waiter (what ``Connection.register`` takes) that hands each frame to ``callback`` on the
+    proxy's listener thread, in socket order with the pushes."""
+
+    def __init__(self, listeners: Any, callback: Callable[[Any], None]) -> None:
+        self.listeners = listeners
+        self.callback = callback
+
+    def put(self, item: Any) -> None:
+        self.listeners.run_later(self.callback, item)
+
+    put_nowait = put
 
 
 def _assets(proxy: Any, module: str) -> tuple[str, str]:
