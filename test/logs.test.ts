@@ -5,7 +5,7 @@
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
-import { api, cleanup, gateway, tempProject } from './helpers.js';
+import { api, cleanup, Client, gateway, tempProject } from './helpers.js';
 
 afterAll(cleanup);
 
@@ -28,7 +28,7 @@ class Noisy(Interface):
 `;
 
 /** A gateway whose log lines (JSON, as on a stderr that is not a terminal) land in `lines`. */
-async function loggedGateway(): Promise<{ g: Awaited<ReturnType<typeof gateway>>; lines: string[] }> {
+async function loggedGateway(options: { accessLog?: boolean } = {}): Promise<{ g: Awaited<ReturnType<typeof gateway>>; lines: string[] }> {
   const lines: string[] = [];
   const sink = new Writable({
     write(chunk, _enc, done) {
@@ -37,11 +37,25 @@ async function loggedGateway(): Promise<{ g: Awaited<ReturnType<typeof gateway>>
     },
   });
   // `log: undefined`: the plain lines go to the logger too, as they do outside the tests.
-  const g = await gateway({ project: await tempProject({ 'noisy.py': NOISY }), logger: pino({ level: 'info' }, sink), log: undefined });
+  const g = await gateway({ project: await tempProject({ 'noisy.py': NOISY }), logger: pino({ level: 'info' }, sink), log: undefined, ...options });
   return { g, lines };
 }
 
 const entries = (lines: string[]) => lines.map((line) => JSON.parse(line) as { level: number; msg: string });
+
+describe('--access-log off (as npm start runs)', { timeout: 60_000 }, () => {
+  it('writes no line per request or socket, still the lines a call prints with its interface and method, and the metrics still count', async () => {
+    const { g, lines } = await loggedGateway({ accessLog: false });
+    expect((await api(g, 'POST', '/v1/interfaces/call', { target: 'noisy', method: 'shout' })).body.code).toBe('call_failed');
+    const ws = await Client.open(g.url);
+    await ws.connect('noisy');
+    ws.close();
+    await expect.poll(() => entries(lines).find((e) => e.msg === 'noisy.shout stdout: hello from shout')).toBeDefined();
+    await new Promise((resolve) => setTimeout(resolve, 300)); // past the access log's batching, and the socket's close
+    expect(entries(lines).filter((e) => e.msg === 'http' || e.msg === 'socket')).toEqual([]);
+    expect(await (await fetch(`${g.url}/metrics`)).text()).toMatch(/portico_http_requests_total\{method="POST",status="400"\} 1/);
+  });
+});
 
 describe('logs tell failures', { timeout: 60_000 }, () => {
   it('a traceback from the worker is one entry at error level; what the method printed is info', async () => {
