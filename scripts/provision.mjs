@@ -11,11 +11,13 @@
 //     purpose); pip looks for a newer release again once a day (test/e2e/lab-newest.test.ts).
 //   - a third venv at <repo>/.cache/front-ends with the other notebook front ends that render
 //     anywidgets (Notebook 7, Voilà, marimo; scripts/front-ends-requirements.txt, pinned).
+//   - VitePress, for the guide in docs/ (`npm run docs`, test/docs-site.test.ts), from npm into
+//     <repo>/.cache/docs-site with its own lockfile (scripts/provision-docs.mjs).
 //   - Debian nginx at /usr/sbin/nginx (apt-get, like chromium): test/proxy.test.ts starts its own on
-//     loopback, as the TLS proxy in front of a gateway (README "Behind a proxy"); the tests never use
+//     loopback, as the TLS proxy in front of a gateway (docs/operating/proxy.md); the tests never use
 //     the package's own service.
 // Exports (for vitest): PORTICO_TEST_PYTHON (the venv's python), PORTICO_LAB_NEWEST_PYTHON, PORTICO_FRONT_ENDS_PYTHON,
-// PORTICO_CHROMIUM, PORTICO_NGINX.
+// PORTICO_CHROMIUM, PORTICO_NGINX, PORTICO_VITEPRESS.
 // Idempotent; well under 2 s when everything is there. Alone (`npm run provision`) it prints what it
 // does; `npm test` sends all of it, pip's and apt-get's output included, to its log file and shows
 // only a line when a slow step starts (provision({ logFd })).
@@ -25,6 +27,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureSlurm } from './provision-slurm.mjs';
 import { ensurePostgres } from './provision-postgres.mjs';
+import { ensureDocsSite } from './provision-docs.mjs';
 import { apt, capture, log, notice, ProvisionError, setLogFd, sh } from './provision-shell.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -141,7 +144,7 @@ export function ensureFrontEnds() {
 
 /**
  * The newest JupyterLab 4 from PyPI in its own venv, with ipykernel: what a user gets today from
- * the README's `pip install 'jupyterlab>=4,<5'`. pip asks PyPI for newer releases when the venv is
+ * docs/clients/jupyterlab.md's `pip install 'jupyterlab>=4,<5'`. pip asks PyPI for newer releases when the venv is
  * made, when the requirements file changes, and otherwise once a day; the stamp records what it found.
  */
 export function ensureLabNewest() {
@@ -198,7 +201,7 @@ export function provision({ logFd: fd = null } = {}) {
     const started = Date.now();
     const errors = [];
     const env = { PORTICO_TEST_PYTHON: VENV_PYTHON, PORTICO_CHROMIUM: CHROMIUM, PORTICO_NGINX: NGINX };
-    for (const step of [ensureChromium, ensureNginx, ensureVenv, ensureLabNewest, ensureFrontEnds, ensurePostgres, ensureSlurm]) {
+    for (const step of [ensureChromium, ensureNginx, ensureVenv, ensureLabNewest, ensureFrontEnds, ensureDocsSite, ensurePostgres, ensureSlurm]) {
       try {
         Object.assign(env, step());
       } catch (err) {
