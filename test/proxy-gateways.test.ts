@@ -1,5 +1,5 @@
 /**
- * Several gateways behind one real TLS reverse proxy (README "Several gateways"): three
+ * Several gateways behind one real TLS reverse proxy (docs/operating/several-gateways.md): three
  * `portico serve` processes on one PostgreSQL index and one project folder, started as a group
  * deploys them, and Debian's nginx on loopback sending requests and sockets to them in turn
  * (round-robin), with the site the README shows. Through the proxy, whichever gateway each
@@ -15,7 +15,7 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchBrowser, type LaunchedBrowser } from './browser.js';
 import { cleanup, ROOT, tempProject } from './helpers.js';
-import { README_GATEWAYS_SITE, startProxy, type AccessLine, type Proxy } from './support/nginx.js';
+import { GATEWAYS_PAGE_SITE, startProxy, type AccessLine, type Proxy } from './support/nginx.js';
 import { startPostgres, type TestPostgres } from './support/postgres.js';
 import { cleanEnv, send as request, type Answer, type SendOptions } from './support/requests.js';
 import { killGroup, launch, type Launched } from './support/processes.js';
@@ -239,8 +239,8 @@ with g.interface("streamer") as streamer:
     expect(sum(await liveInstances())).toBe(live + 2);
   });
 
-  it('README "Several gateways" shows the site configuration this test runs (but for its port, gateway addresses and certificate)', async () => {
-    const readme = await readFile(path.join(ROOT, 'README.md'), 'utf8');
-    expect(readme).toContain(`\`\`\`nginx\n${README_GATEWAYS_SITE}\`\`\``);
+  it('the guide\'s "Several gateways" (docs/operating/several-gateways.md) shows the site configuration this test runs (but for its port, gateway addresses and certificate)', async () => {
+    const readme = await readFile(path.join(ROOT, 'docs/operating/several-gateways.md'), 'utf8');
+    expect(readme).toContain(`\`\`\`nginx\n${GATEWAYS_PAGE_SITE}\`\`\``);
   });
 });

@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchBrowser, type LaunchedBrowser } from './browser.js';
 import { cleanup, Client, ROOT, tempProject } from './helpers.js';
 import { killGroup, launch, type Launched } from './support/processes.js';
-import { README_SITE, startProxy, type Proxy } from './support/nginx.js';
+import { PROXY_PAGE_SITE, startProxy, type Proxy } from './support/nginx.js';
 import { cleanEnv, send } from './support/requests.js';
 
 const TIMEOUT = 120_000;
@@ -165,8 +165,8 @@ print(g.call("counter", "value", version=version))
     expect(stdout.trim().split('\n')).toEqual(['100', '102', '105', '105']);
   });
 
-  it('README "Behind a proxy" shows the site configuration this test runs', async () => {
-    const readme = await readFile(path.join(ROOT, 'README.md'), 'utf8');
-    expect(readme).toContain(`\`\`\`nginx\n${README_SITE}\`\`\``);
+  it('the guide\'s "Behind a proxy" (docs/operating/proxy.md) shows the site configuration this test runs', async () => {
+    const readme = await readFile(path.join(ROOT, 'docs/operating/proxy.md'), 'utf8');
+    expect(readme).toContain(`\`\`\`nginx\n${PROXY_PAGE_SITE}\`\`\``);
   });
 });

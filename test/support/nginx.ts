@@ -1,7 +1,7 @@
 /**
  * Debian's nginx as the TLS reverse proxy in front of a gateway, or of several taking requests in
- * turn, as a deployment runs it: the site configuration README "Behind a proxy" and "Several
- * gateways" show (`proxySite`, the one text the README and the tests use), wrapped
+ * turn, as a deployment runs it: the site configuration the guide's "Behind a proxy" and "Several
+ * gateways" show (`proxySite`, the one text those pages and the tests use), wrapped
  * in a main configuration of its own (pid, logs and temporary folders in a temporary folder, so it
  * needs no root-owned directory), with a throwaway self-signed certificate made by the openssl CLI.
  * Its access log names the gateway nginx sent each request to (`Proxy.access`).
@@ -70,11 +70,11 @@ server {
 `;
 }
 
-/** The example README "Behind a proxy" shows: the site for a gateway on 127.0.0.1:8000. */
-export const README_SITE = proxySite({ listen: '443', gateways: ['127.0.0.1:8000'], certificate: '/etc/ssl/portico/cert.pem', key: '/etc/ssl/portico/key.pem' });
+/** The example docs/operating/proxy.md shows: the site for a gateway on 127.0.0.1:8000. */
+export const PROXY_PAGE_SITE = proxySite({ listen: '443', gateways: ['127.0.0.1:8000'], certificate: '/etc/ssl/portico/cert.pem', key: '/etc/ssl/portico/key.pem' });
 
-/** The example README "Several gateways" shows: the same site for three gateways on three hosts. */
-export const README_GATEWAYS_SITE = proxySite({
+/** The example docs/operating/several-gateways.md shows: the same site for three gateways on three hosts. */
+export const GATEWAYS_PAGE_SITE = proxySite({
   listen: '443',
   gateways: ['10.0.0.11:8000', '10.0.0.12:8000', '10.0.0.13:8000'],
   certificate: '/etc/ssl/portico/cert.pem',

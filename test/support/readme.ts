@@ -1,7 +1,8 @@
 /**
- * README.md read as test/readme.test.ts checks it: its headings, its fenced blocks with the
- * `<!-- readme-test: … -->` comment above each, the commands of a shell block with the output the
- * README shows after them (`# →` lines), and the `…` wildcard of that output.
+ * README.md and the guide's pages (docs/) read as test/readme.test.ts checks them: their headings,
+ * their fenced blocks with the `<!-- readme-test: … -->` comment above each, the commands of a
+ * shell block with the output the page shows after them (`# →` lines), and the `…` wildcard of
+ * that output.
  */
 import { readFileSync } from 'node:fs';
 
@@ -28,6 +29,8 @@ export interface Directive {
 }
 
 export interface Block {
+  /** The page it is in, from the repository root (`README.md`, `docs/clients/rest.md`). */
+  file: string;
   lang: string;
   /** 1-based line of the opening fence. */
   line: number;
@@ -46,6 +49,8 @@ export interface Group {
 }
 
 export interface Readme {
+  /** The page, from the repository root. */
+  file: string;
   text: string;
   lines: string[];
   headings: Heading[];
@@ -54,7 +59,7 @@ export interface Readme {
 
 const DIRECTIVE = /^<!--\s*readme-test:\s*(.*?)\s*-->$/;
 
-export function parseDirective(text: string): Directive {
+export function parseDirective(text: string, file = 'README.md'): Directive {
   const directive: Directive = { serve: [], env: {}, slurm: false, help: false, frames: false };
   // A skip is all the comment says; its reason may hold any text (a `;` too).
   const skip = /^skip \((.+)\)$/s.exec(text.trim());
@@ -66,17 +71,21 @@ export function parseDirective(text: string): Directive {
     else if (part === 'slurm') directive.slurm = true;
     else if (part === 'portico --help') directive.help = true;
     else if (part === 'frames') directive.frames = true;
-    else throw new Error(`README: a readme-test comment says '${part}', which is none of: skip (why), serve FLAGS, env NAME=VALUE, slurm, portico --help, frames`);
+    else throw new Error(`${file}: a readme-test comment says '${part}', which is none of: skip (why), serve FLAGS, env NAME=VALUE, slurm, portico --help, frames`);
   }
   return directive;
 }
 
-export function readReadme(file: string): Readme {
-  const text = readFileSync(file, 'utf8');
+/** A page: `path` to read it, `name` to name it (its path from the repository root). */
+export function readReadme(path: string, name = 'README.md'): Readme {
+  return parsePage(readFileSync(path, 'utf8'), name);
+}
+
+export function parsePage(text: string, file: string): Readme {
   const lines = text.split('\n');
   const headings: Heading[] = [];
   const blocks: Block[] = [];
-  let open: { lang: string; line: number; directive: Directive | null; section: string } | null = null;
+  let open: { file: string; lang: string; line: number; directive: Directive | null; section: string } | null = null;
   let body: string[] = [];
   let section = '';
   for (let i = 0; i < lines.length; i++) {
@@ -93,7 +102,7 @@ export function readReadme(file: string): Readme {
       let previous = i - 1;
       while (previous >= 0 && lines[previous]!.trim() === '') previous--;
       const comment = previous >= 0 ? DIRECTIVE.exec(lines[previous]!.trim()) : null;
-      open = { lang: fence[1]!, line: i + 1, directive: comment ? parseDirective(comment[1]!) : null, section };
+      open = { file, lang: fence[1]!, line: i + 1, directive: comment ? parseDirective(comment[1]!, file) : null, section };
       body = [];
       continue;
     }
@@ -103,8 +112,8 @@ export function readReadme(file: string): Readme {
       section = heading[2]!;
     }
   }
-  if (open) throw new Error(`README: the block opened at line ${open.line} is never closed`);
-  return { text, lines, headings, blocks };
+  if (open) throw new Error(`${file}: the block opened at line ${open.line} is never closed`);
+  return { file, text, lines, headings, blocks };
 }
 
 const EXPECTED = /^# →(?: (.*))?$/;
