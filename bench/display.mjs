@@ -1,4 +1,4 @@
-// Issue 32: a method returning a 1 MB PNG (an object with _repr_png_, README "Rich results"),
+// Issue 32: a method returning a 1 MB PNG (an object with _repr_png_, docs/writing/rich-results.md),
 // over REST (base64 in the JSON body) and over the WebSocket (a binary frame after the result on a
 // buffers: binary socket; base64 on a default one), beside the same bytes read through the read
 // hook (binary frames, the data plane's floor) on the same gateway, interleaved in the same run.

@@ -221,7 +221,7 @@ describe('serving a published anywidget', { timeout: 60_000 }, () => {
     const uuids = visitors.map((client) => client.frames.find((f) => f.type === 'connected')!.payload.uuid as string);
     for (const client of visitors) client.close();
     await new Promise((resolve) => setTimeout(resolve, 500));
-    expect(await alive()).toBe(before + 3); // their instances live on (README "Lifetime")
+    expect(await alive()).toBe(before + 3); // their instances live on (docs/writing/lifetime.md)
     for (const uuid of uuids) expect((await api({ url }, 'POST', `/v1/interfaces/${uuid}/release`)).body).toEqual({ uuid, released: true });
     await expect.poll(alive, { timeout: 20_000 }).toBe(before);
     keeper.close();

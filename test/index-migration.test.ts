@@ -1,5 +1,5 @@
 /**
- * The embedded index made by a gateway before class_name (README "The store"): records whose `kind`
+ * The embedded index made by a gateway before class_name (docs/operating/store.md): records whose `kind`
  * holds the class name read as class_name = that name and kind = 'Interface', from the segments and
  * from the record files `portico reindex` rebuilds from; the open writes the upgraded segments back;
  * and a gateway killed (SIGKILL) while it writes them leaves an index that the next open reads the

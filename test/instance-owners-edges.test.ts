@@ -1,5 +1,5 @@
 /**
- * Several gateways, one live instance, at the edges (README "Several gateways"): user names any
+ * Several gateways, one live instance, at the edges (docs/operating/several-gateways.md): user names any
  * header cannot hold, ids as long as the protocol allows, one id twice in flight, an owner started
  * again at the same address, a session token used on another gateway of the group, the database
  * away for longer than a lease, a REST client that leaves while its call runs at the owner. Each
@@ -103,7 +103,7 @@ describe('several gateways, at the edges', () => {
     const { a, b } = await pair();
     const minted = await api(a, 'POST', '/v1/auth/token', { user: 'alice' }, AUTH);
     const onB = await call(b, 'value', [], { authorization: `Bearer ${minted.body.access_token}` });
-    // Bug (README "Several gateways" is silent on it): the key is per process, so behind a
+    // Bug (docs/operating/several-gateways.md is silent on it): the key is per process, so behind a
     // round-robin proxy a page's session token is refused (401) by every gateway but the one that minted it.
     expect(onB.status).toBe(200);
   });

@@ -1,5 +1,5 @@
 /**
- * Several gateways, one live instance, when things go wrong (README "Several gateways"): the
+ * Several gateways, one live instance, when things go wrong (docs/operating/several-gateways.md): the
  * owning gateway killed with kill -9 in the middle of a stream or of a forwarded REST call, the
  * owner stopped gracefully, the PostgreSQL index lost and back, and a client that tries to pass
  * as a gateway. Gateways that die run as `portico serve` processes of their own (a process group

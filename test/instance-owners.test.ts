@@ -1,5 +1,5 @@
 /**
- * Several gateways, one live instance (README "Several gateways"): two or three gateways on one
+ * Several gateways, one live instance (docs/operating/several-gateways.md): two or three gateways on one
  * PostgreSQL index and one project folder, each instance owned by the gateway that made it (a
  * lease in the index), the others forwarding to it. REST calls, WebSocket frames and widget pushes
  * land on one counter whichever gateway they reach; a forged gateway-to-gateway request is refused.

@@ -1,5 +1,5 @@
 /**
- * The live instance's lifetime (README "Lifetime"): it lives until it is released or has had no
+ * The live instance's lifetime (docs/writing/lifetime.md): it lives until it is released or has had no
  * use and no attached client for --instance-idle; a worker stops only when it holds none and
  * has been idle --worker-idle; a worker that dies or wedges is started again at once and the
  * attached clients hear `instance_restarted`; one that keeps dying backs off.

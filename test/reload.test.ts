@@ -1,5 +1,5 @@
 /**
- * Edits on disk (README "Editing source on disk"): with `portico serve --reload` an edit of a
+ * Edits on disk (docs/writing/reload.md): with `portico serve --reload` an edit of a
  * project's .py file starts its worker again, live instances are made again on the new code with
  * their saved widget state, and attached clients hear `instance_restarted` (`source_changed`).
  * Without it, a live instance keeps the class it was made with, and says so when asked for a

@@ -1,5 +1,5 @@
 /**
- * Rich results, the Jupyter way (issue 32, README "Rich results"), through a real gateway whose
+ * Rich results, the Jupyter way (issue 32, docs/writing/rich-results.md), through a real gateway whose
  * worker runs the test venv's Python (matplotlib, Pillow, pandas, IPython): a figure, an image
  * and a DataFrame returned by a method answer with their MIME bundle in `display` beside
  * `payload`, over REST and over the WebSocket (base64 text, or binary frames on a socket that

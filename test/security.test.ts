@@ -272,7 +272,7 @@ describe('projects and interpreters', () => {
   it('each (project, interpreter) gets its own worker; /v1/projects lists projects, roots, interpreters and workers', async () => {
     expect((await call()).body).toEqual({ payload: 1 });
     // Another worker makes its own instance of the same uuid, handed the widget state the first
-    // one saved (README "Widget state comes back"): it counts on from 1.
+    // one saved (docs/writing/widgets.md ("Widget state comes back")): it counts on from 1.
     expect((await call({ 'x-service-python': OTHER_PYTHON })).body).toEqual({ payload: 2 });
     // The query picks the same worker as the header: the counter there has counted once already.
     expect((await call({}, `?python=${encodeURIComponent(OTHER_PYTHON)}`)).body).toEqual({ payload: 3 });

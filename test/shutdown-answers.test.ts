@@ -1,5 +1,5 @@
 /**
- * Every request gets an answer at shutdown (README "Stopping"): at the drain deadline a REST
+ * Every request gets an answer at shutdown (docs/operating/stopping.md): at the drain deadline a REST
  * request still in flight is answered 503 `shutting_down` (never a reset), and every WebSocket
  * call, stream, upload, read and frame still waiting for its buffers gets an `error` frame
  * `shutting_down` for its id before the 1001 close. A request on a kept-alive connection after the

@@ -6,7 +6,7 @@
  * whose trait holds numpy values, as jupyter-scatter's tooltip puts them there; the strings
  * coming back as floats where Python declares a float, sent by a client or by the widget runtime
  * (which writes NaN that way instead of JSON.stringify's null). Anything else keeps
- * unserializable_result. README "Values: what becomes what" is the table.
+ * unserializable_result. docs/writing/values.md is the table.
  */
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -1,7 +1,7 @@
 """A gallery: results a person looks at rather than reads, with the standard library alone.
 
 Objects that define ``_repr_svg_`` or ``_repr_html_`` are answered with their MIME bundle (see
-README, Rich results), as Jupyter displays them; the landing page shows them, the Python client
+docs/writing/rich-results.md), as Jupyter displays them; the landing page shows them, the Python client
 returns them so that a notebook cell does.
 """
 import html

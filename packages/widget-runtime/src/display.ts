@@ -1,5 +1,5 @@
 /**
- * Rich values (gateway README "Rich results"): a method result, a stream item or an `emit()`
+ * Rich values (gateway docs/writing/rich-results.md): a method result, a stream item or an `emit()`
  * event that IPython could display arrives with its MIME bundle, as Jupyter's display_data carries
  * one. The runtime hands such a value to the page as a `Display` (the bundle, its metadata and the
  * JSON payload, if any), and `renderDisplay(el, display)` shows it in an element: the richest

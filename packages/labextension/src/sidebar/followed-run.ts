@@ -26,7 +26,7 @@ export interface FollowedRun {
   progress: { value: number; message: string | null } | null;
 }
 
-/** A progress event's payload (README "Rich results": `{progress: 0..1, message?}`), else null. */
+/** A progress event's payload (docs/writing/rich-results.md: `{progress: 0..1, message?}`), else null. */
 export function progressOf(payload: unknown): FollowedRun['progress'] {
   if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) return null;
   const { progress, message } = payload as { progress?: unknown; message?: unknown };

@@ -1,5 +1,5 @@
 """Rich results: what IPython would display of a value, as the MIME bundle Jupyter's
-``display_data`` carries (README "Rich results").
+``display_data`` carries (docs/writing/rich-results.md).
 
 A value is shown by the methods its class defines, as IPython calls them: ``_repr_mimebundle_``
 first (``include``/``exclude`` None; a dict, or a ``(data, metadata)`` pair), then each
@@ -307,7 +307,7 @@ def _text_only(value: Any) -> None:
 
 
 class DisplayTooLarge(ValueError):
-    """A bundle over ``DISPLAY_MAX_BYTES``: the call answers ``payload_too_large`` (README "Rich results")."""
+    """A bundle over ``DISPLAY_MAX_BYTES``: the call answers ``payload_too_large`` (docs/writing/rich-results.md)."""
 
 
 def size(shown: Shown) -> int:
@@ -370,7 +370,7 @@ T = TypeVar("T")
 
 
 def encoded(value: Any, encode: Callable[[Any, Shown | None], T], what: str) -> T:
-    """``encode(payload, bundle)`` of ``value`` as README "Rich results" says it travels.
+    """``encode(payload, bundle)`` of ``value`` as docs/writing/rich-results.md says it travels.
 
     A value whose class shows more than text by its repr methods: its bundle, with ``value`` as
     payload (None when JSON refuses it). Else ``value`` alone (``encode(value, None)``); when that

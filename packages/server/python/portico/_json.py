@@ -2,7 +2,7 @@
 and messages, saved files.
 
 One encoder so that ``emit``, results, widget values and ``save_file("x.json", ...)`` agree on
-what is serializable, and what each value becomes (the README's "Values" table):
+what is serializable, and what each value becomes (the table of docs/writing/values.md):
 
 - JSON's own types as they are; tuples as arrays, sets as sorted arrays, dataclasses and
   mappings as objects, pydantic models as their ``model_dump(mode="json")``;

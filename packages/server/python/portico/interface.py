@@ -195,9 +195,9 @@ class Interface:
 
         Thread-safe; usable from sync, generator and async methods and from other threads.
         Events are ordered before the result of the call that emitted them.
-        ``payload`` is written as results are (numpy values, NaN as ``"NaN"``, dates: README
-        "Values"), and a displayable one (a figure, an image, a DataFrame) carries its MIME
-        bundle as a result does (README "Rich results"); ``{"progress": 0.5, "message": "…"}``
+        ``payload`` is written as results are (numpy values, NaN as ``"NaN"``, dates:
+        docs/writing/values.md), and a displayable one (a figure, an image, a DataFrame) carries its MIME
+        bundle as a result does (docs/writing/rich-results.md); ``{"progress": 0.5, "message": "…"}``
         shows as a progress bar. Raises TypeError when it is neither JSON nor displayable,
         ValueError (``DisplayTooLarge``; uncaught, the call answers ``payload_too_large``) when
         its bundle is over ``limits.displayMaxBytes``, and ``CallCancelled`` in a sync method or
@@ -291,7 +291,7 @@ class Interface:
     def save_file(self, name: str, data: Any) -> str:
         """Durably store ``data`` under ``local_directory(name)`` and return the path.
 
-        ``.json`` names store ``data`` as JSON, written as results are (README "Values": NaN as
+        ``.json`` names store ``data`` as JSON, written as results are (docs/writing/values.md: NaN as
         ``"NaN"``, numpy arrays as lists); otherwise ``data`` must be ``str`` (stored as
         UTF-8) or ``bytes``. The write is atomic: readers never see a partial file. ``name`` is
         confined as in ``local_directory`` (PermissionError when it leads outside the folder).

@@ -1,4 +1,4 @@
-"""Rich results (README "Rich results"), issue 32: a method result IPython could display answers
+"""Rich results (docs/writing/rich-results.md), issue 32: a method result IPython could display answers
 with a MIME bundle as Jupyter's ``display_data`` carries one.
 
 The worker's result frame gets ``display`` (MIME type → text or JSON; null where the data is

@@ -1,4 +1,4 @@
-"""Values as Jupyter sends them (README "Values: what becomes what"), issue 32.
+"""Values as Jupyter sends them (docs/writing/values.md), issue 32.
 
 Results, stream items, ``emit()`` events, widget state and widget messages carry numpy scalars
 and arrays, NaN and infinities, dates and times, ``Decimal`` and paths; NaN and the infinities

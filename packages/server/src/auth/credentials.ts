@@ -13,7 +13,7 @@ export const BEARER_SUBPROTOCOL = 'bearer';
 
 /** Who a request was admitted as. */
 export interface Principal {
-  /** `peer`: another gateway forwarding a client's request to the owner of a live instance (README "Several gateways"). */
+  /** `peer`: another gateway forwarding a client's request to the owner of a live instance (docs/operating/several-gateways.md). */
   kind: 'anonymous' | 'api_token' | 'session' | 'oidc' | 'peer';
   /** A verified identity, when the credential carries one; it overrides X-Service-User. */
   subject?: string;

@@ -12,7 +12,7 @@ import { trustedProxyProblem } from '../http/forwarded.js';
 import { LOG_LEVELS, type LogLevel } from '../ops/logger.js';
 import { isPostgresUrl, redact } from '../store/postgres/postgres-store.js';
 
-/** One row per option: the flag, its environment variable and what it does (README table). */
+/** One row per option: the flag, its environment variable and what it does (the table of docs/operating/options.md). */
 export const SERVE_OPTIONS = [
   { flag: '--host', env: 'PORTICO_HOST', default: DEFAULT_HOST, help: 'Address to bind. A non-loopback address needs --api-token (or --insecure).' },
   { flag: '--port', env: 'PORTICO_PORT', default: String(DEFAULT_PORT), help: 'Port to listen on (0 picks a free one).' },
@@ -42,7 +42,7 @@ export const SERVE_OPTIONS = [
     flag: '--advertise-url',
     env: 'PORTICO_ADVERTISE_URL',
     default: 'the address it listens on',
-    help: 'The base URL other gateways reach this one at (http://host:port). With a PostgreSQL index, a live instance is owned by the gateway that made it, and the others forward its calls, widget frames and sockets there (README "Several gateways").',
+    help: 'The base URL other gateways reach this one at (http://host:port). With a PostgreSQL index, a live instance is owned by the gateway that made it, and the others forward its calls, widget frames and sockets there (docs/operating/several-gateways.md).',
   },
   {
     flag: '--peer-secret',
@@ -79,7 +79,7 @@ export const SERVE_OPTIONS = [
     flag: '--ws-compression',
     env: 'PORTICO_WS_COMPRESSION',
     default: 'off',
-    help: `on: negotiate permessage-deflate with clients that offer it (text frames from ${LIMITS.wsDeflateThresholdBytes / 1024} KiB up; binary frames never). Off by default: on loopback and fast links it costs more than it saves (README "Compression").`,
+    help: `on: negotiate permessage-deflate with clients that offer it (text frames from ${LIMITS.wsDeflateThresholdBytes / 1024} KiB up; binary frames never). Off by default: on loopback and fast links it costs more than it saves (docs/operating/sockets.md).`,
   },
   {
     flag: '--ws-heartbeat',

@@ -1,5 +1,5 @@
 /**
- * Every bound and default of the gateway, in one place. The README's options table and
+ * Every bound and default of the gateway, in one place. The options table (docs/operating/options.md) and
  * GET /v1/protocol (`limits`) are generated from or checked against this module.
  */
 
@@ -132,7 +132,7 @@ export const LIMITS = {
   /** Most binary buffers one widget frame carries. */
   widgetBuffersMax: 64,
   /**
-   * Most bytes of one display bundle of a result, stream item or event (README "Rich results"): its
+   * Most bytes of one display bundle of a result, stream item or event (docs/writing/rich-results.md): its
    * binary data (image/png, …) raw, its text as UTF-8, together; more answers payload_too_large.
    * The worker holds the same bound: both read it from python/portico/shared.json.
    */

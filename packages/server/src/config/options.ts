@@ -64,7 +64,7 @@ export interface GatewayOptions {
   slurm: SlurmOptions;
   /** How long a shutdown lets requests, calls and transfers in flight finish before cutting them (ms). */
   drainMs: number;
-  /** Negotiate permessage-deflate when a client offers it (README "Compression" has the figures behind the default). */
+  /** Negotiate permessage-deflate when a client offers it (docs/operating/sockets.md has the figures behind the default). */
   wsCompression: boolean;
   /** How often sockets are pinged; one that missed the previous ping is closed (ms; 0 disables). */
   wsHeartbeatMs: number;

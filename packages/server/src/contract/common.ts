@@ -111,7 +111,7 @@ export const HTTPValidationError = z
   .object({ detail: z.array(ValidationIssue), code: z.literal('validation_error'), message: z.string().describe('The problems in one readable line.') })
   .openapi('HTTPValidationError');
 
-/** A rich result's MIME bundle, as Jupyter's display_data carries it (README "Rich results"). */
+/** A rich result's MIME bundle, as Jupyter's display_data carries it (docs/writing/rich-results.md). */
 export const DisplayBundle = z
   .record(z.string(), z.unknown())
   .describe(

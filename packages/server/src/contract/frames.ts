@@ -94,7 +94,7 @@ export type ClientFrame = { [K in ClientFrameType]: z.infer<(typeof ClientFrames
 /** A payload schema with its description; it keeps the schema's type, so z.infer of a server frame is its real shape. */
 const Payload = <S extends z.ZodType>(schema: S, description: string): S => schema.describe(description);
 
-/** The display bundle a result, stream item or event carries when IPython could display its value (README "Rich results"). */
+/** The display bundle a result, stream item or event carries when IPython could display its value (docs/writing/rich-results.md). */
 const Shown = {
   display: DisplayBundle.optional(),
   metadata: DisplayMetadata.optional(),

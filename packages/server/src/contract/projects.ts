@@ -22,7 +22,7 @@ export const ProjectsResponse = z
   })
   .openapi('ProjectsResponse');
 
-/** What one gateway of a group asks another (README "Several gateways"): not part of the client API. */
+/** What one gateway of a group asks another (docs/operating/several-gateways.md): not part of the client API. */
 export const PeerInstanceResponse = z.object({
   uuid: z.string(),
   serving: z.boolean().describe('This gateway serves the live instance under a lease it holds (or cannot renew: the index is away for it).'),

@@ -63,7 +63,7 @@ export const HEADERS = [
   },
 ];
 
-/** How several gateways on one index serve one live instance (README "Several gateways"). */
+/** How several gateways on one index serve one live instance (docs/operating/several-gateways.md). */
 const SEVERAL_GATEWAYS = {
   ownership: 'With a PostgreSQL index, each live instance (per project and uuid) is owned by one gateway: the first one asked for it takes its lease in the index and renews it (--instance-lease, every third of it). The embedded store serves one gateway per project.',
   forwarding: 'A gateway asked for an instance another gateway owns forwards the request there: REST calls, release and delete as HTTP requests, a socket connected to the instance as one socket to the owner, every frame relayed both ways as it came (binary frames too, in order). A client sees one instance whichever gateway it reaches.',
@@ -126,7 +126,7 @@ export const WIDGET_BUFFERS = {
   order: 'widget_set and widget_msg to one interface run one at a time in the order the gateway received them; other interfaces and calls run meanwhile.',
 };
 
-/** What Python values become in the JSON of results, stream items, events, widget state and messages (README "Values: what becomes what"). */
+/** What Python values become in the JSON of results, stream items, events, widget state and messages (docs/writing/values.md). */
 export const VALUES = {
   summary: 'Payloads are JSON; the worker writes Python values as a Jupyter kernel sends them (python → json).',
   table: [
@@ -144,7 +144,7 @@ export const VALUES = {
   refused: 'Anything else (complex, timedelta, numpy timedelta64, other objects) answers unserializable_result, naming the type.',
 };
 
-/** Rich results (README "Rich results"): what a displayable result, stream item, event or run event carries. */
+/** Rich results (docs/writing/rich-results.md): what a displayable result, stream item, event or run event carries. */
 export const DISPLAY = {
   summary:
     "A method result that IPython could display answers with its MIME bundle, as Jupyter's display_data carries it: display (MIME type → data) beside payload, and metadata (by MIME type) when there is some. Over REST and in the WebSocket result frame alike; a streamed item and an emit() event the same way.",

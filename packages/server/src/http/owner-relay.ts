@@ -1,6 +1,6 @@
 /**
- * A REST request for a live instance another gateway owns, forwarded there (README "Several
- * gateways"): the same path with the parsed body, the peer secret and the client's user,
+ * A REST request for a live instance another gateway owns, forwarded there (docs/operating/several-gateways.md):
+ * the same path with the parsed body, the peer secret and the client's user,
  * project and interpreter; the owner's answer (status, type, body) streams back as it came.
  * An owner that cannot be reached had nothing of the request: `relayToOwner` then rejects with
  * `unreachable` set and the caller asks where the instance lives again. One that goes away

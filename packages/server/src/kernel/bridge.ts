@@ -18,18 +18,18 @@ export interface Push {
   payload: unknown;
   /** Binary buffers of a widget push (the values at `payload.buffer_paths`, or a message's buffers). */
   buffers?: Buffer[];
-  /** The display bundle of an `event` whose emitted value IPython could display (README "Rich results"). */
+  /** The display bundle of an `event` whose emitted value IPython could display (docs/writing/rich-results.md). */
   display?: Display;
 }
 
 /**
  * Where a streaming call delivers its items, synchronously and in order, each with its display
- * bundle when IPython could display it (README "Rich results"); the returned promise paces the
+ * bundle when IPython could display it (docs/writing/rich-results.md); the returned promise paces the
  * generator (the worker gets credit for the next item when it settles).
  */
 export type ItemSink = (payload: unknown, display?: Display) => void | Promise<void>;
 
-/** How a call ended: its result (with its display bundle when it has one, README "Rich results"), the end of its stream, or an error. */
+/** How a call ended: its result (with its display bundle when it has one, docs/writing/rich-results.md), the end of its stream, or an error. */
 export type CallOutcome = { ok: true; streamed: boolean; payload?: unknown; buffers?: Buffer[]; display?: Display } | { ok: false; error: PorticoError };
 
 /** Receives a request's outcome, synchronously with the worker's terminal frame. */

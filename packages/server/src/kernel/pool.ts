@@ -1,6 +1,6 @@
 /**
  * The worker pool: one long-lived worker per (project, interpreter), started lazily and reused.
- * It owns the lifetime of live instances and their workers (README "Lifetime"):
+ * It owns the lifetime of live instances and their workers (docs/writing/lifetime.md):
  *
  * - An instance lives until it is released, or has had no use and no attached client for
  *   `instanceIdleMs`. A worker stops only when it holds no live instance and has had no request

@@ -7,6 +7,6 @@ export interface RequestContext {
   python: string;
   /** Attribution for records this request creates (`created_by`). */
   user: string;
-  /** Forwarded by another gateway to this one as the instance's owner (README "Several gateways"): never forwarded again. */
+  /** Forwarded by another gateway to this one as the instance's owner (docs/operating/several-gateways.md): never forwarded again. */
   forwarded?: boolean;
 }

@@ -1,5 +1,5 @@
 /**
- * Rich results as clients receive them (README "Rich results"), transport-free: `display` is the
+ * Rich results as clients receive them (docs/writing/rich-results.md), transport-free: `display` is the
  * MIME bundle (MIME type → data, as Jupyter's display_data carries it) beside `payload`, and
  * `metadata` by MIME type when there is any. Binary data (image/png, image/jpeg, …) is base64
  * text, as in Jupyter's messages and notebooks, unless the client takes binary buffers: then it

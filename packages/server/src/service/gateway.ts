@@ -95,7 +95,7 @@ export class Gateway {
   readonly project: ProjectService;
   readonly remotes = new RemoteModules();
   readonly projects: ProjectRegistry;
-  /** Who owns each live instance when several gateways serve a project (README "Several gateways"). */
+  /** Who owns each live instance when several gateways serve a project (docs/operating/several-gateways.md). */
   readonly ownership: InstanceOwnership;
   /** Source editing (opt-in with --enable-source-api). */
   readonly source: SourceService;

@@ -107,7 +107,7 @@ export interface ResolveResult {
 /**
  * The records clients used lately through this gateway, by project and uuid, the most recent last: what a
  * call or connect finds its record in while the index database cannot be reached, so that calls
- * to live instances go on (README "Several gateways"). Consulted only then; bounded.
+ * to live instances go on (docs/operating/several-gateways.md). Consulted only then; bounded.
  */
 class RecentRecords {
   private readonly records = new Map<string, InterfaceInfo>();
@@ -357,7 +357,7 @@ export class InterfaceService {
     }
   }
 
-  /** The promise of a plain (non-streaming) `call` (REST): its result and display bundle (README "Rich results"), or its error thrown. */
+  /** The promise of a plain (non-streaming) `call` (REST): its result and display bundle (docs/writing/rich-results.md), or its error thrown. */
   async callForResult(ctx: RequestContext, record: InterfaceInfo, input: CallInput, signal?: AbortSignal): Promise<{ payload: unknown; display?: Display }> {
     const outcome = await new Promise<CallOutcome>((resolve) => this.call(ctx, record, input, { signal, onSettled: resolve }));
     if (!outcome.ok) throw outcome.error;

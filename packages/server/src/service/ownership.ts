@@ -1,5 +1,5 @@
 /**
- * One live instance, wherever a request lands (README "Several gateways"). With a PostgreSQL
+ * One live instance, wherever a request lands (docs/operating/several-gateways.md). With a PostgreSQL
  * index several gateways serve one project, and each live instance has one owner: the gateway
  * that took its lease (store/leases.ts). The others forward to it. This service answers where
  * an instance lives (`locate`), keeps the leases this gateway holds renewed, gives up those no

@@ -1,5 +1,5 @@
 /**
- * Who owns a live instance when several gateways serve one project (README "Several gateways"):
+ * Who owns a live instance when several gateways serve one project (docs/operating/several-gateways.md):
  * a lease per (project, uuid) in the shared index, held by one gateway and renewed by it. Only
  * the PostgreSQL index has leases; the embedded store keeps one gateway per project (its lock).
  */

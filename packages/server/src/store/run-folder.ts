@@ -148,7 +148,7 @@ export async function readEventsFrom(dir: string, offset: number): Promise<{ eve
     if (length <= 0) return { events: [], next: offset };
     let buffer: Buffer;
     let end: number;
-    // A line longer than the window (an emitted figure, README "Rich results") is read whole: the window grows to it.
+    // A line longer than the window (an emitted figure, docs/writing/rich-results.md) is read whole: the window grows to it.
     for (;;) {
       buffer = Buffer.alloc(length);
       const { bytesRead } = await handle.read(buffer, 0, length, offset);

@@ -1,6 +1,6 @@
 /**
- * A client socket's instance traffic, relayed to the gateway that owns the instance (README
- * "Several gateways"). The session opens one socket to the owner's /v1/interfaces/ws as a peer
+ * A client socket's instance traffic, relayed to the gateway that owns the instance
+ * (docs/operating/several-gateways.md). The session opens one socket to the owner's /v1/interfaces/ws as a peer
  * (the peer secret, the client's user, project and interpreter), connects it to the same uuid
  * with the client's buffers mode, and from then on every frame the client sends for the
  * instance (with its binary frames) goes there as it came, and every frame the owner sends

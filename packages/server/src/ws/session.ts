@@ -21,7 +21,7 @@ import { Transfers } from './transfers.js';
 
 /**
  * The interface a socket is connected to, and where its live instance is: here (attached to it,
- * `local`), or at the gateway that owns it (`relay`, README "Several gateways"). Neither: its
+ * `local`), or at the gateway that owns it (`relay`, docs/operating/several-gateways.md). Neither: its
  * owner went away or another gateway took it over, and the next frame finds where it is now.
  */
 interface Connection {
@@ -313,7 +313,7 @@ export class Session extends SocketSession<ClientFrame> {
     );
   }
 
-  /** Cancels calls in flight and detaches; the instance lives on (README "Lifetime"). */
+  /** Cancels calls in flight and detaches; the instance lives on (docs/writing/lifetime.md). */
   protected override teardown(): void {
     if (this.closed) return;
     super.teardown();

@@ -171,7 +171,7 @@ export abstract class SocketSession<F extends { type: string; id?: FrameId }> {
   }
 
   /**
-   * A result, stream item or event with its display bundle (README "Rich results"): binary data
+   * A result, stream item or event with its display bundle (docs/writing/rich-results.md): binary data
    * as binary frames right after it (`binary_buffers`, placed in `display` by `buffer_paths`) on a
    * socket connected with buffers: binary, as widget buffers travel, sent in one synchronous step
    * so that nothing comes between them; else base64 text in `display`, as Jupyter sends it.
@@ -231,7 +231,7 @@ export abstract class SocketSession<F extends { type: string; id?: FrameId }> {
   protected sendChunk(chunk: Buffer): Promise<void> {
     if (this.socket.readyState !== this.socket.OPEN) return Promise.reject(new Error('socket closed'));
     this.corkForThisTick();
-    // A read's bytes are never deflated (README "Compression").
+    // A read's bytes are never deflated (docs/operating/sockets.md).
     return new Promise((resolve, reject) => this.socket.send(chunk, BINARY_FRAME, (err) => (err ? reject(err) : resolve())));
   }
 

@@ -40,7 +40,7 @@ export const CLOSING = 2;
 /**
  * The JSON text of a frame the page sends. NaN and ±Infinity, which JSON.stringify writes as null,
  * go as the strings Python's worker writes them as and reads back where a float is declared
- * ("NaN", "Infinity", "-Infinity": README "Values"). Only a text with a null in it can have lost
+ * ("NaN", "Infinity", "-Infinity": docs/writing/values.md). Only a text with a null in it can have lost
  * one, so only that is written again with the replacer.
  */
 export function frameText(frame: object): string {

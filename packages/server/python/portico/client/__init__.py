@@ -24,7 +24,7 @@ listed at ``GET /v1/python``), or ``pip install packages/server/python`` from a 
         print(text, end="")
 
 Errors raise :class:`GatewayError` with the gateway's stable ``code`` (``not_found``,
-``call_failed``, ``invalid_config``, …; see the README's error table). Two codes come from this
+``call_failed``, ``invalid_config``, …; see docs/reference/errors.md). Two codes come from this
 client itself: ``unreachable`` (no connection to the gateway) and ``connection_closed`` (the
 WebSocket went away while something was waiting on it; the next use of the proxy reconnects).
 

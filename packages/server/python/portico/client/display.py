@@ -1,6 +1,6 @@
 """``Display``: a remote method's rich result, shown in the notebook cell as Jupyter shows it.
 
-A call whose answer carries ``display`` (README "Rich results": a figure, an image, a DataFrame
+A call whose answer carries ``display`` (docs/writing/rich-results.md: a figure, an image, a DataFrame
 returned by the method) returns one: IPython displays it through ``_repr_mimebundle_``, and
 ``payload`` is the JSON value the method's result had, or None.
 """

@@ -1,4 +1,4 @@
-"""A proxy shown through the kernel: its interface's widget as an anywidget (README "Notebooks").
+"""A proxy shown through the kernel: its interface's widget as an anywidget (docs/clients/notebooks.md).
 
 Where ``anywidget`` is importable in the kernel, displaying a proxy shows the widget's own ES
 module (fetched here from the gateway, with its stylesheet) in any front end that renders

@@ -210,7 +210,7 @@ class InterfaceProxy(transfers.DataMethods):
         """Calls ``method`` remotely: returns its result, or an iterator over the items it yields.
 
         The first frame answering the call decides: ``result`` → its value (a :class:`Display`
-        when the gateway sent its MIME bundle, README "Rich results"); ``stream`` → an
+        when the gateway sent its MIME bundle, docs/writing/rich-results.md); ``stream`` → an
         iterator that yields each item as it arrives (a :class:`Display` for an item the method
         yielded as a figure, an image…; leaving it early stops the call when nothing else uses
         the socket, otherwise drops the rest). Errors raise GatewayError.

@@ -136,7 +136,7 @@ class Instances:
     def _emit(self, uuid: str | None, payload: Any) -> None:
         # Encoded in the caller's thread so that a bad payload raises where emit() was called, and
         # queued before the call returns so the event precedes the call's result on the wire. A
-        # displayable payload (a figure) carries its bundle, as a result does (README "Rich results").
+        # displayable payload (a figure) carries its bundle, as a result does (docs/writing/rich-results.md).
         put_unsolicited(self.pipe.writer, _display.encoded(payload, _display.bridge_frame({"op": "event", "uuid": uuid}), "emit()"))
 
     def _push(self, uuid: str | None, op: str, fields: dict[str, Any], buffers: list[bytes] | None) -> None:

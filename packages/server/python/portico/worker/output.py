@@ -1,4 +1,4 @@
-"""What a method prints, as its caller sees it (README "Prints and logs").
+"""What a method prints, as its caller sees it (docs/writing/prints-and-logs.md).
 
 While user code runs for a call, what it writes to ``sys.stdout`` and ``sys.stderr`` (``print``,
 and ``logging``'s handlers, which write to ``sys.stderr``) goes to that call's caller as ``output``

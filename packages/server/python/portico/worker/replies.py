@@ -3,7 +3,7 @@
 Owns the table of running calls by request id and the rule that a call has one terminal frame
 (result, end or error: the first one wins, and the call leaves the table with it), the error
 code each exception a call raises becomes, and results and stream items as frames: a plain JSON
-value as it is, anything else with its display bundle when it has one (README "Rich results").
+value as it is, anything else with its display bundle when it has one (docs/writing/rich-results.md).
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ class Replies:
         self.finish_frame(call, frame)
 
     def finish_value(self, call: Call, value: Any) -> None:
-        """Answers a method's result that is not of a plain JSON type (README "Rich results"):
+        """Answers a method's result that is not of a plain JSON type (docs/writing/rich-results.md):
         with a display bundle when its repr methods, or IPython's formatter when JSON cannot
         carry it, show more than text; ``payload`` is its JSON value, or null when it has none.
         A value whose class declares repr methods that all failed answers its text/plain; any

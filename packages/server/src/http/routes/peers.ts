@@ -1,5 +1,5 @@
 /**
- * What gateways of a group ask each other (README "Several gateways"): whether one still serves
+ * What gateways of a group ask each other (docs/operating/several-gateways.md): whether one still serves
  * a live instance whose lease ran out (service/ownership.ts). Gateways only; left out of
  * /openapi.json, which describes the client API.
  */
@@ -23,7 +23,7 @@ export function peerRoutes(gateway: Gateway) {
       undocumented: true,
       handler: async (ctx, { params }) => {
         const bound = await bindRequest(ctx, gateway);
-        if (!bound.forwarded) throw new PorticoError('forbidden', 'Only another gateway of the group may ask this (README "Several gateways")');
+        if (!bound.forwarded) throw new PorticoError('forbidden', 'Only another gateway of the group may ask this (docs/operating/several-gateways.md)');
         return { uuid: params.uuid, serving: gateway.ownership.serving(bound.project.dir, params.uuid) };
       },
     }),
