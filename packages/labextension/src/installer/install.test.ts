@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -82,6 +82,19 @@ describe('portico-lab install / uninstall', () => {
     expect(removed.code).toBe(0);
     expect(existsSync(dataDir)).toBe(false); // install created it, uninstall took it away again
     expect(tree(tmp)).toEqual(['build', ...tree(source).map((entry) => `build/${entry}`)].sort());
+  });
+
+  it('a source that is a link (./labextension, swapped by each build) is copied from the build it names, which stays untouched', () => {
+    const build = prebuilt(path.join(tmp, '.builds', 'build-1', 'labextension'));
+    const before = tree(build);
+    const link = path.join(tmp, 'labextension');
+    symlinkSync(path.join('.builds', 'build-1', 'labextension'), link, 'dir');
+    const dataDir = path.join(tmp, 'jupyter-data');
+    expect(cli(['install'], link, dataDir).code).toBe(0);
+    const target = path.join(dataDir, 'labextensions', '@portico', 'labextension');
+    expect(lstatSync(target).isSymbolicLink()).toBe(false);
+    expect(tree(target)).toEqual([...before, MANIFEST, 'install.json'].sort());
+    expect(tree(build)).toEqual(before); // nothing written into the build through the link
   });
 
   it('uninstall keeps what was there before: the data dir, labextensions and other extensions', () => {

@@ -5,7 +5,7 @@
  * installed folder records its files and the directories the install had to create, so an
  * uninstall leaves the data directory as it found it.
  */
-import { cpSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmdirSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, rmdirSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 export const PACKAGE_NAME = '@portico/labextension';
@@ -152,12 +152,15 @@ export interface InstallResult {
  * Copies the prebuilt folder `source` to `extensionDir(dataDir)` and writes install.json.
  * A previous copy made by this installer is replaced; any other copy only with `force`. The
  * new copy is assembled beside the old one and renamed into place, so JupyterLab never sees a
- * half-copied folder.
+ * half-copied folder. `source` is resolved once (the build links ./labextension to its newest
+ * build, swapped as a build completes): the whole copy comes from one build, even while another
+ * is being made.
  */
-export function install(source: string, dataDir: string, options: { force?: boolean; now?: Date } = {}): InstallResult {
+export function install(givenSource: string, dataDir: string, options: { force?: boolean; now?: Date } = {}): InstallResult {
+  const source = lexists(givenSource) ? realpathSync(givenSource) : givenSource;
   const info = readBuildInfo(source);
   if (!info || info.name !== PACKAGE_NAME) {
-    throw new InstallError('not_built', `No prebuilt ${PACKAGE_NAME} at ${source}: build it first (npm run build -w packages/labextension)`);
+    throw new InstallError('not_built', `No prebuilt ${PACKAGE_NAME} at ${givenSource}: build it first (npm run build -w packages/labextension)`);
   }
   const target = extensionDir(dataDir);
   const previous = lexists(target) ? readManifest(target) : null;
