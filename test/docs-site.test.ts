@@ -6,10 +6,13 @@
  */
 import { execFile } from 'node:child_process';
 import { cp, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
+import { launchBrowser } from './browser.js';
 import { ROOT } from './helpers.js';
 
 const VITEPRESS = process.env.PORTICO_VITEPRESS ?? path.join(ROOT, '.cache/docs-site/node_modules/vitepress/bin/vitepress.js');
@@ -27,6 +30,26 @@ async function build(docs: string): Promise<{ code: number; output: string; out:
     ({ stdout, stderr }) => ({ code: 0, output: stdout + stderr, out }),
     (err: { stdout: string; stderr: string; code: number }) => ({ code: err.code, output: err.stdout + err.stderr, out }),
   );
+}
+
+/** The guide as the tests build it, once. */
+let built: ReturnType<typeof build> | undefined;
+const site = () => (built ??= build(DOCS));
+
+/** The built site over HTTP on loopback, as a static host serves it (`/x` is x.html). */
+async function serve(out: string): Promise<{ origin: string; close: () => Promise<void> }> {
+  const server = http.createServer(async (req, res) => {
+    const pathname = decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname);
+    const file = path.join(out, pathname.endsWith('/') ? `${pathname}index.html` : path.extname(pathname) ? pathname : `${pathname}.html`);
+    if (!file.startsWith(out)) return void res.writeHead(403).end();
+    const type = { '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css', '.json': 'application/json', '.svg': 'image/svg+xml', '.woff2': 'font/woff2' }[path.extname(file)] ?? 'application/octet-stream';
+    readFile(file).then(
+      (body) => res.writeHead(200, { 'content-type': type }).end(body),
+      () => res.writeHead(404).end(),
+    );
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => new Promise((resolve) => server.close(() => resolve())) };
 }
 
 /** Every Markdown page under docs/, from the repository root. */
@@ -85,7 +108,7 @@ describe('the guide', () => {
   });
 
   it('builds with no dead link, every page and the local search index in it', { timeout: 180_000 }, async () => {
-    const { code, output, out } = await build(DOCS);
+    const { code, output, out } = await site();
     expect(code, output).toBe(0);
     for (const page of await pages()) {
       const html = await readFile(path.join(out, path.relative(DOCS, page).replace(/\.md$/, '.html')), 'utf8');
@@ -102,6 +125,34 @@ describe('the guide', () => {
     const index = chunks.find((c) => c.startsWith('@localSearchIndex'));
     expect(index, chunks.join(', ')).toBeDefined();
     expect(await readFile(path.join(out, 'assets/chunks', index!), 'utf8')).toContain('Helper modules');
+  });
+
+  it('in a browser: the sidebar by task leads to every page, and the search box finds a page by what it says', { timeout: 180_000 }, async () => {
+    const { code, output, out } = await site();
+    expect(code, output).toBe(0);
+    const config = await readFile(path.join(DOCS, '.vitepress/config.mts'), 'utf8');
+    const links = [...config.matchAll(/link: '(\/[^']+)'/g)].map((m) => m[1]!);
+    const served = await serve(out);
+    const browser = await launchBrowser();
+    try {
+      const { page, errors } = await browser.newPage();
+      await page.goto(`${served.origin}/writing/interfaces`);
+      await expect.poll(() => page.locator('h1').first().textContent()).toContain('Writing an interface');
+      const sidebar = await page.locator('.VPSidebar a.VPLink').evaluateAll((as) => as.map((a) => new URL((a as HTMLAnchorElement).href).pathname));
+      expect(sidebar).toEqual(links);
+      await page.keyboard.press('/');
+      await page.locator('.VPLocalSearchBox input').fill('reload');
+      const first = page.locator('.VPLocalSearchBox .result').first();
+      await expect.poll(() => first.textContent(), { timeout: 10_000 }).toContain('Editing source on disk');
+      await page.locator('.VPLocalSearchBox input').fill('helper module underscore');
+      await expect.poll(() => first.textContent(), { timeout: 10_000 }).toContain('Helper modules');
+      await first.click();
+      await expect.poll(() => page.url()).toMatch(/\/writing\/interfaces#helper-modules$/);
+      expect(errors).toEqual([]);
+    } finally {
+      await browser.close();
+      await served.close();
+    }
   });
 
   it('a dead link fails the build, naming the link and its page', { timeout: 180_000 }, async () => {

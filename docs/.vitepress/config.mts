@@ -40,7 +40,7 @@ export const sidebar = [
   {
     text: 'Operating',
     items: [
-      { text: '`portico serve` options', link: '/operating/options' },
+      { text: 'portico serve options', link: '/operating/options' },
       { text: 'Logs and metrics', link: '/operating/logs' },
       { text: 'Heartbeats and compression', link: '/operating/sockets' },
       { text: 'Stopping', link: '/operating/stopping' },
