@@ -14,6 +14,7 @@ import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { launchBrowser } from './browser.js';
 import { ROOT } from './helpers.js';
+import { killGroup, launch } from './support/processes.js';
 
 const VITEPRESS = process.env.PORTICO_VITEPRESS ?? path.join(ROOT, '.cache/docs-site/node_modules/vitepress/bin/vitepress.js');
 const DOCS = path.join(ROOT, 'docs');
@@ -152,6 +153,25 @@ describe('the guide', () => {
     } finally {
       await browser.close();
       await served.close();
+    }
+  });
+
+  it('npm run docs serves the guide as you edit it, and stops on SIGTERM', { timeout: 120_000 }, async () => {
+    const docs = launch('npm', ['run', 'docs', '--', '--port', '0'], { cwd: ROOT });
+    try {
+      const [, url] = await docs.printed(/Local:\s+(http:\/\/localhost:\d+\/)/);
+      const page = await fetch(new URL('writing/interfaces', url!));
+      expect(page.status).toBe(200);
+      expect(await page.text()).toContain('<div id="app">');
+      // The dev server renders the page's Markdown when the browser asks for it.
+      const module = await fetch(new URL('writing/interfaces.md', url!));
+      expect(module.status).toBe(200);
+      expect(await module.text()).toContain('Helper modules');
+      process.kill(-docs.group, 'SIGTERM');
+      await docs.exited; // by the signal, as from a terminal's job control
+      await expect(fetch(url!)).rejects.toThrow();
+    } finally {
+      killGroup(docs.group);
     }
   });
 
