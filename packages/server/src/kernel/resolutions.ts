@@ -19,13 +19,18 @@ export class Resolutions {
   /** Bumped by every `forget`: a resolution that was in flight meanwhile is not kept. */
   private generation = 0;
 
-  /** The resolution of `module` at `version`: remembered, else `ask`ed for (and remembered). */
-  async get(module: string, version: unknown[], ask: () => Promise<Resolved>): Promise<Resolved> {
-    const key = JSON.stringify([module, version]);
-    const cached = this.entries.get(key);
-    if (cached) return cached;
+  /**
+   * The resolution of `module` at `version`: remembered (returned as it is, no promise: every REST
+   * call by module name asks), else `ask`ed for (and remembered).
+   */
+  get(module: string, version: unknown[], ask: (module: string, version: unknown[]) => Promise<Resolved>): Resolved | Promise<Resolved> {
+    const key = keyOf(module, version);
+    return this.entries.get(key) ?? this.ask(key, ask(module, version));
+  }
+
+  private async ask(key: string, asked: Promise<Resolved>): Promise<Resolved> {
     const generation = this.generation;
-    const resolved = await ask();
+    const resolved = await asked;
     if (generation !== this.generation) return resolved; // it may have used the code just invalidated
     if (this.entries.size >= RESOLVE_CACHE_SIZE) this.entries.delete(this.entries.keys().next().value!);
     this.entries.set(key, resolved);
@@ -37,7 +42,19 @@ export class Resolutions {
     const stale = (module: string) => modules.some((m) => module === m || module.startsWith(`${m}.`));
     this.generation++;
     for (const key of [...this.entries.keys()]) {
-      if (stale((JSON.parse(key) as [string])[0])) this.entries.delete(key);
+      if (stale(moduleOf(key))) this.entries.delete(key);
     }
   }
+}
+
+/**
+ * The key of a resolution: the module alone (after a NUL, which no JSON text starts with) for the
+ * default version, as nearly every REST call by module name asks, else the JSON of both.
+ */
+function keyOf(module: string, version: unknown[]): string {
+  return version.length === 0 ? `\0${module}` : JSON.stringify([module, version]);
+}
+
+function moduleOf(key: string): string {
+  return key.startsWith('\0') ? key.slice(1) : (JSON.parse(key) as [string])[0];
 }

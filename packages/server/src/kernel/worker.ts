@@ -251,8 +251,11 @@ export class Worker {
    * (README "Resolutions in the gateway").
    */
   async resolve(module: string, version: unknown[]): Promise<Resolved> {
-    return this.resolutions.get(module, version, async () => (await this.expect({ op: 'resolve', module, version })) as unknown as Resolved);
+    return this.resolutions.get(module, version, this.askResolve);
   }
+
+  /** The worker's resolution (Resolutions.get asks it on a miss); one function for the worker's life. */
+  private readonly askResolve = async (module: string, version: unknown[]): Promise<Resolved> => (await this.expect({ op: 'resolve', module, version })) as unknown as Resolved;
 
   /**
    * Makes the worker forget `modules` and everything below them (`pkg` takes `pkg.sub` along)
