@@ -19,16 +19,24 @@ export class Resolutions {
   /** Bumped by every `forget`: a resolution that was in flight meanwhile is not kept. */
   private generation = 0;
 
-  /**
-   * The resolution of `module` at `version`: remembered (returned as it is, no promise: every REST
-   * call by module name asks), else `ask`ed for (and remembered).
-   */
-  get(module: string, version: unknown[], ask: (module: string, version: unknown[]) => Promise<Resolved>): Resolved | Promise<Resolved> {
-    const key = keyOf(module, version);
-    return this.entries.get(key) ?? this.ask(key, ask(module, version));
+  /** `ask`: the worker's own resolution, asked on a miss. */
+  constructor(private readonly ask: (module: string, version: unknown[]) => Promise<Resolved>) {}
+
+  /** The resolution of `module` at `version` if it is remembered (nothing asked). */
+  peek(module: string, version: unknown[]): Resolved | undefined {
+    return this.entries.get(keyOf(module, version));
   }
 
-  private async ask(key: string, asked: Promise<Resolved>): Promise<Resolved> {
+  /**
+   * The resolution of `module` at `version`: remembered (returned as it is, no promise), else
+   * asked for (and remembered).
+   */
+  get(module: string, version: unknown[]): Resolved | Promise<Resolved> {
+    const key = keyOf(module, version);
+    return this.entries.get(key) ?? this.remember(key, this.ask(module, version));
+  }
+
+  private async remember(key: string, asked: Promise<Resolved>): Promise<Resolved> {
     const generation = this.generation;
     const resolved = await asked;
     if (generation !== this.generation) return resolved; // it may have used the code just invalidated

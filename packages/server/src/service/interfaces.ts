@@ -198,10 +198,15 @@ export class InterfaceService {
     const existing = (input.uuid && (await store.get(input.uuid))) || (await store.get(input.target));
     if (existing) return publicInfo(existing);
 
-    await this.remotes.ensure(ctx.project.dir, input.target);
-    const resolved = await withoutEffects(this.pool, ctx.project.dir, ctx.python, (worker) =>
-      worker.resolve(input.target, input.version ?? []).catch((err: unknown) => explainUnknownModule(worker, input.target, err)),
-    );
+    // A REST call by module name comes here every time: what is known already is taken without a
+    // promise (no remotes to fetch, a resolution the running worker remembers).
+    const ensuring = this.remotes.ensure(ctx.project.dir, input.target);
+    if (ensuring) await ensuring;
+    const resolved =
+      this.pool.peek(ctx.project.dir, ctx.python)?.resolvedNow(input.target, input.version ?? []) ??
+      (await withoutEffects(this.pool, ctx.project.dir, ctx.python, (worker) =>
+        worker.resolve(input.target, input.version ?? []).catch((err: unknown) => explainUnknownModule(worker, input.target, err)),
+      ));
     const predicate = input.predicate ?? {};
     const record: InterfaceRecord = {
       uuid: input.uuid ?? contentUuid(resolved, predicate),
