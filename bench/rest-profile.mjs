@@ -9,7 +9,7 @@ import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createRate, demoProject, jsonClient, startGateway } from './lib.mjs';
-import { summarizeProfile } from './profile.mjs';
+import { partsOf, REST_PARTS, summarizeProfile } from './profile.mjs';
 
 const mode = process.argv[2] ?? 'call';
 const count = Number(process.argv[3] ?? (mode === 'create' ? 3000 : 20000));
@@ -53,6 +53,8 @@ try {
   const per = (us) => (us / count).toFixed(2);
   console.log(`${mode}: ${count} requests, profile window ${(summary.total / 1e6).toFixed(2)} s, idle ${(summary.idle / 1e6).toFixed(2)} s`);
   console.log(`busy µs per request: ${per(summary.total - summary.idle)}`);
+  console.log('\nby part (the frame nearest the leaf that names one), µs per request:');
+  for (const [name, t] of partsOf(profile, REST_PARTS, { from, to })) console.log(`  ${per(t).padStart(7)}  ${name}`);
   console.log('\nself time, µs per request (the hottest 45):');
   for (const [name, t] of summary.self.slice(0, 45)) console.log(`  ${per(t).padStart(7)}  ${name}`);
   // Self time by file: the gateway's modules by name, node's internals and each package whole.
