@@ -96,6 +96,19 @@ async function perOp(processes, ops, work) {
  */
 async function appendFloor(dir, count) {
   const handle = await open(path.join(dir, 'floor-journal.jsonl'), 'a');
+  try {
+    return await loops(count, IN_FLIGHT, groupCommit(handle));
+  } finally {
+    await handle.close();
+    await rm(path.join(dir, 'floor-journal.jsonl'), { force: true });
+  }
+}
+
+/**
+ * A journal line of an entry's size appended to `handle`, resolving once durable: lines that
+ * arrive during a flush are written and fdatasync'd together in the next, as the store's journal does.
+ */
+function groupCommit(handle) {
   const line = `${'x'.repeat(ENTRY_BYTES - 1)}\n`;
   let waiting = [];
   let flushing;
@@ -109,15 +122,11 @@ async function appendFloor(dir, count) {
     }
     flushing = undefined;
   };
-  try {
-    return await loops(count, IN_FLIGHT, () => new Promise((done) => {
+  return () =>
+    new Promise((done) => {
       waiting.push(done);
       flushing ??= flush();
-    }));
-  } finally {
-    await handle.close();
-    await rm(path.join(dir, 'floor-journal.jsonl'), { force: true });
-  }
+    });
 }
 
 /**
@@ -200,22 +209,7 @@ async function createFloor(project, count, insert) {
     writeSync(fd, text);
     closeSync(fd);
   };
-  let waiting = [];
-  let flushing;
-  const flush = async () => {
-    while (waiting.length) {
-      const batch = waiting;
-      waiting = [];
-      await handle.write(text.repeat(batch.length));
-      await handle.datasync();
-      for (const done of batch) done();
-    }
-    flushing = undefined;
-  };
-  const journaled = () => new Promise((done) => {
-    waiting.push(done);
-    flushing ??= flush();
-  });
+  const journaled = handle && groupCommit(handle);
   const one = async (i) => {
     await echo.roundTrip(i);
     await (insert ? insert(i) : journaled());
