@@ -184,6 +184,9 @@ function pipeRoundTrips() {
   return { roundTrip, pid: child.pid, stop: () => child.kill('SIGTERM') };
 }
 
+/** The create floor's record folders made so far in this process (each round makes new ones). */
+let floorFolders = 0;
+
 /**
  * Issue 45: the floor of a durable create, in Node: exactly the work a create cannot avoid, with
  * `IN_FLIGHT` in flight. Each create makes one worker round trip (pipeRoundTrips), then its
@@ -201,9 +204,8 @@ async function createFloor(project, count, insert) {
   const handle = insert ? undefined : await open(journalFile, 'a');
   const text = `${'x'.repeat(ENTRY_BYTES - 1)}\n`;
   const echo = pipeRoundTrips();
-  let made = 0;
   const recordFile = () => {
-    const dir = path.join(root, `floor-create-${process.pid}-${made++}`);
+    const dir = path.join(root, `floor-create-${process.pid}-${floorFolders++}`);
     mkdirSync(dir);
     const fd = openSync(path.join(dir, 'interface.json'), 'wx');
     writeSync(fd, text);
@@ -268,10 +270,12 @@ async function insertFloor(url, count, projectDir) {
 }
 
 /**
- * Creates and REST calls on one gateway: `RUNS` rounds, each a create loop then a call loop, each
- * figure the median of the rounds. `backends` lists PostgreSQL's backend pids (or nothing).
+ * Creates and REST calls on one gateway: `RUNS` rounds, each a create loop, then `floor()` (its
+ * figures under `floor`: measured right after the creates, so that both see the same load on a
+ * shared machine), then a call loop; each figure the median of the rounds. `backends` lists
+ * PostgreSQL's backend pids (or nothing).
  */
-async function gatewayFigures(gw, runs, backends = async () => []) {
+async function gatewayFigures(gw, runs, floor, backends = async () => []) {
   const client = jsonClient(gw.url, { sockets: IN_FLIGHT });
   const call = () => client.post('/v1/interfaces/call', { target: 'counter', method: 'value' });
   let first = 10_000_000;
@@ -292,8 +296,10 @@ async function gatewayFigures(gw, runs, backends = async () => []) {
         perOp(processes, CREATES, () => createRate(client.post, { creates: CREATES, inFlight: IN_FLIGHT, first })),
       );
       first += CREATES;
+      const floorFigures = await floor();
       const calls = await perOp(processes, CALLS, () => loops(CALLS, IN_FLIGHT, call));
       return {
+        ...Object.fromEntries(Object.entries(floorFigures).map(([key, value]) => [`floor.${key}`, value])),
         rate: creates.rate, gateway: creates.gateway, worker: creates.worker, backends: creates.backends, client: creates.client,
         loop: split.loop, records: split.records, others: split.others,
         callRate: calls.rate, callGateway: calls.gateway, callWorker: calls.worker, callBackends: calls.backends,
@@ -303,6 +309,9 @@ async function gatewayFigures(gw, runs, backends = async () => []) {
     client.close();
   }
 }
+
+/** The floor's figures of gatewayFigures' answer (its `floor.` keys), by their own names. */
+const floorOf = (f) => Object.fromEntries(Object.entries(f).filter(([key]) => key.startsWith('floor.')).map(([key, value]) => [key.slice('floor.'.length), value]));
 
 /** The rows of one store: its creates beside the floor, and the CPU per create beside a REST call's. */
 function storeRows(store, f, floor, restElsewhere) {
@@ -343,9 +352,9 @@ export async function createsBench(runs) {
     let restEmbedded;
     const gw = await startGateway(embedded.dir, ['--log-level', 'warn']);
     try {
-      const f = await gatewayFigures(gw, runs);
+      const f = await gatewayFigures(gw, runs, async () => ({ append: await appendFloor(embedded.dir, CREATES), ...(await createFloor(embedded.dir, CREATES)) }));
       restEmbedded = f.callGateway;
-      const floor = await medianOf(runs, async () => ({ append: await appendFloor(embedded.dir, CREATES), ...(await createFloor(embedded.dir, CREATES)) }));
+      const floor = floorOf(f);
       rows.push(
         ...storeRows('embedded', f, floor),
         { name: 'embedded:   floor: append + fdatasync, group commit, same disk, per s', value: floor.append, unit: '/s' },
@@ -367,11 +376,16 @@ export async function createsBench(runs) {
         for (const { pid } of found) seen.add(pid);
         return [...seen];
       };
-      const f = await gatewayFigures(pgw, runs, backends);
-      const floor = await medianOf(runs, async () => {
-        const { rate, backendsMs, create, createNodeMs, createEchoMs, createBackendsMs } = await insertFloor(cluster.url, CREATES, project.dir);
-        return { insert: rate, backendsMs, rate: create, nodeMs: createNodeMs, echoMs: createEchoMs, createBackendsMs };
-      });
+      const f = await gatewayFigures(
+        pgw,
+        runs,
+        async () => {
+          const { rate, backendsMs, create, createNodeMs, createEchoMs, createBackendsMs } = await insertFloor(cluster.url, CREATES, project.dir);
+          return { insert: rate, backendsMs, rate: create, nodeMs: createNodeMs, echoMs: createEchoMs, createBackendsMs };
+        },
+        backends,
+      );
+      const floor = floorOf(f);
       rows.push(
         ...storeRows('postgres', f, floor, restEmbedded),
         { name: 'postgres:   floor: bare INSERT of the same row, per s', value: floor.insert, unit: '/s' },
