@@ -6,6 +6,11 @@
 // of a live instance, 16 in flight) on the same gateway in the same run. Target: a create costs
 // the gateway at most 2x a REST call. Also the record file's floor: the kernel's part of making an
 // interface's folder and its record file on this disk, which every create pays.
+// Issue 45: each store's creates/s beside the create floor (createFloor): in Node, exactly the work a
+// create cannot avoid (one worker round trip, the durable write, the record folder and file), with
+// 16 in flight; target 60% of it.
+import { spawn } from 'node:child_process';
+import { closeSync, mkdirSync, openSync, writeSync } from 'node:fs';
 import { open, readFile, rm } from 'node:fs/promises';
 import { loadavg } from 'node:os';
 import path from 'node:path';
@@ -91,6 +96,19 @@ async function perOp(processes, ops, work) {
  */
 async function appendFloor(dir, count) {
   const handle = await open(path.join(dir, 'floor-journal.jsonl'), 'a');
+  try {
+    return await loops(count, IN_FLIGHT, groupCommit(handle));
+  } finally {
+    await handle.close();
+    await rm(path.join(dir, 'floor-journal.jsonl'), { force: true });
+  }
+}
+
+/**
+ * A journal line of an entry's size appended to `handle`, resolving once durable: lines that
+ * arrive during a flush are written and fdatasync'd together in the next, as the store's journal does.
+ */
+function groupCommit(handle) {
   const line = `${'x'.repeat(ENTRY_BYTES - 1)}\n`;
   let waiting = [];
   let flushing;
@@ -104,15 +122,11 @@ async function appendFloor(dir, count) {
     }
     flushing = undefined;
   };
-  try {
-    return await loops(count, IN_FLIGHT, () => new Promise((done) => {
+  return () =>
+    new Promise((done) => {
       waiting.push(done);
       flushing ??= flush();
-    }));
-  } finally {
-    await handle.close();
-    await rm(path.join(dir, 'floor-journal.jsonl'), { force: true });
-  }
+    });
 }
 
 /**
@@ -135,13 +149,97 @@ async function recordFileFloor(project, count = 1000) {
   return (used.user + used.system) / 1000 / count;
 }
 
+/** About the size of the worker's answer to a create's resolve (a demo counter's module, kind, config and version). */
+const RESOLVE_ANSWER_BYTES = 140;
+
+/**
+ * One worker round trip per create, as the gateway makes for a config it has not resolved yet: a
+ * frame of a resolve answer's size through a raw Python pipe echo with the bridge's framing
+ * (bench/floor/pipe_echo.py), any number in flight (answers come back in order). `roundTrip(i)`
+ * resolves when the echo is back; `stop()` ends the echo; `pid` is the Python process.
+ */
+function pipeRoundTrips() {
+  const child = spawn('python3', [path.join(ROOT, 'bench/floor/pipe_echo.py')], { stdio: ['ignore', 'inherit', 'inherit', 'pipe', 'pipe'] });
+  const [toPy, fromPy] = [child.stdio[3], child.stdio[4]];
+  const waiting = [];
+  let pending = Buffer.alloc(0);
+  fromPy.on('data', (chunk) => {
+    pending = pending.length ? Buffer.concat([pending, chunk]) : chunk;
+    while (pending.length >= 8) {
+      const size = 8 + pending.readUInt32BE(0) + pending.readUInt32BE(4);
+      if (pending.length < size) break;
+      pending = pending.subarray(size);
+      waiting.shift()();
+    }
+  });
+  const roundTrip = (i) =>
+    new Promise((resolve) => {
+      const json = JSON.stringify({ id: i, ok: true, payload: { module: 'counter', kind: 'Counter', config: { start: i, step: 1 }, version: [{ start: i }] } });
+      const header = Buffer.from(json.padEnd(RESOLVE_ANSWER_BYTES));
+      const prefix = Buffer.alloc(8);
+      prefix.writeUInt32BE(header.length, 0);
+      waiting.push(resolve);
+      toPy.write(Buffer.concat([prefix, header]));
+    });
+  return { roundTrip, pid: child.pid, stop: () => child.kill('SIGTERM') };
+}
+
+/** The create floor's record folders made so far in this process (each round makes new ones). */
+let floorFolders = 0;
+
+/**
+ * Issue 45: the floor of a durable create, in Node: exactly the work a create cannot avoid, with
+ * `IN_FLIGHT` in flight. Each create makes one worker round trip (pipeRoundTrips), then its
+ * durable write: on the embedded store (`insert` absent) a journal line of a record's size
+ * appended and fdatasync'd with group commit (as the store's journal does: lines that arrive
+ * during a flush go together in the next), on PostgreSQL `insert(i)` (the bare INSERT of the same
+ * row) in its place; then the record's folder beside the project's interface folders and its file
+ * in it (made with blocking calls, no thread hand-off, the cheapest way: the store makes them on
+ * its record-file thread), and only then is it done. Resolves with the rate and the CPU ms per
+ * create of this process (the floor's Node side) and of the Python echo.
+ */
+async function createFloor(project, count, insert) {
+  const root = path.join(project, '.portico', 'interfaces');
+  const journalFile = path.join(project, '.portico', `floor-journal-${process.pid}.jsonl`);
+  const handle = insert ? undefined : await open(journalFile, 'a');
+  const text = `${'x'.repeat(ENTRY_BYTES - 1)}\n`;
+  const echo = pipeRoundTrips();
+  const recordFile = () => {
+    const dir = path.join(root, `floor-create-${process.pid}-${floorFolders++}`);
+    mkdirSync(dir);
+    const fd = openSync(path.join(dir, 'interface.json'), 'wx');
+    writeSync(fd, text);
+    closeSync(fd);
+  };
+  const journaled = handle && groupCommit(handle);
+  const one = async (i) => {
+    await echo.roundTrip(i);
+    await (insert ? insert(i) : journaled());
+    recordFile();
+  };
+  try {
+    await loops(200, IN_FLIGHT, (i) => one(count + i)); // warm up: the JIT, the echo, the statement
+    const self0 = process.cpuUsage();
+    const py0 = await cpuMs([echo.pid]);
+    const rate = await loops(count, IN_FLIGHT, one);
+    const self = process.cpuUsage(self0);
+    return { rate, nodeMs: (self.user + self.system) / 1000 / count, echoMs: ((await cpuMs([echo.pid])) - py0) / count };
+  } finally {
+    echo.stop();
+    await handle?.close();
+    await rm(journalFile, { force: true });
+  }
+}
+
 /**
  * Floor for a durable create on PostgreSQL: the row a create writes (same columns, same coded
  * values, same table, triggers and indexes) by a bare single-row INSERT, `IN_FLIGHT` connections
  * each with one in flight (each commits on its own; PostgreSQL shares WAL flushes among them).
- * Resolves with the rate and the backends' CPU ms per INSERT.
+ * Resolves with the rate and the backends' CPU ms per INSERT; with `projectDir`, also `create`:
+ * the create floor (createFloor) with that INSERT as its durable write, and the backends' CPU ms
+ * per create of it (`createBackendsMs`).
  */
-async function insertFloor(url, count) {
+async function insertFloor(url, count, projectDir) {
   const project = `/bench-floor-${process.pid}`;
   const pool = new pg.Pool({ connectionString: url, max: IN_FLIGHT });
   const text = `INSERT INTO portico_interfaces (project, ${INSERT_COLUMNS.join(', ')}) VALUES (${['$1', ...INSERT_COLUMNS.map((_, i) => `$${i + 2}`)].join(', ')})`;
@@ -160,7 +258,11 @@ async function insertFloor(url, count) {
     await loops(500, IN_FLIGHT, (i) => insert(count + i)); // warm up: every connection prepares the statement
     const cpu0 = await cpuMs(backends);
     const rate = await loops(count, IN_FLIGHT, insert);
-    return { rate, backendsMs: ((await cpuMs(backends)) - cpu0) / count };
+    const backendsMs = ((await cpuMs(backends)) - cpu0) / count;
+    if (!projectDir) return { rate, backendsMs };
+    const cpu1 = await cpuMs(backends);
+    const create = await createFloor(projectDir, count, (i) => insert(1_000_000 + i));
+    return { rate, backendsMs, create: create.rate, createNodeMs: create.nodeMs, createEchoMs: create.echoMs, createBackendsMs: ((await cpuMs(backends)) - cpu1) / count };
   } finally {
     await pool.query('DELETE FROM portico_interfaces WHERE project = $1', [project]).catch(() => undefined);
     await pool.end();
@@ -168,10 +270,12 @@ async function insertFloor(url, count) {
 }
 
 /**
- * Creates and REST calls on one gateway: `RUNS` rounds, each a create loop then a call loop, each
- * figure the median of the rounds. `backends` lists PostgreSQL's backend pids (or nothing).
+ * Creates and REST calls on one gateway: `RUNS` rounds, each a create loop, then `floor()` (its
+ * figures under `floor`: measured right after the creates, so that both see the same load on a
+ * shared machine), then a call loop; each figure the median of the rounds. `backends` lists
+ * PostgreSQL's backend pids (or nothing).
  */
-async function gatewayFigures(gw, runs, backends = async () => []) {
+async function gatewayFigures(gw, runs, floor, backends = async () => []) {
   const client = jsonClient(gw.url, { sockets: IN_FLIGHT });
   const call = () => client.post('/v1/interfaces/call', { target: 'counter', method: 'value' });
   let first = 10_000_000;
@@ -192,8 +296,10 @@ async function gatewayFigures(gw, runs, backends = async () => []) {
         perOp(processes, CREATES, () => createRate(client.post, { creates: CREATES, inFlight: IN_FLIGHT, first })),
       );
       first += CREATES;
+      const floorFigures = await floor();
       const calls = await perOp(processes, CALLS, () => loops(CALLS, IN_FLIGHT, call));
       return {
+        ...Object.fromEntries(Object.entries(floorFigures).map(([key, value]) => [`floor.${key}`, value])),
         rate: creates.rate, gateway: creates.gateway, worker: creates.worker, backends: creates.backends, client: creates.client,
         loop: split.loop, records: split.records, others: split.others,
         callRate: calls.rate, callGateway: calls.gateway, callWorker: calls.worker, callBackends: calls.backends,
@@ -204,10 +310,15 @@ async function gatewayFigures(gw, runs, backends = async () => []) {
   }
 }
 
+/** The floor's figures of gatewayFigures' answer (its `floor.` keys), by their own names. */
+const floorOf = (f) => Object.fromEntries(Object.entries(f).filter(([key]) => key.startsWith('floor.')).map(([key, value]) => [key.slice('floor.'.length), value]));
+
 /** The rows of one store: its creates beside the floor, and the CPU per create beside a REST call's. */
 function storeRows(store, f, floor, restElsewhere) {
   const rows = [
-    { name: `${store}: durable creates/s via REST, ${IN_FLIGHT} in flight`, value: f.rate, unit: '/s', floor: floor.rate },
+    { name: `${store}: durable creates/s via REST, ${IN_FLIGHT} in flight, beside the create floor`, value: f.rate, unit: '/s', floor: floor.rate, target: 0.6 * floor.rate, higherIsBetter: true },
+    { name: `${store}:   create floor: CPU per create of its Node side (gateway's beside it: "CPU per create: gateway")`, value: floor.nodeMs, unit: ' ms' },
+    { name: `${store}:   create floor: CPU per create of its Python echo (the worker's beside it)`, value: floor.echoMs, unit: ' ms' },
     { name: `${store}: REST calls/s (counter.value), ${IN_FLIGHT} in flight`, value: f.callRate, unit: '/s' },
     { name: `${store}: gateway CPU per create, beside its CPU per REST call`, value: f.gateway, unit: ' ms', floor: f.callGateway, target: 2 },
   ];
@@ -218,7 +329,7 @@ function storeRows(store, f, floor, restElsewhere) {
     { name: `${store}:     the thread writing record files (their folders and files)`, value: f.records, unit: ' ms' },
     { name: `${store}:     its other threads (garbage collector, compiler, file-system pool)`, value: f.others, unit: ' ms' },
     { name: `${store}:   CPU per create: Python worker`, value: f.worker, unit: ' ms' },
-    ...(store === 'postgres' ? [{ name: `${store}:   CPU per create: PostgreSQL backends`, value: f.backends, unit: ' ms', floor: floor.backendsMs }] : []),
+    ...(store === 'postgres' ? [{ name: `${store}:   CPU per create: PostgreSQL backends, beside the create floor's`, value: f.backends, unit: ' ms', floor: floor.createBackendsMs }] : []),
     { name: `${store}:   CPU per create: this bench (the HTTP client)`, value: f.client, unit: ' ms' },
     { name: `${store}:   CPU per REST call: gateway`, value: f.callGateway, unit: ' ms' },
     { name: `${store}:   CPU per REST call: Python worker`, value: f.callWorker, unit: ' ms' },
@@ -241,12 +352,12 @@ export async function createsBench(runs) {
     let restEmbedded;
     const gw = await startGateway(embedded.dir, ['--log-level', 'warn']);
     try {
-      const f = await gatewayFigures(gw, runs);
+      const f = await gatewayFigures(gw, runs, async () => ({ append: await appendFloor(embedded.dir, CREATES), ...(await createFloor(embedded.dir, CREATES)) }));
       restEmbedded = f.callGateway;
-      const floor = { rate: await medianOf(runs, () => appendFloor(embedded.dir, CREATES)) };
+      const floor = floorOf(f);
       rows.push(
         ...storeRows('embedded', f, floor),
-        { name: 'embedded:   floor: append + fdatasync, group commit, same disk, per s', value: floor.rate, unit: '/s' },
+        { name: 'embedded:   floor: append + fdatasync, group commit, same disk, per s', value: floor.append, unit: '/s' },
         { name: "embedded:   floor: a record folder + file beside the others, kernel CPU each", value: await recordFileFloor(embedded.dir), unit: ' ms' },
       );
     } finally {
@@ -265,11 +376,19 @@ export async function createsBench(runs) {
         for (const { pid } of found) seen.add(pid);
         return [...seen];
       };
-      const f = await gatewayFigures(pgw, runs, backends);
-      const floor = await medianOf(runs, () => insertFloor(cluster.url, CREATES));
+      const f = await gatewayFigures(
+        pgw,
+        runs,
+        async () => {
+          const { rate, backendsMs, create, createNodeMs, createEchoMs, createBackendsMs } = await insertFloor(cluster.url, CREATES, project.dir);
+          return { insert: rate, backendsMs, rate: create, nodeMs: createNodeMs, echoMs: createEchoMs, createBackendsMs };
+        },
+        backends,
+      );
+      const floor = floorOf(f);
       rows.push(
         ...storeRows('postgres', f, floor, restEmbedded),
-        { name: 'postgres:   floor: bare INSERT of the same row, per s', value: floor.rate, unit: '/s' },
+        { name: 'postgres:   floor: bare INSERT of the same row, per s', value: floor.insert, unit: '/s' },
         { name: "postgres:   floor: a record folder + file beside the others, kernel CPU each", value: await recordFileFloor(project.dir), unit: ' ms' },
       );
     } finally {

@@ -1,13 +1,13 @@
 #!/usr/bin/env node
 // `npm run bench`: every figure beside its floor measured in this same run. Never part of `npm test`.
-// `npm run bench -- calls binary` runs only the named sections (floors, calls, binary, compression, sockets, widgets,
+// `npm run bench -- calls binary` runs only the named sections (floors, calls, rest, binary, compression, sockets, widgets,
 // anywidgets, kernel, executions, display, index, postgres, creates, slurm, lifetime, owners), so a before/after comparison of one part need not wait for all of them.
 import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { cpus } from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { restCalls, streamFirstItem, wsCallLoop, wsCallPipelined } from './calls.mjs';
+import { restBesideFloors, restCalls, streamFirstItem, wsCallLoop, wsCallPipelined } from './calls.mjs';
 import { binaryFloor, binaryGateway, bufferFloorRoundTrip, diskFloor, startBinaryFloor, widgetBufferRoundTrip } from './binary.mjs';
 import { compressionBench } from './compression.mjs';
 import { displayBench } from './display.mjs';
@@ -18,15 +18,15 @@ import { anywidgetsBench } from './anywidgets.mjs';
 import { indexBench } from './index.mjs';
 import { lifetimeBench } from './lifetime.mjs';
 import { postgresBench } from './postgres.mjs';
-import { pipeEchoRtt, startHttpFloor, startWsEcho, wsEchoRtt, wsEchoThroughput } from './floors.mjs';
-import { demoProject, medianOf, onDemoCopy, recorded, report, ROOT, rssMb, section, startGateway } from './lib.mjs';
+import { pipeEchoRtt, startHttpFloor, startKoaFloor, startWsEcho, wsEchoRtt, wsEchoThroughput } from './floors.mjs';
+import { demoProject, fmt, medianOf, onDemoCopy, recorded, report, ROOT, rssMb, section, startGateway } from './lib.mjs';
 
 if (!existsSync(path.join(ROOT, 'packages/server/dist/cli/main.js'))) {
   console.error('Build first: npm run build');
   process.exit(1);
 }
 
-const SECTIONS = ['floors', 'calls', 'binary', 'compression', 'sockets', 'widgets', 'anywidgets', 'kernel', 'executions', 'display', 'index', 'postgres', 'creates', 'slurm', 'lifetime', 'owners'];
+const SECTIONS = ['floors', 'calls', 'rest', 'binary', 'compression', 'sockets', 'widgets', 'anywidgets', 'kernel', 'executions', 'display', 'index', 'postgres', 'creates', 'slurm', 'lifetime', 'owners'];
 const args = process.argv.slice(2);
 // --json [file]: also write every figure as JSON (to the file, or to stdout when none is named).
 const jsonAt = args.indexOf('--json');
@@ -54,6 +54,7 @@ console.log(`Portico bench — node ${process.version}, ${CORES} cores, each cal
 
 const echo = await startWsEcho();
 const httpFloor = await startHttpFloor();
+const koaFloor = await startKoaFloor();
 const project = await demoProject();
 const gw = await startGateway(project.dir);
 try {
@@ -67,6 +68,7 @@ try {
       pipe: await medianOf(RUNS, () => pipeEchoRtt()),
       wsPipelined: await medianOf(RUNS, () => wsEchoThroughput(echo.url, { connections: 8, inFlight: 32 })),
       http1: await medianOf(RUNS, () => restCalls(httpFloor.url, { path: '/', concurrency: 16, serverPid: httpFloor.pid })),
+      koa: await medianOf(RUNS, () => restCalls(koaFloor.url, { concurrency: 16, serverPid: koaFloor.pid })),
     };
     floors.callP50 = floors.ws.p50 + floors.pipe.p50;
     floors.callP99 = floors.ws.p99 + floors.pipe.p99;
@@ -80,6 +82,9 @@ try {
       { name: 'raw http POST p50 (1 keep-alive client)', value: floors.http1.p50, unit: ' µs' },
       { name: 'raw http POST/s (16 keep-alive clients)', value: floors.http1.perSecond, unit: '/s' },
       { name: 'raw http server CPU per POST', value: floors.http1.cpuUs, unit: ' µs' },
+      { name: 'bare Koa + @koa/router POST p50 (1 keep-alive client)', value: floors.koa.p50, unit: ' µs', floor: floors.http1.p50 },
+      { name: 'bare Koa + @koa/router POST/s (16 keep-alive clients)', value: floors.koa.perSecond, unit: '/s', floor: floors.http1.perSecond },
+      { name: 'bare Koa + @koa/router server CPU per POST', value: floors.koa.cpuUs, unit: ' µs', floor: floors.http1.cpuUs },
     ]);
   }
 
@@ -103,12 +108,11 @@ try {
       { name: 'Python worker CPU per ws call (pipelined)', value: pipelined.workerUs, unit: ' µs' },
     );
     const http = await medianOf(RUNS, () => restCalls(gw.url, { path: '/v1/health', method: 'GET', total: 2000 }));
-    const rest = await medianOf(RUNS, () => gw.measure(() => restCalls(gw.url)).then((m) => ({ ...m.result, ...perCall(m, m.result.calls) })));
+    const besides = await restBesideFloors(gw, { http: httpFloor, koa: koaFloor }, RUNS, perCall);
+    const rest = besides.gateway;
     rows.push(
       { name: 'REST GET /v1/health p50 (HTTP stack, no Python)', value: http.p50, unit: ' µs' },
-      { name: 'REST call p50 (1 keep-alive client)', value: rest.p50, unit: ' µs', floor: floors.http1.p50 + floors.pipe.p50, target: 2 },
-      { name: 'REST calls/s (16 keep-alive clients)', value: rest.perSecond, unit: '/s', floor: floors.http1.perSecond, target: 0.6 * floors.http1.perSecond, higherIsBetter: true },
-      { name: 'gateway CPU per REST call', value: rest.cpuUs, unit: ' µs', floor: floors.http1.cpuUs },
+      ...restRows(besides, floors.pipe.p50),
       { name: 'gateway allocations per REST call', value: rest.allocB, unit: ' B' },
       { name: 'Python worker CPU per REST call', value: rest.workerUs, unit: ' µs' },
       { name: 'gateway RSS after the load', value: await rssMb(gw.pid), unit: ' MB' },
@@ -120,6 +124,17 @@ try {
       { name: 'stream first item p50 over HTTP, Accept: application/x-ndjson', value: first.http.p50, unit: ' µs', floor: first.ws.p50 },
     );
     report(rows);
+  }
+
+  if (want('rest')) {
+    section('rest', 'REST calls (issue 45): demo streamer.echo(1) beside a bare Koa + @koa/router server and a raw http server, interleaved in each round');
+    const perCall = (m, calls) => ({ cpuUs: (m.cpu * 1e6) / calls, workerUs: (m.workerCpu * 1e6) / calls, allocB: m.allocated / calls });
+    const besides = await restBesideFloors(gw, { http: httpFloor, koa: koaFloor }, RUNS, perCall);
+    report([
+      ...restRows(besides),
+      { name: 'gateway allocations per REST call', value: besides.gateway.allocB, unit: ' B' },
+      { name: 'Python worker CPU per REST call', value: besides.gateway.workerUs, unit: ' µs' },
+    ]);
   }
 
   if (want('binary')) {
@@ -206,7 +221,26 @@ try {
   await gw.stop();
   echo.stop();
   httpFloor.stop();
+  koaFloor.stop();
   await project.remove();
+}
+
+/**
+ * Issue 45's three REST figures, each beside bare Koa's from the same rounds (and the raw `http`
+ * server's), with the min–max of the rounds. `pipeP50`, when given, adds the old row: the p50
+ * beside a raw http POST plus a raw pipe echo.
+ */
+function restRows({ raw, koa, gateway }, pipeP50) {
+  const spread = (who, key, unit) => `${fmt(who.spread[key].min, unit)}–${fmt(who.spread[key].max, unit)}`;
+  console.log(`  (rounds' min–max: REST p50 ${spread(gateway, 'p50', ' µs')}, Koa ${spread(koa, 'p50', ' µs')}; REST/s ${spread(gateway, 'perSecond', '/s')}, Koa ${spread(koa, 'perSecond', '/s')}; CPU ${spread(gateway, 'cpuUs', ' µs')}, Koa ${spread(koa, 'cpuUs', ' µs')})`);
+  return [
+    { name: 'REST call p50 (1 keep-alive client), beside bare Koa', value: gateway.p50, unit: ' µs', floor: koa.p50, target: 1.5 },
+    ...(pipeP50 === undefined ? [] : [{ name: 'REST call p50 (1 keep-alive client), beside raw http + pipe', value: gateway.p50, unit: ' µs', floor: raw.p50 + pipeP50, target: 2 }]),
+    { name: 'REST calls/s (16 keep-alive clients), beside bare Koa', value: gateway.perSecond, unit: '/s', floor: koa.perSecond, target: 0.7 * koa.perSecond, higherIsBetter: true },
+    { name: 'REST calls/s (16 keep-alive clients), beside raw http', value: gateway.perSecond, unit: '/s', floor: raw.perSecond },
+    { name: 'gateway CPU per REST call, beside bare Koa per request', value: gateway.cpuUs, unit: ' µs', floor: koa.cpuUs, target: 1.5 },
+    { name: 'gateway CPU per REST call, beside raw http per request', value: gateway.cpuUs, unit: ' µs', floor: raw.cpuUs },
+  ];
 }
 
 if (want('kernel')) {

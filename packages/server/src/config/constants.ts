@@ -92,10 +92,20 @@ export const LIMITS = {
   /**
    * How long the thread that writes the record files of new interfaces (store/record-file-thread.ts)
    * may be busy with one batch before creates stop waiting for it and write their own on Node's
-   * thread pool, in parallel (ms): on storage where each file takes long (a network file system),
-   * one thread falls behind parallel writes.
+   * thread pool, in parallel (ms), when its files take long on this storage (recordFileSlowMs): on
+   * storage where each file takes long (a network file system), one thread falls behind parallel writes.
    */
   recordFileLagMs: 2,
+  /**
+   * The thread's time per file (its last batch's, in its blocking calls) past which the storage
+   * counts as slow (ms): a local disk takes about a tenth of this. Files are left to the caller
+   * after recordFileLagMs only then, or once a batch is out past recordFileStuckMs: a batch out
+   * long on a fast disk waited for a busy CPU, and Node's pool, whose every step is two thread
+   * hand-offs, would cost the busy CPU more than waiting does.
+   */
+  recordFileSlowMs: 1,
+  /** How long a batch may be out before creates write their own files whatever the storage (ms). */
+  recordFileStuckMs: 50,
   /** Connections one gateway keeps at most to a PostgreSQL index (--store postgres://…). */
   storePoolSize: 20,
   /** How long a store call waits for a connection to the PostgreSQL index before answering 503 store_unavailable (ms). */

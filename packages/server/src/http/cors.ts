@@ -23,7 +23,7 @@ const EXPOSE_HEADERS = 'ETag, Link, WWW-Authenticate, Content-Range, Accept-Rang
 const PREFLIGHT_MAX_AGE_S = 600;
 
 export function corsMiddleware(allowlist: readonly string[]): Koa.Middleware {
-  return async function cors(ctx, next) {
+  return function cors(ctx, next) {
     const origin = ctx.get('origin');
     if (!origin || !(allowlist.includes(origin) || allowlist.includes('*'))) return next();
     ctx.vary('Origin');
@@ -34,8 +34,8 @@ export function corsMiddleware(allowlist: readonly string[]): Koa.Middleware {
       ctx.set('Access-Control-Allow-Headers', ALLOW_HEADERS);
       ctx.set('Access-Control-Max-Age', String(PREFLIGHT_MAX_AGE_S));
       ctx.status = 204;
-      return;
+      return Promise.resolve();
     }
-    await next();
+    return next();
   };
 }

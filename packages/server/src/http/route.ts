@@ -127,6 +127,16 @@ export function allowedMethods(router: Router): Koa.Middleware {
   };
 }
 
+/** The Content-Type Koa gives an object body (`ctx.type = 'json'`). */
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+/** An answer Koa would send as JSON: a plain object or an array (not a Buffer, a stream or a Blob). */
+function isPlainJson(value: unknown): boolean {
+  if (value === null || typeof value !== 'object') return false;
+  const proto = Object.getPrototypeOf(value) as unknown;
+  return proto === Object.prototype || proto === null || Array.isArray(value);
+}
+
 /** Mounts routes on the router and registers them in the OpenAPI registry. */
 export function mountRoutes(router: Router, registry: OpenAPIRegistry, routes: AnyRoute[]): void {
   for (const spec of routes) {
@@ -143,7 +153,15 @@ export function mountRoutes(router: Router, registry: OpenAPIRegistry, routes: A
         ctx.status = 204;
         ctx.body = null;
       } else {
-        ctx.body = result;
+        // A plain JSON answer: its text and type set once, here, as Koa and serializeJson (http/app.ts)
+        // would set them after two passes through Koa's body setter and a media-type lookup per request.
+        // A value JSON cannot carry throws here, inside the error middleware, as it would there.
+        if (isPlainJson(result) && !ctx.response.get('Content-Type')) {
+          ctx.response.set('Content-Type', JSON_TYPE);
+          ctx.body = JSON.stringify(result);
+        } else {
+          ctx.body = result;
+        }
       }
     });
 

@@ -19,13 +19,26 @@ export class Resolutions {
   /** Bumped by every `forget`: a resolution that was in flight meanwhile is not kept. */
   private generation = 0;
 
-  /** The resolution of `module` at `version`: remembered, else `ask`ed for (and remembered). */
-  async get(module: string, version: unknown[], ask: () => Promise<Resolved>): Promise<Resolved> {
-    const key = JSON.stringify([module, version]);
-    const cached = this.entries.get(key);
-    if (cached) return cached;
+  /** `ask`: the worker's own resolution, asked on a miss. */
+  constructor(private readonly ask: (module: string, version: unknown[]) => Promise<Resolved>) {}
+
+  /** The resolution of `module` at `version` if it is remembered (nothing asked). */
+  peek(module: string, version: unknown[]): Resolved | undefined {
+    return this.entries.get(keyOf(module, version));
+  }
+
+  /**
+   * The resolution of `module` at `version`: remembered (returned as it is, no promise), else
+   * asked for (and remembered).
+   */
+  get(module: string, version: unknown[]): Resolved | Promise<Resolved> {
+    const key = keyOf(module, version);
+    return this.entries.get(key) ?? this.remember(key, this.ask(module, version));
+  }
+
+  private async remember(key: string, asked: Promise<Resolved>): Promise<Resolved> {
     const generation = this.generation;
-    const resolved = await ask();
+    const resolved = await asked;
     if (generation !== this.generation) return resolved; // it may have used the code just invalidated
     if (this.entries.size >= RESOLVE_CACHE_SIZE) this.entries.delete(this.entries.keys().next().value!);
     this.entries.set(key, resolved);
@@ -37,7 +50,19 @@ export class Resolutions {
     const stale = (module: string) => modules.some((m) => module === m || module.startsWith(`${m}.`));
     this.generation++;
     for (const key of [...this.entries.keys()]) {
-      if (stale((JSON.parse(key) as [string])[0])) this.entries.delete(key);
+      if (stale(moduleOf(key))) this.entries.delete(key);
     }
   }
+}
+
+/**
+ * The key of a resolution: the module alone (after a NUL, which no JSON text starts with) for the
+ * default version, as nearly every REST call by module name asks, else the JSON of both.
+ */
+function keyOf(module: string, version: unknown[]): string {
+  return version.length === 0 ? `\0${module}` : JSON.stringify([module, version]);
+}
+
+function moduleOf(key: string): string {
+  return key.startsWith('\0') ? key.slice(1) : (JSON.parse(key) as [string])[0];
 }

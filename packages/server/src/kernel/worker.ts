@@ -98,7 +98,7 @@ export class Worker {
   private sweeper: NodeJS.Timeout | undefined;
   /** stop() was called: a start still opening its reply channel spawns nothing. */
   private stopRequested = false;
-  private readonly resolutions = new Resolutions();
+  private readonly resolutions = new Resolutions(async (module, version) => (await this.expect({ op: 'resolve', module, version })) as unknown as Resolved);
   /**
    * The live instances this worker holds, by uuid, with when each was last used
    * (performance.now()): every call, read and widget operation names its instance, and the
@@ -251,7 +251,12 @@ export class Worker {
    * (README "Resolutions in the gateway").
    */
   async resolve(module: string, version: unknown[]): Promise<Resolved> {
-    return this.resolutions.get(module, version, async () => (await this.expect({ op: 'resolve', module, version })) as unknown as Resolved);
+    return this.resolutions.get(module, version);
+  }
+
+  /** The resolution `resolve` would answer at once from what it remembers, or undefined (nothing asked). */
+  resolvedNow(module: string, version: unknown[]): Resolved | undefined {
+    return this.resolutions.peek(module, version);
   }
 
   /**

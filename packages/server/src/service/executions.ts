@@ -163,7 +163,14 @@ export class ExecutionService {
    */
   async withCached<T extends { uuid: string }>(ctx: RequestContext, items: T[]): Promise<Array<T & { cached: boolean }>> {
     const newest = await this.newestRuns(ctx, items.map((item) => item.uuid));
-    return Promise.all(items.map(async (item) => ({ ...item, cached: (await this.lifecycleAfter(ctx, item.uuid, newest.get(item.uuid))).status === 'cached' })));
+    // A record whose folder its create made just now has no cached marker in it: no stat of the
+    // disk for it (a failed stat through the thread pool was a tenth of a create's gateway CPU).
+    return Promise.all(
+      items.map(async (item) => ({
+        ...item,
+        cached: (await this.lifecycleAfter(ctx, item.uuid, newest.get(item.uuid), this.interfaces.inFreshFolder(item))).status === 'cached',
+      })),
+    );
   }
 
   /** The newest run of each of these interfaces that has one, as `list` orders them (RunStore.newestOf: one pass, no sort). */
@@ -173,10 +180,10 @@ export class ExecutionService {
     return found;
   }
 
-  /** The lifecycle of an interface whose newest run is `latest` (undefined: it never ran). */
-  private async lifecycleAfter(ctx: RequestContext, uuid: string, latest: ExecutionInfo | undefined): Promise<{ status: Lifecycle; execution_uuid: string | null }> {
+  /** The lifecycle of an interface whose newest run is `latest` (undefined: it never ran); `unmarked`: its folder is known to hold no cached marker. */
+  private async lifecycleAfter(ctx: RequestContext, uuid: string, latest: ExecutionInfo | undefined, unmarked = false): Promise<{ status: Lifecycle; execution_uuid: string | null }> {
     if (latest?.is_active || latest?.status === 'pending') return { status: 'running', execution_uuid: latest.uuid };
-    if (await ctx.project.runs.cached(uuid)) return { status: 'cached', execution_uuid: latest?.uuid ?? null };
+    if (!unmarked && (await ctx.project.runs.cached(uuid))) return { status: 'cached', execution_uuid: latest?.uuid ?? null };
     if (latest && latest.status !== 'finished') return { status: 'failed', execution_uuid: latest.uuid };
     return { status: 'draft', execution_uuid: latest?.uuid ?? null };
   }

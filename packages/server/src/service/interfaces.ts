@@ -13,6 +13,7 @@ import { Worker, type CallOutcome, type Display, type ItemSink, type OutputSink,
 export type { CallOutcome };
 import { withCanonicalSort, type FindRequest, type SearchItemsResponse } from '../contract/search.js';
 import { interfaceUuid } from '../store/identity.js';
+import { madeInFreshFolder } from '../store/files.js';
 import { INTERFACE_KIND, type InterfaceRecord, type RecordPatch } from '../store/store.js';
 import { cliLine } from './cli-line.js';
 import { explainUnknownModule } from './project.js';
@@ -51,6 +52,9 @@ function contentUuid(resolved: { module: string; config: Record<string, unknown>
   if (uuid === undefined) contentUuids.set(resolved, (uuid = interfaceUuid(resolved.module, resolved.config, predicate)));
   return uuid;
 }
+
+/** The answers of creates that made their record's folder (InterfaceService.inFreshFolder). */
+const madeFresh = new WeakSet<object>();
 
 function publicInfo(record: InterfaceRecord): InterfaceInfo {
   let info = infos.get(record);
@@ -194,10 +198,15 @@ export class InterfaceService {
     const existing = (input.uuid && (await store.get(input.uuid))) || (await store.get(input.target));
     if (existing) return publicInfo(existing);
 
-    await this.remotes.ensure(ctx.project.dir, input.target);
-    const resolved = await withoutEffects(this.pool, ctx.project.dir, ctx.python, (worker) =>
-      worker.resolve(input.target, input.version ?? []).catch((err: unknown) => explainUnknownModule(worker, input.target, err)),
-    );
+    // A REST call by module name comes here every time: what is known already is taken without a
+    // promise (no remotes to fetch, a resolution the running worker remembers).
+    const ensuring = this.remotes.ensure(ctx.project.dir, input.target);
+    if (ensuring) await ensuring;
+    const resolved =
+      this.pool.peek(ctx.project.dir, ctx.python)?.resolvedNow(input.target, input.version ?? []) ??
+      (await withoutEffects(this.pool, ctx.project.dir, ctx.python, (worker) =>
+        worker.resolve(input.target, input.version ?? []).catch((err: unknown) => explainUnknownModule(worker, input.target, err)),
+      ));
     const predicate = input.predicate ?? {};
     const record: InterfaceRecord = {
       uuid: input.uuid ?? contentUuid(resolved, predicate),
@@ -220,7 +229,17 @@ export class InterfaceService {
     // it), and not kept: a description kept for each record created through this gateway would
     // hold one more object per record for as long as the record lives. An attach to it later
     // describes it once.
-    return describe(stored, input.uuid == null ? Object.keys(predicate).length === 0 : undefined);
+    const info = describe(stored, input.uuid == null ? Object.keys(predicate).length === 0 : undefined);
+    if (madeInFreshFolder(stored)) madeFresh.add(info);
+    return info;
+  }
+
+  /**
+   * Whether `info` is the answer of a create that made its record's folder just now: nothing else
+   * is in that folder (no cached marker), which the create's answer then need not ask the disk.
+   */
+  inFreshFolder(info: object): boolean {
+    return madeFresh.has(info);
   }
 
   async get(ctx: RequestContext, uuid: string): Promise<InterfaceInfo> {

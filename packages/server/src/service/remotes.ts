@@ -75,6 +75,8 @@ export function readRemotes(project: string): Promise<Map<string, RemoteSpec>> {
   const watching = watch(project);
   const reading = readRemotesNow(project);
   answer = reading.then(({ specs }) => specs);
+  const read = answer;
+  read.then((specs) => settled.set(read, specs), () => undefined);
   declared.set(project, answer);
   const forget = () => {
     if (declared.get(project) === answer) declared.delete(project);
@@ -195,6 +197,21 @@ function download(url: string): Promise<Buffer> {
   });
 }
 
+/** The answers of `declared` that have arrived, by their promise: read without waiting (remotesNow). */
+const settled = new WeakMap<Promise<Map<string, RemoteSpec>>, Map<string, RemoteSpec>>();
+
+/** The project's declared remotes when read already and still current (readRemotes' answer, arrived), else undefined. */
+function remotesNow(project: string): Map<string, RemoteSpec> | undefined {
+  const answer = declared.get(project);
+  return answer && settled.get(answer);
+}
+
+/** The declared remote that holds `module` (itself or a package above it), if any. */
+function remoteOf(specs: Map<string, RemoteSpec>, module: string): string | undefined {
+  for (const name of specs.keys()) if (module === name || module.startsWith(`${name}.`)) return name;
+  return undefined;
+}
+
 export class RemoteModules {
   /** Fetches in progress, so that concurrent first uses fetch once. */
   private readonly fetching = new Map<string, Promise<void>>();
@@ -213,11 +230,18 @@ export class RemoteModules {
 
   /**
    * Makes sure a module that is a declared remote is present and matches its pin before the
-   * worker imports it. Modules that are not remotes pass through untouched.
+   * worker imports it. Modules that are not remotes pass through untouched: without a promise
+   * (undefined) when the project's remotes are known already (every REST call by module name asks).
    */
-  async ensure(project: string, module: string): Promise<void> {
+  ensure(project: string, module: string): Promise<void> | undefined {
+    const known = remotesNow(project);
+    if (known && remoteOf(known, module) === undefined) return undefined;
+    return this.ensureRead(project, module);
+  }
+
+  private async ensureRead(project: string, module: string): Promise<void> {
     const specs = await readRemotes(project);
-    const top = [...specs.keys()].find((name) => module === name || module.startsWith(`${name}.`));
+    const top = remoteOf(specs, module);
     if (top === undefined) return;
     await this.fetch(project, top, specs.get(top)!, { refresh: false });
   }

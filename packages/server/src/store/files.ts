@@ -92,14 +92,29 @@ export async function writeRecordFile(project: string, uuid: string, text: strin
  * guards nothing there. Every other case (the interfaces folder not made yet, a folder already
  * there, as one with data a deleted record left or one copied in, the thread not up yet,
  * lagging or lost) goes the reference way, writeRecordFile. Both leave the same folder and file, or
- * fail with the same code.
+ * fail with the same code. True when the folder was made here, so that nothing was in it before
+ * (the record file thread made it); false when it went the reference way, which does not say.
  */
-export async function writeNewRecordFile(project: string, uuid: string, text: string): Promise<void> {
+export async function writeNewRecordFile(project: string, uuid: string, text: string): Promise<boolean> {
   const dir = interfaceDir(project, uuid);
   const outcome = await makeOnThread(dir, path.join(dir, RECORD_FILE), `${text}\n`);
-  if (outcome === true) return;
+  if (outcome === true) return true;
   if (outcome !== false) throw Object.assign(new Error(outcome.message), { code: outcome.code });
   await writeRecordFile(project, uuid, text);
+  return false;
+}
+
+/** The records whose create made their folder just now (writeNewRecordFile answered true). */
+const inFreshFolders = new WeakSet<object>();
+
+/** Notes that `record`'s create made its folder: nothing else (no cached marker, no data) is in it. */
+export function noteFreshFolder(record: object): void {
+  inFreshFolders.add(record);
+}
+
+/** Whether `record` is one whose create made its folder just now (noteFreshFolder). */
+export function madeInFreshFolder(record: object): boolean {
+  return inFreshFolders.has(record);
 }
 
 export async function removeInterfaceDir(project: string, uuid: string): Promise<void> {

@@ -40,7 +40,7 @@ import type { FindRequest, SearchResponse } from '../contract/search.js';
 import { logInBackground } from '../ops/logger.js';
 import { RecordIndex } from './lowdb-index.js';
 import { compileQuery } from './query.js';
-import { acquireLock, type LockHolder, readRecordFiles, removeInterfaceDir, STORE_DIR, syncPath, writeNewRecordFile, writeRecordFile } from './files.js';
+import { acquireLock, type LockHolder, noteFreshFolder, readRecordFiles, removeInterfaceDir, STORE_DIR, syncPath, writeNewRecordFile, writeRecordFile } from './files.js';
 import { delText, Journal, putText, readJournal, type JournalEntry } from './journal.js';
 import { checkPatch, isStorable, newRecordJson, recordJson } from './record-json.js';
 import { upgradeRecord } from './record-upgrade.js';
@@ -223,7 +223,7 @@ export class LowdbStore implements Store {
       await this.pending.get(record.uuid)?.settled;
       if (this.records.get(record.uuid) === existing) return { record: existing, created: false };
     }
-    await this.mutate(record.uuid, record, text, true);
+    if (await this.mutate(record.uuid, record, text, true)) noteFreshFolder(record);
     return { record, created: true };
   }
 
@@ -269,9 +269,10 @@ export class LowdbStore implements Store {
    * the last write's file stays). When the journal entry fails, memory returns to what the journal
    * holds, unless a later mutation of the uuid was applied meanwhile: that one carries the whole
    * record and takes back the same way if it fails too. `created`: the put makes the record (its
-   * record file is then a new one, files.ts writeNewRecordFile).
+   * record file is then a new one, files.ts writeNewRecordFile); it resolves with whether that
+   * made the record's folder (true) or found it or could not tell (false).
    */
-  private async mutate(uuid: string, record: InterfaceRecord | undefined, text?: string, created = false): Promise<void> {
+  private async mutate(uuid: string, record: InterfaceRecord | undefined, text?: string, created = false): Promise<boolean> {
     const s = ++this.seq;
     const own = this.pending.get(uuid) ?? { durable: this.records.get(uuid), latest: s, count: 0, settled: Promise.resolve() };
     this.pending.set(uuid, own);
@@ -291,13 +292,14 @@ export class LowdbStore implements Store {
     const previous = own.settled;
     const done = journaled.then(async () => {
       await previous;
-      await (record ? (created ? writeNewRecordFile : writeRecordFile)(this.project, uuid, text!) : removeInterfaceDir(this.project, uuid));
+      if (!record) return removeInterfaceDir(this.project, uuid).then(() => false);
+      return created ? writeNewRecordFile(this.project, uuid, text!) : writeRecordFile(this.project, uuid, text!).then(() => false);
     });
     own.settled = done.then(
       () => this.settle(uuid, own),
       () => this.settle(uuid, own),
     );
-    await done;
+    return done;
   }
 
   private settle(uuid: string, pending: Pending): void {

@@ -8,9 +8,12 @@
  * batch costs two hand-offs.
  *
  * One batch at a time (files that arrive meanwhile form the next). Once a batch has been out
- * longer than LIMITS.recordFileLagMs, a file is left to the caller, which writes it the reference
+ * longer than LIMITS.recordFileLagMs on storage where the thread's files take long
+ * (LIMITS.recordFileSlowMs each, as its last batch measured them), or longer than
+ * LIMITS.recordFileStuckMs on any, a file is left to the caller, which writes it the reference
  * way (files.ts, writeRecordFile) on Node's thread pool: on storage where each step waits long,
- * one thread falls behind the pool's parallel steps. The thread starts with the second record
+ * one thread falls behind the pool's parallel steps. On a fast disk a batch out long waited for
+ * a busy CPU, not the disk, and the pool would cost that CPU more (two hand-offs per step). The thread starts with the second record
  * file a process writes (it takes about 10 MB, and starting takes tens of milliseconds, during
  * which files go the reference way) and keeps the process alive only while a batch is out. Should
  * it fail or exit, the files it had go the reference way too, as every file after.
@@ -28,8 +31,8 @@ export type NewFileOutcome = boolean | { code: string | undefined; message: stri
 
 // CommonJS run from a string: the thread then needs no file of its own beside the compiled one
 // (the tests run this module from its TypeScript source). Messages are flat lists of strings (a
-// folder, its file, the text, then the next folder…) and the answers one outcome per file: the
-// cheapest to pass between threads.
+// folder, its file, the text, then the next folder…) and the answers one outcome per file, then
+// the batch's time per file: the cheapest to pass between threads.
 const THREAD_SOURCE = `
 const { parentPort } = require('node:worker_threads');
 const { closeSync, mkdirSync, openSync, unlinkSync, writeSync } = require('node:fs');
@@ -59,7 +62,10 @@ function make(dir, file, text) {
 }
 parentPort.on('message', (files) => {
   const outcomes = [];
+  const started = performance.now();
   for (let i = 0; i < files.length; i += 3) outcomes.push(make(files[i], files[i + 1], files[i + 2]));
+  // Last: the time per file (ms), for the caller to tell slow storage from a busy CPU.
+  outcomes.push((performance.now() - started) / outcomes.length);
   parentPort.postMessage(outcomes);
 });
 `;
@@ -79,11 +85,14 @@ let waiting: Settle[] = [];
 /** Who waits for the batch the thread has, and since when (performance.now()). */
 let batch: Settle[] | undefined;
 let sentAt = 0;
+/** The thread's time per file in its last batch (ms): whether this storage is slow (LIMITS.recordFileSlowMs). */
+let perFileMs = 0;
 let scheduled = false;
 
 /**
  * Makes the record file `file` in the new folder `dir` on the thread (see NewFileOutcome). Until
- * the thread is up, and while it lags (LIMITS.recordFileLagMs), answers `false` at once. The first file asked for starts nothing (a one-off `portico get` needs no thread); the
+ * the thread is up, and while it lags on slow storage (LIMITS.recordFileLagMs, recordFileSlowMs) or is
+ * stuck (recordFileStuckMs), answers `false` at once. The first file asked for starts nothing (a one-off `portico get` needs no thread); the
  * second starts the thread.
  */
 export function makeOnThread(dir: string, file: string, text: string): Promise<NewFileOutcome> {
@@ -91,7 +100,10 @@ export function makeOnThread(dir: string, file: string, text: string): Promise<N
     if (++asked >= 2 && !thread && !gone) thread = start();
     return Promise.resolve(false);
   }
-  if (batch && performance.now() - sentAt > LIMITS.recordFileLagMs) return Promise.resolve(false);
+  if (batch) {
+    const out = performance.now() - sentAt;
+    if (out > LIMITS.recordFileStuckMs || (out > LIMITS.recordFileLagMs && perFileMs > LIMITS.recordFileSlowMs)) return Promise.resolve(false);
+  }
   return new Promise((settle) => {
     queued.push(dir, file, text);
     waiting.push(settle);
@@ -144,6 +156,7 @@ function start(): Worker {
     if (!batch) worker.unref();
   });
   worker.on('message', (outcomes: NewFileOutcome[]) => {
+    perFileMs = Number(outcomes.pop());
     const answered = batch ?? [];
     answered.forEach((settle, i) => settle(outcomes[i] ?? false));
     send();

@@ -24,7 +24,7 @@ import pg from 'pg';
 import { LIMITS } from '../../config/constants.js';
 import type { FindRequest, SearchResponse } from '../../contract/search.js';
 import { PorticoError } from '../../errors.js';
-import { removeInterfaceDir, writeNewRecordFile, writeRecordFile } from '../files.js';
+import { noteFreshFolder, removeInterfaceDir, writeNewRecordFile, writeRecordFile } from '../files.js';
 import { planQuery, reportTotal } from '../query.js';
 import { checkPatch, isStorable, newRecordJson, recordJson } from '../record-json.js';
 import type { InterfaceRecord, RecordPatch, Store } from '../store.js';
@@ -352,7 +352,7 @@ export class PostgresStore implements Store {
     const text = newRecordJson(record);
     if (await this.index.insert(this.project, record)) {
       // Beside the interface's data, for `portico reindex` and for travel, as the embedded store does.
-      await writeNewRecordFile(this.project, record.uuid, text);
+      if (await writeNewRecordFile(this.project, record.uuid, text)) noteFreshFolder(record);
       return { record, created: true };
     }
     // ON CONFLICT waited for the winner's commit, so its row is there to read.
