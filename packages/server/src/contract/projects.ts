@@ -8,6 +8,15 @@ export const WorkerInfo = z
     pid: z.number().int().nullable(),
     instances: z.number().int().describe('Live interface instances it holds.'),
     calls: z.number().int().describe('Requests it has not answered yet (calls, widget operations, resolves): 0 when idle.'),
+    placement: z
+      .object({
+        job: z.string().nullable().optional().describe('Its Slurm job id.'),
+        node: z.string().nullable().optional().describe('The node it runs on (its host name).'),
+        state: z.string().nullable().optional().describe('Slurm state of its job as the gateway last saw it (RUNNING).'),
+        resources: z.record(z.string(), z.unknown()).optional().describe('What its allocation asked for (the keys of a dispatch’s resources).'),
+      })
+      .optional()
+      .describe('With `--workers slurm` only: where the worker runs.'),
   })
   .openapi('WorkerInfo');
 

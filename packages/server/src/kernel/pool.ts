@@ -20,12 +20,13 @@
 import { LIMITS } from '../config/constants.js';
 import { PorticoError } from '../errors.js';
 import type { LineLevel, LogLine } from '../ops/logger.js';
+import type { PlacementInfo, WorkerPlacement } from './placement.js';
 import { Worker, type Push } from './worker.js';
 
 /** Why a worker was started again after it died. */
 export type RestartReason = 'crashed' | 'wedged';
-/** Why live instances were lost: their worker died, or was started again on changed source (`restartProject`). */
-export type LossReason = RestartReason | 'source_changed';
+/** Why live instances were lost: their worker died, its allocation ended under it (Slurm placement), or it was started again on changed source (`restartProject`). */
+export type LossReason = RestartReason | 'allocation_ended' | 'source_changed';
 
 export interface PoolOptions {
   onPush: (project: string, uuid: string, push: Push) => void;
@@ -42,6 +43,8 @@ export interface PoolOptions {
   instanceIdleMs?: number;
   /** A worker that has not answered a heartbeat for this long is wedged (0: never checked). */
   livenessMs?: number;
+  /** Where workers run (default: local child processes); closed with the pool. */
+  placement?: WorkerPlacement | undefined;
 }
 
 export interface WorkerInfo {
@@ -52,6 +55,8 @@ export interface WorkerInfo {
   instances: number;
   /** Requests it has not answered yet. */
   calls: number;
+  /** Where a placed worker runs: its Slurm job, node, state and resources (absent for a local child). */
+  placement?: PlacementInfo;
 }
 
 /** Something wrong with a (project, interpreter) now: /v1/health reports `degraded` while any is. */
@@ -155,6 +160,7 @@ export class KernelPool {
       python,
       onPush: (uuid, push) => this.options.onPush(project, uuid, push),
       ...(this.options.log ? { log: this.options.log } : {}),
+      placement: this.options.placement,
     });
     const ready = worker.start().then(
       () => {
@@ -218,7 +224,10 @@ export class KernelPool {
   list(): WorkerInfo[] {
     return [...this.slots.values()]
       .filter((slot) => slot.worker.alive)
-      .map(({ worker }) => ({ directory: worker.project, python: worker.python, pid: worker.pid ?? null, instances: worker.live.size, calls: worker.busy }));
+      .map(({ worker }) => {
+        const placement = this.options.placement?.name === 'slurm' ? { placement: worker.placementInfo } : {};
+        return { directory: worker.project, python: worker.python, pid: worker.pid ?? null, instances: worker.live.size, calls: worker.busy, ...placement };
+      });
   }
 
   /** Live instances per project directory, across its interpreters. */
@@ -283,6 +292,7 @@ export class KernelPool {
     const workers = [...this.slots.values()].map((slot) => slot.worker);
     this.slots.clear();
     await Promise.all([...workers.map((worker) => worker.stop()), ...this.replacing.values()]);
+    await this.options.placement?.close();
   }
 
   /** Releases instances idle too long, then stops workers that hold none and had no request for long. */
@@ -331,9 +341,10 @@ export class KernelPool {
     const reason: RestartReason = worker.killedFor ? 'wedged' : 'crashed';
     const lost = [...worker.live.keys()];
     worker.live.clear();
-    const message = `The Python worker (pid ${worker.pid ?? '?'}) ${what}`;
+    const ended = worker.killedFor ? undefined : worker.allocationEnded;
+    const message = ended ? `The Python worker (pid ${worker.pid ?? '?'}) ended with its Slurm allocation: ${ended.message}` : `The Python worker (pid ${worker.pid ?? '?'}) ${what}`;
     this.log(`${message}; ${lost.length} live instance(s) lost`, 'error');
-    if (lost.length) this.options.onLost?.(project, python, lost, reason, message);
+    if (lost.length) this.options.onLost?.(project, python, lost, ended ? 'allocation_ended' : reason, message);
     const trouble = this.troubleOf(key);
     const quick = worker.readyAt === undefined || performance.now() - worker.readyAt < STABLE_MS;
     trouble.failures = quick ? trouble.failures + 1 : 1;
