@@ -7,7 +7,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { api, cleanup, Client, gateway, tempProject } from './helpers.js';
 import { slurmCluster, type SlurmCluster } from './support/slurm.js';
 
@@ -66,10 +66,18 @@ function squeue(): string[] {
 }
 const workerJobs = () => squeue().filter((line) => line.split('|')[1]?.startsWith('portico-worker-'));
 
+/** Gateways of the test running: closed at its end, since each worker job holds one of the node's few CPUs. */
+const open: Array<{ close(): Promise<void> }> = [];
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((g) => g.close()));
+  await expect.poll(() => workerJobs(), { timeout: 30_000, interval: 250 }).toEqual([]);
+}, 60_000);
+
 async function placed(options: Record<string, unknown> = {}) {
   const logs: string[] = [];
   const project = (options.project as string | undefined) ?? (await tempProject({ 'placed.py': PLACED }));
   const g = await gateway({ project, workers: 'slurm', workerConnect: '127.0.0.1', slurm: { env: slurmEnv }, log: (line) => logs.push(line), ...options });
+  open.push(g);
   return { g, logs, project };
 }
 
@@ -87,5 +95,96 @@ describe('workers placed by Slurm', { timeout: 120_000 }, () => {
     expect(worker).toMatchObject({ pid, placement: { job, node: host, state: 'RUNNING' } });
     const listed = (await api(g, 'GET', '/v1/projects')).body.workers[0];
     expect(listed.placement).toMatchObject({ job, node: host, state: 'RUNNING' });
+  });
+
+  it('streams, events of a stream, and a widget synced both ways go through the placed worker', async () => {
+    const { g } = await placed();
+    const res = await fetch(`${g.url}/v1/interfaces/call`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/x-ndjson' }, body: JSON.stringify({ target: 'placed', method: 'count', args: [3] }) });
+    const lines = (await res.text()).trimEnd().split('\n').map((line) => JSON.parse(line));
+    expect(lines).toEqual([
+      { type: 'stream', payload: 0 },
+      { type: 'stream', payload: 1 },
+      { type: 'stream', payload: 2 },
+      { type: 'stream', payload: null, final: true },
+    ]);
+    const page = await Client.open(g.url);
+    const other = await Client.open(g.url);
+    const { payload } = await page.connect('placed');
+    await other.connect(payload.uuid);
+    expect((await page.request({ type: 'widget_get' })).payload).toMatchObject({ state: { title: 'untitled' } });
+    expect(await page.request({ type: 'widget_set', changes: { title: 'on a node' } })).toMatchObject({ type: 'widget_change', payload: { changes: { title: 'on a node' } } });
+    expect((await other.waitFor((f) => f.type === 'widget_change')).payload).toMatchObject({ changes: { title: 'on a node' } });
+    expect((await other.request({ type: 'widget_get' })).payload).toMatchObject({ state: { title: 'on a node' } });
+  });
+
+  it('scancel mid-stream: the stream ends with a typed error, attached clients hear allocation_ended, the next use gets a new job', async () => {
+    const { g } = await placed();
+    const watcher = await Client.open(g.url);
+    const { payload } = await watcher.connect('placed');
+    const before = (await watcher.request({ type: 'call', method: 'where' })).payload.job as string;
+    const streamer = await Client.open(g.url);
+    await streamer.connect(payload.uuid);
+    const ended = streamer.request({ type: 'call', method: 'slow' });
+    await streamer.waitFor((f) => f.type === 'stream' && f.payload === 2);
+    expect(spawnSync('scancel', [before], { env: slurmEnv }).status).toBe(0);
+    const last = await ended;
+    expect(last).toMatchObject({ type: 'error', payload: { code: 'worker_crashed' } });
+    const told = await watcher.waitFor((f) => f.type === 'instance_restarted');
+    expect(told.payload).toMatchObject({ uuid: payload.uuid, reason: 'allocation_ended' });
+    expect(told.payload.message).toMatch(new RegExp(`job ${before}.*CANCELLED`));
+    const after = (await watcher.request({ type: 'call', method: 'where' })).payload.job as string;
+    expect(after).toMatch(/^\d+$/);
+    expect(after).not.toBe(before);
+  });
+
+  it('an allocation Slurm refuses is 400 job_refused with its message, and nothing is left queued', async () => {
+    const { g } = await placed({ slurm: { env: slurmEnv, partition: 'nosuchpartition' } });
+    const res = await call(g, 'placed', 'where');
+    expect(res.status).toBe(400);
+    expect(res.body.detail).toMatchObject({ code: 'job_refused', message: expect.stringMatching(/partition/i) });
+    expect(workerJobs()).toEqual([]);
+  });
+
+  it('a forged connect-back is refused and logged; the real worker still attaches', async () => {
+    const { g, logs } = await placed();
+    expect((await call(g, 'placed', 'where')).status).toBe(200);
+    const line = logs.find((l) => l.includes('listening for workers connecting back on'))!;
+    const [host, port] = line.split(' on ').at(-1)!.split(':');
+    const forge = async (bytes: Buffer): Promise<string> => {
+      const socket = net.connect({ host, port: Number(port) });
+      socket.on('error', () => undefined);
+      await new Promise((resolve) => socket.once('connect', resolve));
+      socket.write(bytes);
+      let got = '';
+      socket.on('data', (d) => (got += d));
+      await new Promise((resolve) => socket.once('close', resolve));
+      return got;
+    };
+    const frame = (header: object) => {
+      const json = Buffer.from(JSON.stringify(header));
+      const prefix = Buffer.alloc(8);
+      prefix.writeUInt32BE(json.length, 0);
+      return Buffer.concat([prefix, json]);
+    };
+    // Closed without a byte of the protocol: nothing of the gateway is reachable this way.
+    expect(await forge(frame({ op: 'hello', worker: 'guess', secret: 'guess' }))).toBe('');
+    expect(await forge(frame({ op: 'heartbeat', id: 0 }))).toBe('');
+    expect(await forge(Buffer.from('GET / HTTP/1.1\r\n\r\n'))).toBe('');
+    await expect.poll(() => logs.filter((l) => l.includes('refused a worker connecting back from 127.0.0.1')).length).toBe(3);
+    expect(logs.some((l) => /refused .*no worker is expected with that id/.test(l))).toBe(true);
+    expect((await call(g, 'placed', 'where')).status).toBe(200);
+  });
+
+  it('idle release: after --worker-idle with no live instance the worker stops and its job leaves squeue; gateway stop ends the rest', async () => {
+    const { g } = await placed({ workerIdleMs: 1000, instanceIdleMs: 1000 });
+    expect((await call(g, 'placed', 'where')).status).toBe(200);
+    expect(workerJobs()).toHaveLength(1);
+    await expect.poll(() => workerJobs(), { timeout: 30_000, interval: 250 }).toEqual([]);
+    expect(g.gateway.listProjects().workers).toEqual([]);
+    // Again, and this time the gateway stops while the worker holds an instance.
+    expect((await call(g, 'placed', 'where')).status).toBe(200);
+    expect(workerJobs()).toHaveLength(1);
+    await g.close();
+    expect(workerJobs()).toEqual([]);
   });
 });
