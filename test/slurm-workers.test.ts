@@ -187,4 +187,66 @@ describe('workers placed by Slurm', { timeout: 120_000 }, () => {
     await g.close();
     expect(workerJobs()).toEqual([]);
   });
+
+  it('a worker whose job stays pending past --worker-wait: 503 worker_unavailable naming the job and Slurm\'s reason, and the job is cancelled', async () => {
+    const blocker = blockNode();
+    try {
+      const { g } = await placed({ workerWaitMs: 3000 });
+      const res = await call(g, 'placed', 'where');
+      expect(res.status).toBe(503);
+      expect(res.body.detail.code).toBe('worker_unavailable');
+      expect(res.body.detail.message).toMatch(/Slurm job \d+ of the Python worker did not start within 3 s: PENDING \(Resources\); the job was cancelled/);
+      await expect.poll(() => workerJobs(), { timeout: 10_000, interval: 250 }).toEqual([]);
+    } finally {
+      spawnSync('scancel', [blocker], { env: slurmEnv });
+    }
+  });
+
+  it('a gateway killed with SIGKILL and started again cancels the worker job it left', async () => {
+    const project = await tempProject({ 'placed.py': PLACED });
+    const blocker = blockNode(); // keeps the first gateway's worker job pending: an orphan that would wait for ever
+    try {
+      const first = await serve(project);
+      const waiting = fetch(`${first.url}/v1/interfaces/call`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ target: 'placed', method: 'where' }) }).catch(() => undefined);
+      await expect.poll(() => workerJobs().map((line) => line.split('|')[2]), { timeout: 30_000, interval: 250 }).toEqual(['PENDING']);
+      first.child.kill('SIGKILL');
+      await waiting;
+      await sleep(1000);
+      expect(workerJobs()).toHaveLength(1); // its srun lives on without it
+      const second = await serve(project);
+      expect(second.out()).toMatch(/cancelled 1 worker job\(s\) an earlier run of this gateway left/);
+      await expect.poll(() => workerJobs(), { timeout: 10_000, interval: 250 }).toEqual([]);
+      second.child.kill('SIGTERM');
+    } finally {
+      spawnSync('scancel', [blocker], { env: slurmEnv });
+    }
+  });
 });
+
+/** A batch job that takes every CPU of the node until cancelled; resolves with its id. */
+function blockNode(): string {
+  const cpus = Number(spawnSync('sinfo', ['--noheader', '--format=%c'], { env: slurmEnv, encoding: 'utf8' }).stdout.trim().split('\n')[0]);
+  const res = spawnSync('sbatch', ['--parsable', '--job-name=blocker', `--cpus-per-task=${cpus}`, '--output=/dev/null', '--wrap', 'sleep 600'], { env: slurmEnv, encoding: 'utf8' });
+  const id = res.stdout.trim().split(';')[0]!;
+  expect(id, res.stderr).toMatch(/^\d+$/);
+  return id;
+}
+
+const BIN = path.resolve(__dirname, '../packages/server/bin/portico.js');
+
+/** `portico serve --workers slurm` as a child process; resolves once its banner names its URL. */
+async function serve(project: string): Promise<{ child: ChildProcess; url: string; out: () => string }> {
+  const child = spawn(process.execPath, [BIN, 'serve', project, '--port', '0', '--workers', 'slurm', '--worker-connect', '127.0.0.1', '--log-level', 'info'], { env: slurmEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  spawned.push(child);
+  let out = '';
+  const url = await new Promise<string>((resolve, reject) => {
+    child.stdout!.on('data', (d) => {
+      out += d;
+      const m = /API (http:\/\/\S+)\/v1/.exec(out);
+      if (m) resolve(m[1]!);
+    });
+    child.stderr!.on('data', (d) => (out += d));
+    child.once('exit', (code) => reject(new Error(`the gateway exited (${code}) before serving:\n${out}`)));
+  });
+  return { child, url, out: () => out };
+}
