@@ -224,10 +224,7 @@ export class KernelPool {
   list(): WorkerInfo[] {
     return [...this.slots.values()]
       .filter((slot) => slot.worker.alive)
-      .map(({ worker }) => {
-        const placement = this.options.placement?.name === 'slurm' ? { placement: worker.placementInfo } : {};
-        return { directory: worker.project, python: worker.python, pid: worker.pid ?? null, instances: worker.live.size, calls: worker.busy, ...placement };
-      });
+      .map(({ worker }) => workerInfo(worker, this.options.placement));
   }
 
   /** Live instances per project directory, across its interpreters. */
@@ -401,6 +398,12 @@ export class KernelPool {
     if (this.options.log) this.options.log(line, level);
     else process.stderr.write(line + '\n');
   }
+}
+
+/** What GET /v1/projects says of a worker: where it runs too, when a placement other than local put it there. */
+function workerInfo(worker: Worker, placement: WorkerPlacement | undefined): WorkerInfo {
+  const where = placement && placement.name !== 'local' ? { placement: worker.placementInfo } : {};
+  return { directory: worker.project, python: worker.python, pid: worker.pid ?? null, instances: worker.live.size, calls: worker.busy, ...where };
 }
 
 function slotKey(project: string, python: string): string {
