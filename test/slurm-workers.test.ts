@@ -43,6 +43,18 @@ class Placed(Interface):
         return changes
 `;
 
+/** A class that declares what its instances need; `name` tells the modules apart. */
+const laned = (name: string, resources: string) => `
+import os
+from portico import Interface
+
+class ${name}(Interface):
+    __resources__ = ${resources}
+
+    def where(self) -> dict:
+        return {"job": os.environ.get("SLURM_JOB_ID"), "cpus": os.environ.get("SLURM_CPUS_PER_TASK")}
+`;
+
 let cluster: SlurmCluster;
 let slurmEnv: NodeJS.ProcessEnv;
 const spawned: ChildProcess[] = [];
@@ -186,6 +198,32 @@ describe('workers placed by Slurm', { timeout: 120_000 }, () => {
     expect(workerJobs()).toHaveLength(1);
     await g.close();
     expect(workerJobs()).toEqual([]);
+  });
+
+  it('__resources__: classes that need the same share an allocation made with them, other classes run in the default one; bad ones are refused', async () => {
+    const project = await tempProject({
+      'placed.py': PLACED,
+      'lane_a.py': laned('LaneA', '{"cpus": 1, "time_limit": 30}'),
+      'lane_b.py': laned('LaneB', '{"time_limit": 30, "cpus": 1}'),
+      'bad.py': laned('Bad', '{"gpus": "lots", "colour": "blue"}'),
+    });
+    const { g } = await placed({ project });
+    const a = (await call(g, 'lane_a', 'where')).body.payload;
+    const b = (await call(g, 'lane_b', 'where')).body.payload;
+    const plain = (await call(g, 'placed', 'where')).body.payload;
+    expect(a.job).toMatch(/^\d+$/);
+    expect(b.job).toBe(a.job);
+    expect(plain.job).not.toBe(a.job);
+    expect(a.cpus).toBe('1');
+    const limits = Object.fromEntries(squeue().map((line) => line.split('|')).map(([id]) => [id, spawnSync('squeue', ['--noheader', '--format=%l', `--jobs=${id}`], { env: slurmEnv, encoding: 'utf8' }).stdout.trim()]));
+    expect(limits[a.job]).toBe('30:00');
+    expect(limits[plain.job]).not.toBe('30:00');
+    const workers = (await api(g, 'GET', '/v1/projects')).body.workers as Array<{ placement: { job: string; resources: object } }>;
+    expect(workers.find((w) => w.placement.job === a.job)?.placement.resources).toEqual({ cpus: 1, time_limit: 30 });
+    expect(workers.find((w) => w.placement.job === plain.job)?.placement.resources).toEqual({});
+    const bad = await call(g, 'bad', 'where');
+    expect(bad.status).toBe(400);
+    expect(bad.body.detail).toMatchObject({ code: 'module_error', message: expect.stringMatching(/__resources__.*gpus.*colour|__resources__.*colour.*gpus/) });
   });
 
   it('a worker whose job stays pending past --worker-wait: 503 worker_unavailable naming the job and Slurm\'s reason, and the job is cancelled', async () => {

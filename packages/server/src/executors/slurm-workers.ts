@@ -124,7 +124,7 @@ export class SlurmWorkers implements WorkerPlacement {
     });
     const expected = this.listener.expect();
     const jobName = `${JOB_PREFIX}${this.options.tag}-${++this.count}${randomBytes(3).toString('hex')}`;
-    const resources = this.options.resources ?? {};
+    const resources = spec.resources ?? this.options.resources ?? {};
     const args = [
       `--job-name=${jobName}`,
       `--chdir=${spec.project}`,

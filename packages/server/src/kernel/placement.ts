@@ -7,6 +7,7 @@
  */
 import { spawn } from 'node:child_process';
 import type { Writable } from 'node:stream';
+import type { Resources } from '../contract/executions.js';
 import { PorticoError } from '../errors.js';
 import type { LineLevel } from '../ops/logger.js';
 import { openReplyChannel, type ReadInPlace } from './reply-channel.js';
@@ -18,6 +19,8 @@ export type { ReadInPlace } from './reply-channel.js';
 export interface LaunchSpec {
   project: string;
   python: string;
+  /** What its allocation asks for (a class's `__resources__`); undefined: the placement's defaults. Local placement ignores it. */
+  resources?: Resources | undefined;
   /** The gateway's environment with PYTHONPATH (the bundled package first), PYTHONUNBUFFERED and PYTHONSAFEPATH set. */
   env: NodeJS.ProcessEnv;
   /** The worker's stdout/stderr (one entry per line, a traceback as one) and the placement's own notes. */

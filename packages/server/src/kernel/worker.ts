@@ -7,6 +7,7 @@
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 import { LIMITS } from '../config/constants.js';
+import type { Resources } from '../contract/executions.js';
 import type { LineLevel, LogLine } from '../ops/logger.js';
 import { PorticoError } from '../errors.js';
 import { Bridge, type CallHandlers, type CallOutcome, type Push, type Settled } from './bridge.js';
@@ -31,6 +32,8 @@ export interface WorkerOptions {
   log?: LogLine;
   /** Where the process runs (default: a local child process). */
   placement?: WorkerPlacement | undefined;
+  /** What the allocation of a placed worker asks for (its classes' `__resources__`); undefined: the placement's defaults. */
+  resources?: Resources | undefined;
 }
 
 /**
@@ -85,6 +88,7 @@ type RequestHandlers = Omit<CallHandlers, 'onSettled'> & { onSettled?: Settled |
 export class Worker {
   readonly project: string;
   readonly python: string;
+  readonly resources: Resources | undefined;
   pid: number | undefined;
   private launched: LaunchedWorker | undefined;
   private readonly placement: WorkerPlacement;
@@ -119,6 +123,7 @@ export class Worker {
     this.options = options;
     this.project = options.project;
     this.python = options.python;
+    this.resources = options.resources;
     this.placement = options.placement ?? new LocalPlacement(LIMITS.workerStartTimeoutMs, LIMITS.workerStopGraceMs);
     this.bridge = new Bridge({ project: options.project, onPush: options.onPush, log: (line, level) => this.log(line, level) });
   }
@@ -148,7 +153,7 @@ export class Worker {
     // PYTHONSAFEPATH: the project must not shadow modules the worker itself imports (json, ast…);
     // the worker puts the project on sys.path itself, after its own imports.
     const launched = await this.placement.launch(
-      { project: this.project, python: this.python, env, log: (line, level) => this.log(line, level), signal: this.abort.signal },
+      { project: this.project, python: this.python, resources: this.resources, env, log: (line, level) => this.log(line, level), signal: this.abort.signal },
       {
         target: () => this.decoder.readTarget(),
         onRead: (n) => {
@@ -261,6 +266,11 @@ export class Worker {
   /** The project's interface modules (ProjectIndex entries). */
   async modules(): Promise<unknown[]> {
     return (await this.expect({ op: 'modules' })).modules as unknown[];
+  }
+
+  /** What a module's interface class declares in `__resources__` (unchecked: lanes.ts checks it), or null. */
+  async declaredResources(module: string): Promise<unknown> {
+    return (await this.expect({ op: 'resources', module })).resources ?? null;
   }
 
   /** A module's reflected schema (ModuleSchema). */
