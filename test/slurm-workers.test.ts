@@ -129,11 +129,12 @@ describe('workers placed by Slurm', { timeout: 120_000 }, () => {
     expect((await other.request({ type: 'widget_get' })).payload).toMatchObject({ state: { title: 'on a node' } });
   });
 
-  it('scancel mid-stream: the stream ends with a typed error, attached clients hear allocation_ended, the next use gets a new job', async () => {
+  it('scancel mid-stream: the stream ends with a typed error, attached clients hear allocation_ended, the next use gets a new job with the saved widget state', async () => {
     const { g } = await placed();
     const watcher = await Client.open(g.url);
     const { payload } = await watcher.connect('placed');
     const before = (await watcher.request({ type: 'call', method: 'where' })).payload.job as string;
+    expect((await watcher.request({ type: 'widget_set', changes: { title: 'kept' } })).type).toBe('widget_change');
     const streamer = await Client.open(g.url);
     await streamer.connect(payload.uuid);
     const ended = streamer.request({ type: 'call', method: 'slow' });
@@ -144,6 +145,8 @@ describe('workers placed by Slurm', { timeout: 120_000 }, () => {
     const told = await watcher.waitFor((f) => f.type === 'instance_restarted');
     expect(told.payload).toMatchObject({ uuid: payload.uuid, reason: 'allocation_ended' });
     expect(told.payload.message).toMatch(new RegExp(`job ${before}.*CANCELLED`));
+    // The page reads its state again: the instance is made again in a new allocation, with its saved widget state.
+    expect((await watcher.request({ type: 'widget_get' })).payload).toMatchObject({ state: { title: 'kept' } });
     const after = (await watcher.request({ type: 'call', method: 'where' })).payload.job as string;
     expect(after).toMatch(/^\d+$/);
     expect(after).not.toBe(before);
