@@ -229,14 +229,20 @@ describe('workers placed by Slurm', { timeout: 120_000 }, () => {
     expect(bad.body.detail).toMatchObject({ code: 'module_error', message: expect.stringMatching(/__resources__.*gpus.*colour|__resources__.*colour.*gpus/) });
   });
 
-  it('a worker whose job stays pending past --worker-wait: 503 worker_unavailable naming the job and Slurm\'s reason, and the job is cancelled', async () => {
+  it('a worker whose job stays pending is listed with its job and reason; past --worker-wait: 503 worker_unavailable naming the job and Slurm\'s reason, and the job is cancelled', async () => {
     const blocker = blockNode();
     try {
-      const { g } = await placed({ workerWaitMs: 3000 });
-      const res = await call(g, 'placed', 'where');
+      const { g } = await placed({ workerWaitMs: 5000 });
+      const answer = call(g, 'placed', 'where');
+      // Meanwhile the pending worker is listed, with its job and Slurm's reason.
+      await expect
+        .poll(async () => (await api(g, 'GET', '/v1/projects')).body.workers, { timeout: 4000, interval: 200 })
+        .toEqual([expect.objectContaining({ pid: null, instances: 0, placement: expect.objectContaining({ job: expect.stringMatching(/^\d+$/), state: 'PENDING', reason: 'Resources' }) })]);
+      const res = await answer;
       expect(res.status).toBe(503);
       expect(res.body.detail.code).toBe('worker_unavailable');
-      expect(res.body.detail.message).toMatch(/Slurm job \d+ of the Python worker did not start within 3 s: PENDING \(Resources\); the job was cancelled/);
+      expect(res.body.detail.message).toMatch(/Slurm job \d+ of the Python worker did not start within 5 s: PENDING \(Resources\); the job was cancelled/);
+      expect((await api(g, 'GET', '/v1/projects')).body.workers).toEqual([]);
       await expect.poll(() => workerJobs(), { timeout: 10_000, interval: 250 }).toEqual([]);
     } finally {
       spawnSync('scancel', [blocker], { env: slurmEnv });

@@ -12,7 +12,8 @@ export const WorkerInfo = z
       .object({
         job: z.string().nullable().optional().describe('Its Slurm job id.'),
         node: z.string().nullable().optional().describe('The node it runs on (its host name).'),
-        state: z.string().nullable().optional().describe('Slurm state of its job as the gateway last saw it (RUNNING).'),
+        state: z.string().nullable().optional().describe('Slurm state of its job as the gateway last saw it: PENDING (listed before the worker is up) or RUNNING.'),
+        reason: z.string().nullable().optional().describe('While PENDING: Slurm’s reason (Resources, Priority, …).'),
         resources: z.record(z.string(), z.unknown()).optional().describe('What its allocation asked for (the keys of a dispatch’s resources).'),
       })
       .optional()
@@ -27,7 +28,7 @@ export const ProjectsResponse = z
     roots: z.array(z.string()).describe('--project-roots: a request may bind any project under these.'),
     python: z.string().describe('The default interpreter (--python).'),
     python_allowlist: z.array(z.string()).describe('Further interpreters a request may pick with X-Service-Python or ?python= (--python-allowlist).'),
-    workers: z.array(WorkerInfo).describe('Running workers, one per (project, interpreter); stopped ones are not listed.'),
+    workers: z.array(WorkerInfo).describe('Running workers, one per (project, interpreter), and with --workers slurm one per set of class resources, pending ones included (pid null); stopped ones are not listed.'),
   })
   .openapi('ProjectsResponse');
 

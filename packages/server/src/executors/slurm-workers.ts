@@ -46,6 +46,8 @@ export interface SlurmWorkerOptions extends SlurmDefaults {
 
 /** A job name's prefix; the tag and a per-worker part follow. */
 const JOB_PREFIX = 'portico-worker-';
+/** How often a worker's job is looked up in squeue while it is pending (ms). */
+const FOLLOW_MS = 1000;
 /** How long a killed worker's srun may take to end after scancel before it is killed itself (ms). */
 const SRUN_KILL_GRACE_MS = 5_000;
 
@@ -145,6 +147,8 @@ export class SlurmWorkers implements WorkerPlacement {
     job.exited.finally(() => this.jobs.delete(jobName)).catch(() => undefined);
     try {
       job.start(args, env);
+      spec.onPending?.(() => job.info(resources, this.options));
+      job.follow();
       const connected = await this.connected(job, expected, spec.signal, address);
       return job.attach(connected, reader, resources, this.options);
     } catch (err) {
@@ -196,6 +200,7 @@ class SrunJob {
   id: string | null = null;
   node: string | null = null;
   state = 'PENDING';
+  reason: string | null = null;
   ended: { state: string; message: string } | undefined;
   private resolveExit!: (why: string) => void;
   readonly exited = new Promise<string>((resolve) => (this.resolveExit = resolve));
@@ -289,7 +294,6 @@ class SrunJob {
       timer.unref();
       void this.exited.then(() => clearTimeout(timer));
     });
-    const merged = { ...resources, ...(resources.partition === undefined && defaults.partition ? { partition: defaults.partition } : {}), ...(resources.account === undefined && defaults.account ? { account: defaults.account } : {}) };
     return {
       input: socket,
       exited,
@@ -299,8 +303,28 @@ class SrunJob {
       },
       readyTimeoutMs: LIMITS.workerStartTimeoutMs,
       stopGraceMs: LIMITS.workerStopGraceMs + SRUN_KILL_GRACE_MS,
-      info: (): PlacementInfo => ({ job: this.id, node: this.node, state: this.state, resources: merged }),
+      info: () => this.info(resources, defaults),
     };
+  }
+
+  /** Where it stands: its job, node, state (and reason while pending) and what it asked for (the gateway's defaults filled in). */
+  info(resources: Resources, defaults: SlurmDefaults): PlacementInfo {
+    const merged = { ...resources, ...(resources.partition === undefined && defaults.partition ? { partition: defaults.partition } : {}), ...(resources.account === undefined && defaults.account ? { account: defaults.account } : {}) };
+    return { job: this.id, node: this.node, state: this.state, ...(this.state === 'PENDING' ? { reason: this.reason } : {}), resources: merged };
+  }
+
+  /** Until the worker connects back (or srun ends), what squeue says of the job: its id, state and reason, every FOLLOW_MS. */
+  follow(): void {
+    const timer = setInterval(() => {
+      if (this.state !== 'PENDING') return clearInterval(timer);
+      void this.queueState().then(({ id, state, reason }) => {
+        if (this.state !== 'PENDING') return;
+        this.id = id ?? this.id;
+        this.reason = reason && reason !== 'None' ? reason : null;
+      });
+    }, FOLLOW_MS);
+    timer.unref();
+    void this.exited.then(() => clearInterval(timer));
   }
 
   /** Ends the job (scancel by its name: it may have no id yet), and srun if it outlives that; resolves once srun has ended. */

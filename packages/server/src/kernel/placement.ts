@@ -25,6 +25,8 @@ export interface LaunchSpec {
   env: NodeJS.ProcessEnv;
   /** The worker's stdout/stderr (one entry per line, a traceback as one) and the placement's own notes. */
   log: (line: string, level?: LineLevel) => void;
+  /** Told, while the worker is not up yet, how to say where it stands (a pending job: GET /v1/projects lists it). */
+  onPending?: (info: () => PlacementInfo) => void;
   /** Aborted when the worker is stopped before it is up: a placement still waiting gives up (and releases what it holds). */
   signal: AbortSignal;
 }
@@ -40,6 +42,8 @@ export interface PlacementInfo {
   job?: string | null;
   node?: string | null;
   state?: string | null;
+  /** Slurm's reason for the state while the job is pending (Resources, Priority). */
+  reason?: string | null;
   resources?: Record<string, unknown>;
 }
 

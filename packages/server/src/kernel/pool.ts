@@ -248,7 +248,7 @@ export class KernelPool {
 
   list(): WorkerInfo[] {
     return [...this.slots.values()]
-      .filter((slot) => slot.worker.alive)
+      .filter((slot) => slot.worker.alive || (slot.starting && this.options.placement?.name === 'slurm')) // a pending job is listed too
       .map(({ worker }) => workerInfo(worker, this.options.placement));
   }
 

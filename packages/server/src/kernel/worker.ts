@@ -91,6 +91,8 @@ export class Worker {
   readonly resources: Resources | undefined;
   pid: number | undefined;
   private launched: LaunchedWorker | undefined;
+  /** Where the worker stands before it is up, when its placement says (a pending Slurm job). */
+  private pendingInfo: (() => PlacementInfo) | undefined;
   private readonly placement: WorkerPlacement;
   /** Aborted by stop(): a placement still starting the worker gives up. */
   private readonly abort = new AbortController();
@@ -153,7 +155,7 @@ export class Worker {
     // PYTHONSAFEPATH: the project must not shadow modules the worker itself imports (json, ast…);
     // the worker puts the project on sys.path itself, after its own imports.
     const launched = await this.placement.launch(
-      { project: this.project, python: this.python, resources: this.resources, env, log: (line, level) => this.log(line, level), signal: this.abort.signal },
+      { project: this.project, python: this.python, resources: this.resources, env, log: (line, level) => this.log(line, level), signal: this.abort.signal, onPending: (info) => (this.pendingInfo = info) },
       {
         target: () => this.decoder.readTarget(),
         onRead: (n) => {
@@ -207,7 +209,7 @@ export class Worker {
 
   /** Where the worker runs, when a placement other than a local child says (GET /v1/projects). */
   get placementInfo(): PlacementInfo {
-    return this.launched?.info() ?? {};
+    return this.launched?.info() ?? this.pendingInfo?.() ?? {};
   }
 
   /** How the process ended (`exit code 1`, `signal SIGKILL`); undefined while it runs. */
