@@ -5,6 +5,7 @@
  * of a local worker. Nothing here is mocked: the jobs, the connect-back and the scancel are real.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -227,6 +228,21 @@ describe('workers placed by Slurm', { timeout: 120_000 }, () => {
     const bad = await call(g, 'bad', 'where');
     expect(bad.status).toBe(400);
     expect(bad.body.detail).toMatchObject({ code: 'module_error', message: expect.stringMatching(/__resources__.*gpus.*colour|__resources__.*colour.*gpus/) });
+  });
+
+  it('a controller that cannot be reached: 503 scheduler_unavailable; once it answers again, the next call is served', async () => {
+    // The gateway's SLURM_CONF names a port nobody listens on, then the controller's own again.
+    const conf = path.join(await tempProject({}, { demo: false }), 'slurm.conf');
+    const good = readFileSync(cluster.env.SLURM_CONF!, 'utf8');
+    writeFileSync(conf, good.replace(/^SlurmctldPort=.*$/m, 'SlurmctldPort=9'));
+    const { g } = await placed({ slurm: { env: { ...slurmEnv, SLURM_CONF: conf } } });
+    const res = await call(g, 'placed', 'where');
+    expect(res.status).toBe(503);
+    expect(res.body.detail).toMatchObject({ code: 'scheduler_unavailable', message: expect.stringMatching(/Unable to contact slurm controller/) });
+    writeFileSync(conf, good);
+    const again = await call(g, 'placed', 'where');
+    expect(again.status).toBe(200);
+    expect(again.body.payload.job).toMatch(/^\d+$/);
   });
 
   it('a worker whose job stays pending is listed with its job and reason; past --worker-wait: 503 worker_unavailable naming the job and Slurm\'s reason, and the job is cancelled', async () => {
