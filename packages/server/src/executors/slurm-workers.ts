@@ -76,6 +76,33 @@ function endedState(text: string): string {
   return 'CANCELLED';
 }
 
+/**
+ * What a line srun or slurmstepd printed says of the job's end, when it says Slurm ended it:
+ * `*** STEP 3.0 ON node CANCELLED AT … DUE TO TIME LIMIT ***` (with the job id), or srun's own
+ * `Job has been cancelled` / `Force Terminated` (without). `job` names it in the message otherwise.
+ */
+export function jobEnded(line: string, job: string): { id: string | null; state: string; message: string } | undefined {
+  const ended = ENDED.exec(line);
+  if (ended) {
+    const state = endedState(ended[3]!);
+    return { id: ended[1]!, state, message: `Slurm ended job ${ended[1]} on ${ended[2]} (${state}): ${ended[3]}` };
+  }
+  if (/^srun: (Job has been cancelled|Force Terminated)/.test(line)) return { id: null, state: 'CANCELLED', message: `Slurm ended job ${job} (CANCELLED): ${line.replace(/^srun: /, '')}` };
+  return undefined;
+}
+
+/** Why srun ended before its worker connected back (`notes`: the last lines it printed), as the client's error. */
+export function startFailure(notes: string[], job: string, address: string): PorticoError {
+  const said = notes.join('\n');
+  const connect = /cannot connect back to the gateway at .*/.exec(said);
+  if (connect) return new PorticoError('worker_unavailable', `The Python worker in Slurm job ${job} ${connect[0]} (set --worker-connect to an address the nodes reach)`);
+  const refused = /srun: error: (?:Unable to allocate resources: )?(.+)/.exec(said);
+  if (/Unable to contact slurm controller|Socket timed out|Connection refused|Could not establish a configuration source|cannot run srun/i.test(said))
+    return new PorticoError('scheduler_unavailable', `Slurm cannot be reached to place the Python worker: ${refused?.[1] ?? said.trim().split('\n').pop() ?? 'srun failed'}`);
+  if (refused && /Unable to allocate resources|invalid|not available|exceed|denied|Requested/i.test(said)) return new PorticoError('job_refused', `Slurm did not take the Python worker's allocation: ${refused[1]}`);
+  return new PorticoError('worker_unavailable', `The Python worker's srun ended before the worker connected back to ${address}: ${said.trim().split('\n').slice(-3).join(' / ') || 'it said nothing'}`);
+}
+
 export class SlurmWorkers implements WorkerPlacement {
   readonly name = 'slurm' as const;
   private readonly env: NodeJS.ProcessEnv;
@@ -235,26 +262,14 @@ class SrunJob {
     if (this.notes.length > 20) this.notes.shift();
     const queued = /^srun: job (\d+) queued/.exec(entry);
     if (queued) this.id = queued[1]!;
-    const ended = ENDED.exec(entry);
-    if (ended) {
-      this.id ??= ended[1]!;
-      const state = endedState(ended[3]!);
-      this.ended = { state, message: `Slurm ended job ${this.id} on ${ended[2]} (${state}): ${ended[3]}` };
-    } else if (!this.ended && /^srun: (Job has been cancelled|Force Terminated)/.test(entry)) {
-      this.ended = { state: 'CANCELLED', message: `Slurm ended job ${this.id ?? this.name} (CANCELLED): ${entry.replace(/^srun: /, '')}` };
-    }
+    const ended = jobEnded(entry, this.id ?? this.name);
+    if (ended?.id) this.id ??= ended.id;
+    if (ended && (ended.id || !this.ended)) this.ended = { state: ended.state, message: ended.message };
   }
 
   /** Why srun ended before its worker connected back, as the client's error. */
   startFailure(address: string): PorticoError {
-    const said = this.notes.join('\n');
-    const connect = /cannot connect back to the gateway at .*/.exec(said);
-    if (connect) return new PorticoError('worker_unavailable', `The Python worker in Slurm job ${this.id ?? this.name} ${connect[0]} (set --worker-connect to an address the nodes reach)`);
-    const refused = /srun: error: (?:Unable to allocate resources: )?(.+)/.exec(said);
-    if (/Unable to contact slurm controller|Socket timed out|Connection refused|Could not establish a configuration source|cannot run srun/i.test(said))
-      return new PorticoError('scheduler_unavailable', `Slurm cannot be reached to place the Python worker: ${refused?.[1] ?? said.trim().split('\n').pop() ?? 'srun failed'}`);
-    if (refused && /Unable to allocate resources|invalid|not available|exceed|denied|Requested/i.test(said)) return new PorticoError('job_refused', `Slurm did not take the Python worker's allocation: ${refused[1]}`);
-    return new PorticoError('worker_unavailable', `The Python worker's srun ended before the worker connected back to ${address}: ${said.trim().split('\n').slice(-3).join(' / ') || 'it said nothing'}`);
+    return startFailure(this.notes, this.id ?? this.name, address);
   }
 
   /** The job's id, state and reason as squeue lists it now (nulls when it does not). */
