@@ -48,6 +48,8 @@ export interface PlacementInfo {
 }
 
 export interface LaunchedWorker {
+  /** The process id the gateway knows before `ready` (a local child's; none for a placed worker). */
+  pid?: number | undefined;
   /** Gateway → worker frames. */
   input: Writable;
   /** Settles once the process has ended, however it ended. */
@@ -119,6 +121,7 @@ export class LocalPlacement implements WorkerPlacement {
       });
     });
     return {
+      pid: child.pid,
       input,
       exited,
       kill: (sig = 'SIGKILL') => {

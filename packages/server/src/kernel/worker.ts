@@ -182,7 +182,8 @@ export class Worker {
       (end) => {
         this.exitReason = end.why;
         this.allocationEnded = end.allocationEnded;
-        const who = this.pid === undefined ? 'The Python worker' : `The Python worker (pid ${this.pid})`;
+        const pid = this.pid ?? launched.pid;
+        const who = pid === undefined ? 'The Python worker' : `The Python worker (pid ${pid})`;
         const message = this.killedFor ? `${who} ${this.killedFor} and was killed` : end.allocationEnded ? `${who} ended with its allocation: ${end.allocationEnded.message}` : `${who} stopped (${end.why})`;
         this.exitError = new PorticoError('worker_crashed', message);
         onFail(new PorticoError('worker_unavailable', `The Python worker failed to start (${end.why}); see the gateway log`));
