@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `npm run bench`: every figure beside its floor measured in this same run. Never part of `npm test`.
 // `npm run bench -- calls binary` runs only the named sections (floors, calls, rest, binary, compression, sockets, widgets,
-// anywidgets, kernel, executions, display, index, postgres, creates, slurm, lifetime, owners), so a before/after comparison of one part need not wait for all of them.
+// anywidgets, kernel, executions, display, index, postgres, creates, slurm, slurm-workers, lifetime, owners), so a before/after comparison of one part need not wait for all of them.
 import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { cpus } from 'node:os';
@@ -26,7 +26,7 @@ if (!existsSync(path.join(ROOT, 'packages/server/dist/cli/main.js'))) {
   process.exit(1);
 }
 
-const SECTIONS = ['floors', 'calls', 'rest', 'binary', 'compression', 'sockets', 'widgets', 'anywidgets', 'kernel', 'executions', 'display', 'index', 'postgres', 'creates', 'slurm', 'lifetime', 'owners'];
+const SECTIONS = ['floors', 'calls', 'rest', 'binary', 'compression', 'sockets', 'widgets', 'anywidgets', 'kernel', 'executions', 'display', 'index', 'postgres', 'creates', 'slurm', 'slurm-workers', 'lifetime', 'owners'];
 const args = process.argv.slice(2);
 // --json [file]: also write every figure as JSON (to the file, or to stdout when none is named).
 const jsonAt = args.indexOf('--json');
@@ -274,6 +274,8 @@ if (want('owners')) {
 }
 
 if (want('slurm')) report(await (await import('./slurm.mjs')).slurmBench());
+
+if (want('slurm-workers')) report(await (await import('./slurm-workers.mjs')).slurmWorkersBench());
 
 if (jsonTarget) {
   let commit = null;

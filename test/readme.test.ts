@@ -51,6 +51,8 @@ const SKIPPED = [
   'README.md (Set up)',
   'docs/clients/jupyterlab.md (JupyterLab)',
   'docs/running/slurm.md (On a Slurm cluster)',
+  'docs/running/slurm-workers.md (Starting the gateway)',
+  'docs/running/slurm-workers.md (Starting the gateway)',
   'docs/operating/postgresql.md (PostgreSQL: one index for many gateways)',
   'docs/operating/security.md (OpenID Connect)',
   'docs/reference/cli.md (Command line)',

@@ -35,6 +35,7 @@ export const sidebar = [
     items: [
       { text: 'Executions', link: '/running/executions' },
       { text: 'On a Slurm cluster', link: '/running/slurm' },
+      { text: 'Live instances on Slurm', link: '/running/slurm-workers' },
     ],
   },
   {

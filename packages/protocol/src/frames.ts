@@ -67,11 +67,12 @@ export interface UploadResult {
 /**
  * What `instance_restarted` carries: the live instance died with its Python worker
  * (`worker_crashed`: it exited or was killed; `worker_wedged`: it stopped answering and was
- * killed; `source_changed`: `portico serve --reload` restarted it on changed source).
+ * killed; `allocation_ended`: `--workers slurm`, and Slurm ended the job it ran in;
+ * `source_changed`: `portico serve --reload` restarted it on changed source).
  */
 export interface InstanceRestart {
   uuid: string;
-  reason: 'worker_crashed' | 'worker_wedged' | 'source_changed' | 'owner_lost';
+  reason: 'worker_crashed' | 'worker_wedged' | 'allocation_ended' | 'source_changed' | 'owner_lost';
   message: string;
 }
 

@@ -261,9 +261,9 @@ class WorkerProcess:
                 self._cond.wait(remaining)
 
     def terminal(self, request_id: int, timeout: float = TIMEOUT) -> dict[str, Any]:
-        """The result / end / error / resolved / modules / schema frame of a request."""
+        """The result / end / error / resolved / modules / schema / resources frame of a request."""
         return self.wait_for(
-            lambda f: f.get("id") == request_id and f["op"] in ("result", "end", "error", "resolved", "modules", "schema", "widget_assets"),
+            lambda f: f.get("id") == request_id and f["op"] in ("result", "end", "error", "resolved", "modules", "schema", "resources", "widget_assets"),
             timeout,
         )
 

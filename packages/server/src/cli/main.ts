@@ -1,6 +1,7 @@
 /** The `portico` command line: serve, get, reindex, fetch. */
 import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
+import { hostname } from 'node:os';
 import type { GatewayOptions } from '../config/options.js';
 import { VERSION } from '../config/constants.js';
 import { startServer } from '../server.js';
@@ -209,6 +210,7 @@ function banner(url: string, project: string, options: GatewayOptions): string {
     `  Docs     ${url}/docs   (API ${url}/v1, socket ${url.replace(/^http/, 'ws')}/v1/interfaces/ws)`,
     `  Store    ${options.store ? `PostgreSQL at ${redact(options.store)} (shared with other gateways)` : `embedded index in ${path.join(project, '.portico')}`}`,
     `  Runs     ${options.executor === 'slurm' ? `Slurm jobs (sbatch${options.slurm.partition ? ` --partition=${options.slurm.partition}` : ''}${options.slurm.account ? ` --account=${options.slurm.account}` : ''})` : 'local processes'}`,
+    ...(options.workers === 'slurm' ? [`  Workers  Slurm allocations (srun), connecting back to ${options.workerConnect ?? `${hostname()} (a free port)`}`] : []),
     `  Auth     ${authLine(options)}`,
     `  Origins  ${origins}`,
     `           add a page's origin with --allow-origin URL`,

@@ -64,6 +64,15 @@ describe('portico serve options', () => {
     }
   });
 
+  it('--workers picks local (default) or slurm; --worker-connect takes HOST or HOST:PORT; --worker-wait seconds', () => {
+    expect(parseServeArgs([], {})).toMatchObject({ workers: 'local', workerWaitMs: 300_000 });
+    expect(parseServeArgs([], {}).workerConnect).toBeUndefined();
+    expect(parseServeArgs(['--workers', 'slurm', '--worker-connect', 'login1:4000', '--worker-wait', '60'], {})).toMatchObject({ workers: 'slurm', workerConnect: 'login1:4000', workerWaitMs: 60_000 });
+    expect(parseServeArgs([], { PORTICO_WORKERS: 'slurm', PORTICO_WORKER_CONNECT: '[fd00::1]:4000' })).toMatchObject({ workers: 'slurm', workerConnect: '[fd00::1]:4000' });
+    expect(() => parseServeArgs(['--workers', 'kubernetes'], {})).toThrow(/--workers must be one of local, slurm/);
+    for (const bad of ['http://login1:4000', 'a:b', 'h:99999', 'a:1:2']) expect(() => parseServeArgs([`--worker-connect=${bad}`], {}), bad).toThrow(UsageError);
+  });
+
   it('--executor picks local (default) or slurm, from the flag or PORTICO_EXECUTOR; Slurm names are checked', () => {
     expect(parseServeArgs([], {}).executor).toBe('local');
     expect(parseServeArgs(['--executor', 'slurm'], {}).executor).toBe('slurm');

@@ -8,6 +8,7 @@ import { DEFAULT_HOST, DEFAULT_PORT, LIMITS, LOCAL_JUPYTER_ORIGINS } from '../co
 import { defaultOptions, isLoopback, type GatewayOptions } from '../config/options.js';
 import { Resources } from '../contract/executions.js';
 import { EXECUTORS, type ExecutorName } from '../executors/executor.js';
+import { parseConnectAddress } from '../executors/slurm-workers.js';
 import { trustedProxyProblem } from '../http/forwarded.js';
 import { LOG_LEVELS, type LogLevel } from '../ops/logger.js';
 import { isPostgresUrl, redact } from '../store/postgres/postgres-store.js';
@@ -110,6 +111,24 @@ export const SERVE_OPTIONS = [
   { flag: '--executor', env: 'PORTICO_EXECUTOR', default: 'local', help: `What runs executions: ${EXECUTORS.join(' or ')}. slurm submits each run with sbatch (the project must be on storage the compute nodes share; SLURM_CONF is passed through).` },
   { flag: '--slurm-partition', env: 'PORTICO_SLURM_PARTITION', default: '', help: 'Partition of Slurm jobs whose dispatch names none (default: the cluster’s default partition).' },
   { flag: '--slurm-account', env: 'PORTICO_SLURM_ACCOUNT', default: '', help: 'Account charged for Slurm jobs whose dispatch names none.' },
+  {
+    flag: '--workers',
+    env: 'PORTICO_WORKERS',
+    default: 'local',
+    help: 'Where the Python workers that serve live instances run: local (child processes of the gateway) or slurm (each in an allocation started with srun, which connects back; docs/running/slurm-workers.md). Partition and account come from --slurm-partition and --slurm-account.',
+  },
+  {
+    flag: '--worker-connect',
+    env: 'PORTICO_WORKER_CONNECT',
+    default: '',
+    help: 'With --workers slurm: HOST or HOST:PORT the workers connect back to, and where the gateway listens for them (default: this host’s name, a free port). Each worker proves itself with a one-time secret.',
+  },
+  {
+    flag: '--worker-wait',
+    env: 'PORTICO_WORKER_WAIT',
+    default: `${LIMITS.slurmWorkerWaitMs / 1000}`,
+    help: 'With --workers slurm: seconds a worker may take from srun to connecting back, pending in the queue included; then its job is cancelled and requests waiting for it get 503 worker_unavailable naming the job and Slurm’s reason.',
+  },
   { flag: '--insecure', env: 'PORTICO_INSECURE', default: 'false', help: 'Allow a non-loopback address without a token.' },
 ] as const;
 
@@ -149,6 +168,22 @@ function onOff(flag: string, text: string): boolean {
 function logLevel(text: string): LogLevel {
   if (!(LOG_LEVELS as readonly string[]).includes(text)) throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}, got '${text}'`);
   return text as LogLevel;
+}
+
+function workersOption(text: string): 'local' | 'slurm' {
+  if (text !== 'local' && text !== 'slurm') throw new UsageError(`--workers must be one of local, slurm, got '${text}'`);
+  return text;
+}
+
+/** --worker-connect: HOST or HOST:PORT ([v6]:PORT), no scheme or path. */
+function workerConnect(text: string | undefined): string | undefined {
+  if (text === undefined) return undefined;
+  try {
+    parseConnectAddress(text);
+  } catch {
+    throw new UsageError(`--worker-connect must be HOST or HOST:PORT, got '${text}'`);
+  }
+  return text;
 }
 
 function executor(text: string): ExecutorName {
@@ -261,6 +296,9 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
       executor: { type: 'string' },
       'slurm-partition': { type: 'string' },
       'slurm-account': { type: 'string' },
+      workers: { type: 'string' },
+      'worker-connect': { type: 'string' },
+      'worker-wait': { type: 'string' },
     },
   });
   if (positionals.length > 1) throw new UsageError(`serve takes one PROJECT directory, got ${positionals.length}`);
@@ -299,6 +337,9 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
       partition: slurmName('--slurm-partition', values['slurm-partition'] ?? env.PORTICO_SLURM_PARTITION),
       account: slurmName('--slurm-account', values['slurm-account'] ?? env.PORTICO_SLURM_ACCOUNT),
     },
+    workers: workersOption(values.workers ?? env.PORTICO_WORKERS ?? 'local'),
+    workerConnect: workerConnect(values['worker-connect'] ?? (env.PORTICO_WORKER_CONNECT || undefined)),
+    workerWaitMs: seconds('--worker-wait', values['worker-wait'] ?? env.PORTICO_WORKER_WAIT ?? String(LIMITS.slurmWorkerWaitMs / 1000), { min: 1, max: 7 * 86400 }) * 1000,
     wsCompression: onOff('--ws-compression', values['ws-compression'] ?? env.PORTICO_WS_COMPRESSION ?? 'off'),
     wsHeartbeatMs: seconds('--ws-heartbeat', values['ws-heartbeat'] ?? env.PORTICO_WS_HEARTBEAT ?? String(LIMITS.wsHeartbeatMs / 1000)) * 1000,
     instanceIdleMs: seconds('--instance-idle', values['instance-idle'] ?? env.PORTICO_INSTANCE_IDLE ?? String(LIMITS.instanceIdleMs / 1000), { min: 1, max: 30 * 86400 }) * 1000,

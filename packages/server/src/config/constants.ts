@@ -200,6 +200,8 @@ export const LIMITS = {
   oidcJwksCooldownMs: 5 * 1000,
   /** How old the Slurm queue snapshot (one squeue for every live run) may be when a status is read (ms). */
   slurmPollMs: 1000,
+  /** How long a Slurm-placed worker may take from srun to connecting back, pending included, before its job is cancelled (ms; `--worker-wait`). */
+  slurmWorkerWaitMs: 5 * 60 * 1000,
   /** How long one Slurm command (sbatch, squeue, sacct, scancel) may take before it counts as failed (ms). */
   slurmCommandTimeoutMs: 30 * 1000,
   /** How long a cancelled running Slurm job may take to end by itself (the marker) before scancel (ms). */

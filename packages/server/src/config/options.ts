@@ -62,6 +62,12 @@ export interface GatewayOptions {
   executor: ExecutorName;
   /** The Slurm executor's defaults (partition, account) and the environment of its commands. */
   slurm: SlurmOptions;
+  /** Where workers run: `local` child processes (default) or `slurm` allocations (srun) that connect back. */
+  workers: 'local' | 'slurm';
+  /** `--workers slurm`: the `host` or `host:port` workers connect back to (default: this host's name, a free port). */
+  workerConnect?: string | undefined;
+  /** `--workers slurm`: how long a worker may take from srun to connecting back (allocation included) before its job is cancelled (ms). */
+  workerWaitMs: number;
   /** How long a shutdown lets requests, calls and transfers in flight finish before cutting them (ms). */
   drainMs: number;
   /** Negotiate permessage-deflate when a client offers it (docs/operating/sockets.md has the figures behind the default). */
@@ -111,6 +117,8 @@ export function defaultOptions(overrides: Partial<GatewayOptions> = {}): Gateway
     accessLog: true,
     executor: 'local',
     slurm: {},
+    workers: 'local',
+    workerWaitMs: LIMITS.slurmWorkerWaitMs,
     ...overrides,
   };
 }

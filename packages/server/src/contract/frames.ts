@@ -206,8 +206,8 @@ export const ServerFrames = {
   instance_restarted: z.object({
     type: z.literal('instance_restarted'),
     payload: Payload(
-      z.object({ uuid: z.string(), reason: z.enum(['worker_crashed', 'worker_wedged', 'source_changed', 'owner_lost']), message: z.string() }),
-      'The live instance died with its worker (worker_crashed: it exited or was killed; worker_wedged: it stopped answering and was killed; source_changed: `portico serve --reload` started it again because the project\'s Python files changed on disk; owner_lost: several gateways, and the gateway that owned the instance went away or lost its lease). The worker is started again at once and the instance is made again on its next use, from the code now on disk, with its saved widget state: read the widget state again (widget_get).',
+      z.object({ uuid: z.string(), reason: z.enum(['worker_crashed', 'worker_wedged', 'allocation_ended', 'source_changed', 'owner_lost']), message: z.string() }),
+      'The live instance died with its worker (worker_crashed: it exited or was killed; worker_wedged: it stopped answering and was killed; allocation_ended: `--workers slurm`, and Slurm ended the job of the worker (scancel, time limit, preemption, node failure; the message gives the state Slurm reported); source_changed: `portico serve --reload` started it again because the project\'s Python files changed on disk; owner_lost: several gateways, and the gateway that owned the instance went away or lost its lease). The worker is started again at once and the instance is made again on its next use, from the code now on disk, with its saved widget state: read the widget state again (widget_get).',
     ),
   }),
   pong: z.object({ type: z.literal('pong'), id: Id }),
@@ -240,7 +240,7 @@ export const FRAME_SUMMARIES: Record<'client_to_server' | 'server_to_client', Re
     error: 'Failure of the frame with the same id (or of the socket when id is absent). The socket stays usable, but for shutting_down: the gateway stops, every frame still in flight gets one, then the socket closes with 1001.',
     pong: 'Reply to ping.',
     released: 'Reply to release.',
-    instance_restarted: 'The live instance died with its worker (crashed or wedged), or its worker was started again on changed source (source_changed, with --reload); sent to every attached client. The worker is started again at once; the next use makes the instance again with its saved widget state, so read the state again.',
+    instance_restarted: 'The live instance died with its worker (crashed or wedged, or its Slurm allocation ended: allocation_ended), or its worker was started again on changed source (source_changed, with --reload); sent to every attached client. The worker is started again at once; the next use makes the instance again with its saved widget state, so read the state again.',
     output: "/v1/interfaces/ws: what a call's own code printed or logged, to its caller only (with the call's id), in order with its items and events, before its result; also written to the gateway's log with interface and method. /v1/executions/ws: output appended to the run’s output.log, in order.",
     status: '/v1/executions/ws: the ExecutionInfo whenever its status changes.',
     widget_msg: 'A reply to the client widget_msg with the same id, or (without id) a push_widget_message to every attached client; buffers travel base64 in payload.buffers, or as binary frames (binary_buffers) on a socket connected with buffers: binary.',

@@ -8,6 +8,16 @@ export const WorkerInfo = z
     pid: z.number().int().nullable(),
     instances: z.number().int().describe('Live interface instances it holds.'),
     calls: z.number().int().describe('Requests it has not answered yet (calls, widget operations, resolves): 0 when idle.'),
+    placement: z
+      .object({
+        job: z.string().nullable().optional().describe('Its Slurm job id.'),
+        node: z.string().nullable().optional().describe('The node it runs on (its host name).'),
+        state: z.string().nullable().optional().describe('Slurm state of its job as the gateway last saw it: PENDING (listed before the worker is up) or RUNNING.'),
+        reason: z.string().nullable().optional().describe('While PENDING: Slurm’s reason (Resources, Priority, …).'),
+        resources: z.record(z.string(), z.unknown()).optional().describe('What its allocation asked for (the keys of a dispatch’s resources).'),
+      })
+      .optional()
+      .describe('With `--workers slurm` only: where the worker runs.'),
   })
   .openapi('WorkerInfo');
 
@@ -18,7 +28,7 @@ export const ProjectsResponse = z
     roots: z.array(z.string()).describe('--project-roots: a request may bind any project under these.'),
     python: z.string().describe('The default interpreter (--python).'),
     python_allowlist: z.array(z.string()).describe('Further interpreters a request may pick with X-Service-Python or ?python= (--python-allowlist).'),
-    workers: z.array(WorkerInfo).describe('Running workers, one per (project, interpreter); stopped ones are not listed.'),
+    workers: z.array(WorkerInfo).describe('Running workers, one per (project, interpreter), and with --workers slurm one per set of class resources, pending ones included (pid null); stopped ones are not listed.'),
   })
   .openapi('ProjectsResponse');
 

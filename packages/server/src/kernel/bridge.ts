@@ -195,6 +195,7 @@ export class Bridge {
       case 'resolved':
       case 'modules':
       case 'schema':
+      case 'resources':
       case 'widget_assets':
       case 'invalidated':
         return this.settle(id, entry, { ok: true, streamed: false, payload: header });

@@ -18,14 +18,17 @@
  *   and started again on the code now on disk; `onLost` names their instances (`source_changed`).
  */
 import { LIMITS } from '../config/constants.js';
+import type { Resources } from '../contract/executions.js';
 import { PorticoError } from '../errors.js';
 import type { LineLevel, LogLine } from '../ops/logger.js';
+import { DEFAULT_LANE, laneOf, Lanes, type Lane } from './lanes.js';
+import type { PlacementInfo, WorkerPlacement } from './placement.js';
 import { Worker, type Push } from './worker.js';
 
 /** Why a worker was started again after it died. */
 export type RestartReason = 'crashed' | 'wedged';
-/** Why live instances were lost: their worker died, or was started again on changed source (`restartProject`). */
-export type LossReason = RestartReason | 'source_changed';
+/** Why live instances were lost: their worker died, its allocation ended under it (Slurm placement), or it was started again on changed source (`restartProject`). */
+export type LossReason = RestartReason | 'allocation_ended' | 'source_changed';
 
 export interface PoolOptions {
   onPush: (project: string, uuid: string, push: Push) => void;
@@ -42,6 +45,8 @@ export interface PoolOptions {
   instanceIdleMs?: number;
   /** A worker that has not answered a heartbeat for this long is wedged (0: never checked). */
   livenessMs?: number;
+  /** Where workers run (default: local child processes); closed with the pool. */
+  placement?: WorkerPlacement | undefined;
 }
 
 export interface WorkerInfo {
@@ -52,6 +57,8 @@ export interface WorkerInfo {
   instances: number;
   /** Requests it has not answered yet. */
   calls: number;
+  /** Where a placed worker runs: its Slurm job, node, state and resources (absent for a local child). */
+  placement?: PlacementInfo;
 }
 
 /** Something wrong with a (project, interpreter) now: /v1/health reports `degraded` while any is. */
@@ -98,6 +105,7 @@ const RELOAD_DRAIN_POLL_MS = 20;
 
 export class KernelPool {
   private readonly slots = new Map<string, Slot>();
+  private readonly lanes = new Lanes(); // what each module's class declares in __resources__ (Slurm placement)
   private readonly troubles = new Map<string, Trouble>();
   /** Workers being started again on changed source (restartProject): requests wait for the new one. */
   private readonly replacing = new Map<string, Promise<void>>();
@@ -113,7 +121,7 @@ export class KernelPool {
     this.instanceIdleMs = options.instanceIdleMs ?? LIMITS.instanceIdleMs;
     this.livenessMs = options.livenessMs ?? LIMITS.workerLivenessMs;
     const shortest = Math.min(this.workerIdleMs, this.instanceIdleMs);
-    this.sweeper = setInterval(() => this.sweep(), Math.max(1000, Math.min(shortest / 4, 30_000)));
+    this.sweeper = setInterval(() => sweep(this.slots, options, { instanceMs: this.instanceIdleMs, workerMs: this.workerIdleMs }, (line) => this.log(line)), Math.max(1000, Math.min(shortest / 4, 30_000)));
     this.sweeper.unref();
     if (this.livenessMs > 0) {
       this.beater = setInterval(() => this.checkLiveness(), Math.max(50, this.livenessMs / LIMITS.workerHeartbeatsPerLiveness));
@@ -127,34 +135,51 @@ export class KernelPool {
    * `LIMITS.workerRestartWaitMs` from now); a next start later than that answers
    * `worker_unavailable` at once.
    */
-  get(project: string, python: string, deadline = performance.now() + LIMITS.workerRestartWaitMs): Promise<Worker> {
+  get(project: string, python: string, deadline = performance.now() + LIMITS.workerRestartWaitMs, lane: Lane = DEFAULT_LANE): Promise<Worker> {
     if (this.closed) return Promise.reject(new Error('kernel pool is closed'));
-    const key = slotKey(project, python);
+    const key = slotKey(project, python, lane.key);
     const slot = this.slots.get(key);
     if (slot && (slot.starting || slot.worker.alive)) return slot.ready;
     const replacing = this.replacing.get(key);
-    if (replacing) return replacing.then(() => this.get(project, python, deadline));
+    if (replacing) return replacing.then(() => this.get(project, python, deadline, lane));
     const trouble = this.troubles.get(key);
     const now = performance.now();
     if (trouble && now < trouble.notBefore) {
       if (trouble.notBefore <= deadline) {
         // The supervisor's restart (or this request, when nothing needed one) starts it then.
-        return new Promise((resolve) => setTimeout(resolve, trouble.notBefore - now)).then(() => this.get(project, python, deadline));
+        return new Promise((resolve) => setTimeout(resolve, trouble.notBefore - now)).then(() => this.get(project, python, deadline, lane));
       }
       const wait = Math.ceil((trouble.notBefore - now) / 1000);
       return Promise.reject(
         new PorticoError('worker_unavailable', `The Python worker of this project died ${trouble.failures} times in a row soon after starting; the next start is in ${wait} s. Last: ${trouble.problem?.message ?? 'unknown'}`),
       );
     }
-    return this.start(key, project, python);
+    return this.start(key, project, python, lane.resources);
   }
 
-  private start(key: string, project: string, python: string): Promise<Worker> {
+  /** The worker for instances of `module`: with a placement that honours `__resources__`, the one of its class's lane (lanes.ts). */
+  async getFor(project: string, python: string, module: string): Promise<Worker> {
+    if (this.options.placement?.name !== 'slurm') return this.get(project, python);
+    const lane = this.lanes.get(project, python, module) ?? this.lanes.set(project, python, module, laneOf(module, await withoutEffects(this, project, python, (w) => w.declaredResources(module))));
+    return this.get(project, python, undefined, lane);
+  }
+
+  /** `getFor`'s worker when it is running; never starts one. */
+  peekFor(project: string, python: string, module: string): Worker | undefined {
+    if (this.options.placement?.name !== 'slurm') return this.peek(project, python);
+    const lane = this.lanes.get(project, python, module);
+    const slot = lane && this.slots.get(slotKey(project, python, lane.key));
+    return slot?.worker.alive ? slot.worker : undefined;
+  }
+
+  private start(key: string, project: string, python: string, resources?: Resources): Promise<Worker> {
     const worker = new Worker({
       project,
       python,
+      resources,
       onPush: (uuid, push) => this.options.onPush(project, uuid, push),
       ...(this.options.log ? { log: this.options.log } : {}),
+      placement: this.options.placement,
     });
     const ready = worker.start().then(
       () => {
@@ -202,6 +227,12 @@ export class KernelPool {
     return this.lastPeek.key;
   }
 
+  /** The running workers of `project` (every interpreter and lane); what its classes declare is asked again from now on. */
+  workersOf(project: string): Worker[] {
+    this.lanes.forget(project);
+    return [...this.slots.values()].flatMap(({ worker }) => (worker.project === project && worker.alive ? [worker] : []));
+  }
+
   /** Drops the live instance `uuid` from every worker of `project`; whether one held it. */
   release(project: string, uuid: string): boolean {
     let held = false;
@@ -217,8 +248,8 @@ export class KernelPool {
 
   list(): WorkerInfo[] {
     return [...this.slots.values()]
-      .filter((slot) => slot.worker.alive)
-      .map(({ worker }) => ({ directory: worker.project, python: worker.python, pid: worker.pid ?? null, instances: worker.live.size, calls: worker.busy }));
+      .filter((slot) => slot.worker.alive || (slot.starting && this.options.placement?.name === 'slurm')) // a pending job is listed too
+      .map(({ worker }) => workerInfo(worker, this.options.placement));
   }
 
   /** Live instances per project directory, across its interpreters. */
@@ -257,7 +288,8 @@ export class KernelPool {
 
   private async replace(key: string, slot: Slot, why: string): Promise<void> {
     const { worker } = slot;
-    const { project, python } = worker;
+    const { project, python, resources } = worker;
+    this.lanes.forget(project);
     await slot.ready.catch(() => undefined); // one still starting is stopped once it is up
     const deadline = performance.now() + RELOAD_DRAIN_MS;
     while (worker.alive && worker.busy > 0 && !this.closed && performance.now() < deadline) await new Promise((resolve) => setTimeout(resolve, RELOAD_DRAIN_POLL_MS));
@@ -269,7 +301,7 @@ export class KernelPool {
     if (lost.length) this.options.onLost?.(project, python, lost, 'source_changed', message);
     // A supervised restart may have started one meanwhile (the old worker died while draining).
     if (this.closed || this.slots.has(key) || !(lost.length > 0 || (this.options.keepAlive?.(project, python) ?? false))) return;
-    await this.start(key, project, python).catch(() => undefined); // a failed start is a death of its own
+    await this.start(key, project, python, resources).catch(() => undefined); // a failed start is a death of its own
   }
 
   async close(): Promise<void> {
@@ -283,29 +315,7 @@ export class KernelPool {
     const workers = [...this.slots.values()].map((slot) => slot.worker);
     this.slots.clear();
     await Promise.all([...workers.map((worker) => worker.stop()), ...this.replacing.values()]);
-  }
-
-  /** Releases instances idle too long, then stops workers that hold none and had no request for long. */
-  private sweep(): void {
-    const now = performance.now();
-    for (const [key, slot] of this.slots) {
-      const { worker } = slot;
-      if (!worker.alive) continue;
-      for (const [uuid, lastUsed] of worker.live) {
-        if (this.options.isAttached?.(worker.project, uuid)) worker.live.set(uuid, now);
-        else if (now - lastUsed >= this.instanceIdleMs) {
-          worker.release(uuid);
-          this.log(`released instance ${uuid} of ${worker.project}: no use and no client for ${Math.round(this.instanceIdleMs / 1000)} s`);
-        }
-      }
-      // A worker still starting is in use: its first request waits for it outside `busy`. (Under
-      // load a start outlasted a short --worker-idle, and the sweep stopped the worker it awaited.)
-      if (worker.busy > 0 || worker.readyAt === undefined) worker.lastActivity = now;
-      if (worker.live.size > 0 || now - worker.lastActivity < this.workerIdleMs) continue;
-      if (this.options.keepAlive?.(worker.project, worker.python)) continue;
-      this.slots.delete(key);
-      void worker.stop();
-    }
+    await this.options.placement?.close();
   }
 
   /** Sends every ready worker a heartbeat; one that left the last ones unanswered too long is wedged. */
@@ -331,9 +341,10 @@ export class KernelPool {
     const reason: RestartReason = worker.killedFor ? 'wedged' : 'crashed';
     const lost = [...worker.live.keys()];
     worker.live.clear();
-    const message = `The Python worker (pid ${worker.pid ?? '?'}) ${what}`;
+    const ended = worker.killedFor ? undefined : worker.allocationEnded;
+    const message = ended ? `The Python worker (pid ${worker.pid ?? '?'}) ended with its Slurm allocation: ${ended.message}` : `The Python worker (pid ${worker.pid ?? '?'}) ${what}`;
     this.log(`${message}; ${lost.length} live instance(s) lost`, 'error');
-    if (lost.length) this.options.onLost?.(project, python, lost, reason, message);
+    if (lost.length) this.options.onLost?.(project, python, lost, ended ? 'allocation_ended' : reason, message);
     const trouble = this.troubleOf(key);
     const quick = worker.readyAt === undefined || performance.now() - worker.readyAt < STABLE_MS;
     trouble.failures = quick ? trouble.failures + 1 : 1;
@@ -359,7 +370,7 @@ export class KernelPool {
       trouble.restart = undefined;
       if (this.closed || this.slots.has(key)) return;
       this.options.onRestart?.(reason);
-      this.start(key, project, python).catch(() => undefined); // a failed start is a death of its own
+      this.start(key, project, python, worker.resources).catch(() => undefined); // a failed start is a death of its own
     }, delay);
     trouble.restart.unref();
   }
@@ -392,8 +403,40 @@ export class KernelPool {
   }
 }
 
-function slotKey(project: string, python: string): string {
-  return `${project}\0${python}`;
+/**
+ * The pool's sweep (README "Lifetime"): releases instances idle too long, then takes out of
+ * `slots` and stops the workers that hold none and had no request for long.
+ */
+function sweep(slots: Map<string, Slot>, options: PoolOptions, idle: { instanceMs: number; workerMs: number }, log: (line: string) => void): void {
+  const now = performance.now();
+  for (const [key, slot] of slots) {
+    const { worker } = slot;
+    if (!worker.alive) continue;
+    for (const [uuid, lastUsed] of worker.live) {
+      if (options.isAttached?.(worker.project, uuid)) worker.live.set(uuid, now);
+      else if (now - lastUsed >= idle.instanceMs) {
+        worker.release(uuid);
+        log(`released instance ${uuid} of ${worker.project}: no use and no client for ${Math.round(idle.instanceMs / 1000)} s`);
+      }
+    }
+    // A worker still starting is in use: its first request waits for it outside `busy`. (Under
+    // load a start outlasted a short --worker-idle, and the sweep stopped the worker it awaited.)
+    if (worker.busy > 0 || worker.readyAt === undefined) worker.lastActivity = now;
+    if (worker.live.size > 0 || now - worker.lastActivity < idle.workerMs) continue;
+    if (options.keepAlive?.(worker.project, worker.python)) continue;
+    slots.delete(key);
+    void worker.stop();
+  }
+}
+
+/** What GET /v1/projects says of a worker: where it runs too, when a placement other than local put it there. */
+function workerInfo(worker: Worker, placement: WorkerPlacement | undefined): WorkerInfo {
+  const where = placement && placement.name !== 'local' ? { placement: worker.placementInfo } : {};
+  return { directory: worker.project, python: worker.python, pid: worker.pid ?? null, instances: worker.live.size, calls: worker.busy, ...where };
+}
+
+function slotKey(project: string, python: string, lane = ''): string {
+  return lane ? `${project}\0${python}\0${lane}` : `${project}\0${python}`;
 }
 
 /**

@@ -4,18 +4,16 @@
  * routes replies back to the requests waiting for them and fails every one in flight with
  * `worker_crashed` when the process dies.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
-import type { Writable } from 'node:stream';
 import { LIMITS } from '../config/constants.js';
+import type { Resources } from '../contract/executions.js';
 import type { LineLevel, LogLine } from '../ops/logger.js';
 import { PorticoError } from '../errors.js';
 import { Bridge, type CallHandlers, type CallOutcome, type Push, type Settled } from './bridge.js';
 import { FrameDecoder, type BridgeFrame } from './frames.js';
-import { openReplyChannel } from './reply-channel.js';
+import { LocalPlacement, type LaunchedWorker, type PlacementInfo, type WorkerPlacement } from './placement.js';
 import { Resolutions, type Resolved } from './resolutions.js';
-import { forwardOutput } from './worker-output.js';
 
 export type { CallHandlers, CallOutcome, ItemSink, OutputSink, Push, Settled } from './bridge.js';
 export type { Display } from './display.js';
@@ -32,6 +30,10 @@ export interface WorkerOptions {
   onPush?: (uuid: string, push: Push) => void;
   /** Receives the worker's stdout/stderr (user prints at info, each Python traceback as one entry at error) and bridge problems. */
   log?: LogLine;
+  /** Where the process runs (default: a local child process). */
+  placement?: WorkerPlacement | undefined;
+  /** What the allocation of a placed worker asks for (its classes' `__resources__`); undefined: the placement's defaults. */
+  resources?: Resources | undefined;
 }
 
 /**
@@ -86,17 +88,23 @@ type RequestHandlers = Omit<CallHandlers, 'onSettled'> & { onSettled?: Settled |
 export class Worker {
   readonly project: string;
   readonly python: string;
+  readonly resources: Resources | undefined;
   pid: number | undefined;
-  private child: ChildProcess | undefined;
+  private launched: LaunchedWorker | undefined;
+  /** Where the worker stands before it is up, when its placement says (a pending Slurm job). */
+  private pendingInfo: (() => PlacementInfo) | undefined;
+  private readonly placement: WorkerPlacement;
+  /** Aborted by stop(): a placement still starting the worker gives up. */
+  private readonly abort = new AbortController();
   private readonly bridge: Bridge;
   // Chunk bodies are reused once the sink is done with them; a read has at most a window of them out.
   private readonly decoder = new FrameDecoder(LIMITS.maxBridgeFrameBytes, LIMITS.readBlockBytes, LIMITS.streamWindow);
   private exitError: PorticoError | undefined;
-  private exited!: Promise<void>;
+  private exited: Promise<void> = Promise.resolve();
   private readonly exitListeners: Array<() => void> = [];
   private readonly options: WorkerOptions;
   private sweeper: NodeJS.Timeout | undefined;
-  /** stop() was called: a start still opening its reply channel spawns nothing. */
+  /** stop() was called: a start still under way kills what it started. */
   private stopRequested = false;
   private readonly resolutions = new Resolutions(async (module, version) => (await this.expect({ op: 'resolve', module, version })) as unknown as Resolved);
   /**
@@ -117,89 +125,22 @@ export class Worker {
     this.options = options;
     this.project = options.project;
     this.python = options.python;
+    this.resources = options.resources;
+    this.placement = options.placement ?? new LocalPlacement(LIMITS.workerStartTimeoutMs, LIMITS.workerStopGraceMs);
     this.bridge = new Bridge({ project: options.project, onPush: options.onPush, log: (line, level) => this.log(line, level) });
   }
 
-  /** Starts the process and waits for its `ready` frame. */
+  /** Starts the process (where the placement puts it) and waits for its `ready` frame. */
   async start(): Promise<void> {
-    // Replies are decoded as they are read in place (reply-channel.ts); until the process is
-    // spawned below there is nobody to hear them, and nothing arrives.
-    let onFrames: (frames: BridgeFrame[]) => void = () => undefined;
-    const channel = await openReplyChannel({
-      target: () => this.decoder.readTarget(),
-      onRead: (n) => {
-        let frames: BridgeFrame[];
-        try {
-          frames = this.decoder.commitRead(n);
-        } catch (err) {
-          this.log(`bridge: ${(err as Error).message}; stopping worker`, 'error');
-          channel.gatewayEnd.destroy();
-          this.child?.kill('SIGKILL');
-          return;
-        }
-        onFrames(frames);
-      },
-    }).catch((err: Error) => {
-      throw new PorticoError('worker_unavailable', "Cannot open the worker's reply channel (the gateway's log says why)", { internal: `Cannot open the worker's reply channel: ${err.message}` });
-    });
-    channel.gatewayEnd.on('error', () => {}); // a reset after a crash: the exit handler reports it
-    if (this.stopRequested) {
-      channel.gatewayEnd.destroy();
-      channel.workerEnd.destroy();
-      throw new PorticoError('worker_unavailable', 'The Python worker was stopped before it started');
-    }
-    let child: ChildProcess;
-    try {
-      child = spawn(this.python, ['-m', 'portico.worker', this.project], {
-        cwd: this.project,
-        // PYTHONSAFEPATH: the project must not shadow modules the worker itself imports (json, ast…);
-        // the worker puts the project on sys.path itself, after its own imports.
-        env: { ...process.env, PYTHONPATH: joinPythonPath(PYTHON_DIR, process.env.PYTHONPATH), PYTHONUNBUFFERED: '1', PYTHONSAFEPATH: '1' },
-        stdio: ['ignore', 'pipe', 'pipe', 'pipe', channel.workerEnd],
-        // Its own session and process group: a terminal's Ctrl+C (SIGINT to the whole foreground
-        // group) reaches the gateway, which drains and stops its workers, never the worker itself
-        // (a KeyboardInterrupt mid-call). A gateway that dies leaves it EOF on its pipe: it exits.
-        detached: true,
-      });
-    } finally {
-      channel.workerEnd.destroy(); // the worker has its own copy; the gateway end sees EOF when it exits
-    }
-    this.child = child;
-    const toWorker = child.stdio[3] as Writable;
-    this.bridge.open(toWorker);
-    this.sweeper = setInterval(() => {
-      this.bridge.sweepDeadlines();
-      this.decoder.trimPool();
-    }, DEADLINE_SWEEP_MS);
-    this.sweeper.unref();
-    for (const stream of [child.stdout, child.stderr]) forwardOutput(stream!, (entry, level) => this.log(entry, level));
-    toWorker.on('error', () => {}); // EPIPE after a crash: the exit handler reports it
-
     let onReady!: () => void;
     let onFail!: (err: PorticoError) => void;
     const ready = new Promise<void>((resolve, reject) => {
       onReady = resolve;
       onFail = reject;
     });
-    this.exited = new Promise((resolve) => {
-      child.on('exit', (code, signal) => {
-        const why = signal ? `signal ${signal}` : `exit code ${code}`;
-        this.exitReason = why;
-        const message = this.killedFor ? `The Python worker (pid ${child.pid}) ${this.killedFor} and was killed` : `The Python worker (pid ${child.pid}) stopped (${why})`;
-        this.exitError = new PorticoError('worker_crashed', message);
-        onFail(new PorticoError('worker_unavailable', `The Python worker failed to start (${why}); see the gateway log`));
-        clearInterval(this.sweeper);
-        this.bridge.close(this.exitError);
-        for (const listener of this.exitListeners) listener();
-        resolve();
-      });
-    });
-    child.on('error', (err) => {
-      // The interpreter's name is no secret (GET /v1/projects lists them); why it failed is the operator's.
-      onFail(new PorticoError('worker_unavailable', `Cannot start Python interpreter '${this.python}' (the gateway's log says why)`, { internal: `Cannot start Python interpreter '${this.python}': ${err.message}` }));
-    });
-
-    onFrames = (frames) => {
+    // Frames may arrive as soon as the placement has the worker (a connect-back brings its
+    // `ready` with its hello): handled from the start.
+    const onFrames = (frames: BridgeFrame[]): void => {
       for (const frame of frames) {
         if (frame.header.op === 'ready') {
           this.pid = Number(frame.header.pid);
@@ -210,12 +151,66 @@ export class Worker {
         }
       }
     };
+    const env = { ...process.env, PYTHONPATH: joinPythonPath(PYTHON_DIR, process.env.PYTHONPATH), PYTHONUNBUFFERED: '1', PYTHONSAFEPATH: '1' };
+    // PYTHONSAFEPATH: the project must not shadow modules the worker itself imports (json, ast…);
+    // the worker puts the project on sys.path itself, after its own imports.
+    const launched = await this.placement.launch(
+      { project: this.project, python: this.python, resources: this.resources, env, log: (line, level) => this.log(line, level), signal: this.abort.signal, onPending: (info) => (this.pendingInfo = info) },
+      {
+        target: () => this.decoder.readTarget(),
+        onRead: (n) => {
+          let frames: BridgeFrame[];
+          try {
+            frames = this.decoder.commitRead(n);
+          } catch (err) {
+            this.log(`bridge: ${(err as Error).message}; stopping worker`, 'error');
+            this.launched?.kill('SIGKILL');
+            return;
+          }
+          onFrames(frames);
+        },
+      },
+    );
+    this.launched = launched;
+    this.bridge.open(launched.input);
+    this.sweeper = setInterval(() => {
+      this.bridge.sweepDeadlines();
+      this.decoder.trimPool();
+    }, DEADLINE_SWEEP_MS);
+    this.sweeper.unref();
+    this.exited = launched.exited.then(
+      (end) => {
+        this.exitReason = end.why;
+        this.allocationEnded = end.allocationEnded;
+        const pid = this.pid ?? launched.pid;
+        const who = pid === undefined ? 'The Python worker' : `The Python worker (pid ${pid})`;
+        const message = this.killedFor ? `${who} ${this.killedFor} and was killed` : end.allocationEnded ? `${who} ended with its allocation: ${end.allocationEnded.message}` : `${who} stopped (${end.why})`;
+        this.exitError = new PorticoError('worker_crashed', message);
+        onFail(new PorticoError('worker_unavailable', `The Python worker failed to start (${end.why}); see the gateway log`));
+        clearInterval(this.sweeper);
+        this.bridge.close(this.exitError);
+        for (const listener of this.exitListeners) listener();
+      },
+      (err: PorticoError) => {
+        clearInterval(this.sweeper);
+        onFail(err);
+      },
+    );
+    if (this.stopRequested) launched.kill('SIGKILL');
 
     const timer = setTimeout(() => {
-      onFail(new PorticoError('worker_unavailable', `The Python worker did not start within ${LIMITS.workerStartTimeoutMs} ms`));
-      child.kill('SIGKILL');
-    }, LIMITS.workerStartTimeoutMs);
+      onFail(new PorticoError('worker_unavailable', `The Python worker did not start within ${launched.readyTimeoutMs} ms`));
+      launched.kill('SIGKILL');
+    }, launched.readyTimeoutMs);
     return await ready.finally(() => clearTimeout(timer));
+  }
+
+  /** When the worker's allocation ended under it (Slurm placement): Slurm's state and what it said. */
+  allocationEnded: { state: string; message: string } | undefined;
+
+  /** Where the worker runs, when a placement other than a local child says (GET /v1/projects). */
+  get placementInfo(): PlacementInfo {
+    return this.launched?.info() ?? this.pendingInfo?.() ?? {};
   }
 
   /** How the process ended (`exit code 1`, `signal SIGKILL`); undefined while it runs. */
@@ -227,7 +222,7 @@ export class Worker {
   }
 
   get alive(): boolean {
-    return this.child !== undefined && this.exitError === undefined;
+    return this.launched !== undefined && this.exitError === undefined;
   }
 
   /** Number of requests waiting for an answer. */
@@ -279,6 +274,11 @@ export class Worker {
   /** The project's interface modules (ProjectIndex entries). */
   async modules(): Promise<unknown[]> {
     return (await this.expect({ op: 'modules' })).modules as unknown[];
+  }
+
+  /** What a module's interface class declares in `__resources__` (unchecked: lanes.ts checks it), or null. */
+  async declaredResources(module: string): Promise<unknown> {
+    return (await this.expect({ op: 'resources', module })).resources ?? null;
   }
 
   /** A module's reflected schema (ModuleSchema). */
@@ -351,16 +351,18 @@ export class Worker {
   /** Asks the worker to exit; kills it if it has not after the grace period. */
   async stop(): Promise<void> {
     this.stopRequested = true;
-    if (!this.child || this.exitError) return;
+    this.abort.abort(); // a placement still waiting for its worker gives up
+    const launched = this.launched;
+    if (!launched || this.exitError) return;
     this.bridge.send({ op: 'shutdown' });
-    const timer = setTimeout(() => this.child?.kill('SIGKILL'), LIMITS.workerStopGraceMs);
+    const timer = setTimeout(() => launched.kill('SIGKILL'), launched.stopGraceMs);
     await this.exited;
     clearTimeout(timer);
   }
 
   /** Kills the process at once (tests use it to simulate a crash). */
   kill(signal: NodeJS.Signals = 'SIGKILL'): void {
-    this.child?.kill(signal);
+    this.launched?.kill(signal);
   }
 
   /** A request as a promise of its outcome (never rejects but for a header JSON cannot carry); `onSettled`, if given, hears it first. */

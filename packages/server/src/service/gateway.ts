@@ -21,6 +21,7 @@ import type { RequestContext } from './context.js';
 import { DataService } from './data.js';
 import { LocalExecutor } from '../executors/local.js';
 import { SlurmExecutor } from '../executors/slurm.js';
+import { SlurmWorkers, workerJobTag } from '../executors/slurm-workers.js';
 import { ExecutionService } from './executions.js';
 import { InterfaceService } from './interfaces.js';
 import { LineageService } from './lineage.js';
@@ -101,6 +102,8 @@ export class Gateway {
   readonly source: SourceService;
   /** Kept private: services reach workers, transports reach services. */
   private readonly pool: KernelPool;
+  /** `--workers slurm`: where workers are placed (undefined: local child processes). */
+  private readonly slurmWorkers: SlurmWorkers | undefined;
   /** Structured logs (access lines come from the transports). */
   readonly logger: Logger;
   /** Plain log lines (worker output, failures) onto the logger at their level, unless options.log takes them. */
@@ -129,7 +132,13 @@ export class Gateway {
     this.projects = new ProjectRegistry(project, roots, this.backend, this.metrics, this.log);
     this.python = normalizeInterpreter(options.python);
     this.pythonAllowlist = [...new Set(options.pythonAllowlist.map(normalizeInterpreter))];
+    // --workers slurm: each worker in an allocation of its own, connecting back (executors/slurm-workers.ts).
+    this.slurmWorkers =
+      options.workers === 'slurm'
+        ? new SlurmWorkers({ ...options.slurm, connect: options.workerConnect, waitMs: options.workerWaitMs, tag: workerJobTag(project, options.port) }, this.log)
+        : undefined;
     this.pool = new KernelPool({
+      placement: this.slurmWorkers,
       onPush: (dir, uuid, push) => this.projects.peek(dir)?.push(uuid, push),
       isAttached: (dir, uuid) => this.projects.peek(dir)?.isAttached(uuid) ?? false,
       keepAlive: (dir) => this.projects.peek(dir)?.hasAttachments ?? false,
@@ -137,7 +146,7 @@ export class Gateway {
       // next use makes the instance again from its record, with its saved widget state.
       onLost: (dir, _python, uuids, reason, message) => {
         const project = this.projects.peek(dir);
-        const said = reason === 'source_changed' ? reason : (`worker_${reason}` as const);
+        const said = reason === 'source_changed' || reason === 'allocation_ended' ? reason : (`worker_${reason}` as const);
         for (const uuid of uuids) project?.push(uuid, { type: 'instance_restarted', payload: { uuid, reason: said, message } });
       },
       log: this.log,
@@ -179,6 +188,8 @@ export class Gateway {
     const gateway = new Gateway(options, project, roots);
     // Open the launch project's index now: its lock refuses a second writer at start, not mid-request.
     await gateway.projects.bind();
+    // Jobs a killed predecessor (same host, project and port) left go before this gateway starts any.
+    await gateway.slurmWorkers?.cancelOrphans();
     if (options.reload) gateway.reloader = await SourceReloader.start(project, gateway.pool, gateway.log);
     return gateway;
   }

@@ -323,9 +323,9 @@ export class InterfaceService {
     };
     const request = { target: record, method: input.method, args: input.args ?? [], kwargs: input.kwargs ?? {} };
     // The running worker is taken without an await: calls are the hot path.
-    const worker = this.pool.peek(ctx.project.dir, ctx.python);
+    const worker = this.pool.peekFor(ctx.project.dir, ctx.python, record.module);
     if (worker) return worker.call(request, handlers);
-    void this.startWorker(ctx, handlers.onSettled).then((started) => {
+    void this.startWorker(ctx, record.module, handlers.onSettled).then((started) => {
       if (!(started instanceof Worker)) return;
       try {
         started.call(request, handlers);
@@ -357,7 +357,7 @@ export class InterfaceService {
     params: Record<string, unknown>,
     options: { signal?: AbortSignal; onChunk: (chunk: Buffer) => void | Promise<void>; onSettled?: (outcome: CallOutcome) => void },
   ): Promise<CallOutcome> {
-    const worker = this.pool.peek(ctx.project.dir, ctx.python) ?? (await this.startWorker(ctx, options.onSettled));
+    const worker = this.pool.peekFor(ctx.project.dir, ctx.python, record.module) ?? (await this.startWorker(ctx, record.module, options.onSettled));
     if (!(worker instanceof Worker)) return worker;
     return worker.read(
       { uuid: record.uuid, module: record.module, config: record.config, params, block: LIMITS.readBlockBytes },
@@ -365,10 +365,10 @@ export class InterfaceService {
     );
   }
 
-  /** Starts the worker for `ctx`; when it cannot start, the failure is the outcome (also given to `onSettled`). */
-  private async startWorker(ctx: RequestContext, onSettled?: (outcome: CallOutcome) => void): Promise<Worker | CallOutcome> {
+  /** Starts the worker for instances of `module` in `ctx`; when it cannot start, the failure is the outcome (also given to `onSettled`). */
+  private async startWorker(ctx: RequestContext, module: string, onSettled?: (outcome: CallOutcome) => void): Promise<Worker | CallOutcome> {
     try {
-      return await this.pool.get(ctx.project.dir, ctx.python);
+      return await this.pool.getFor(ctx.project.dir, ctx.python, module);
     } catch (err) {
       const outcome: CallOutcome = { ok: false, error: toPorticoError(err) };
       onSettled?.(outcome);

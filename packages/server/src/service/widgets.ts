@@ -175,7 +175,7 @@ export class WidgetService {
   }
 
   private async run(ctx: RequestContext, record: CallTarget, op: 'widget_get' | 'widget_set' | 'widget_msg', extra: Partial<WidgetRequest>, signal?: AbortSignal): Promise<{ payload: unknown; buffers: Buffer[] }> {
-    const worker = await this.pool.get(ctx.project.dir, ctx.python);
+    const worker = await this.pool.getFor(ctx.project.dir, ctx.python, record.module);
     const outcome: CallOutcome = await worker.widget(op, { uuid: record.uuid, module: record.module, config: record.config, ...extra }, signal);
     if (!outcome.ok) throw outcome.error;
     const buffers = outcome.buffers ?? [];

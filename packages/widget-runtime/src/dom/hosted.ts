@@ -241,7 +241,14 @@ export class HostedWidget {
    * reading the state again, and the views follow it through change events).
    */
   #restarted(restart: InstanceRestart): void {
-    const why = restart.reason === 'worker_wedged' ? 'stopped answering and was restarted' : restart.reason === 'source_changed' ? 'was restarted on its changed source' : 'crashed and was restarted';
+    const why =
+      restart.reason === 'worker_wedged'
+        ? 'stopped answering and was restarted'
+        : restart.reason === 'allocation_ended'
+          ? 'lost its Slurm allocation and was restarted'
+          : restart.reason === 'source_changed'
+            ? 'was restarted on its changed source'
+            : 'crashed and was restarted';
     const text = `the interface restarted (its Python worker ${why}) and its state was read again.`;
     console.warn(`[portico-widget] instance_restarted ${restart.uuid} (${restart.reason}): ${restart.message}`);
     for (const { host } of this.#views) flashNotice(host, text, restart.message, this.#restartNoticeMs);

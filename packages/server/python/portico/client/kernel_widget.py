@@ -226,9 +226,11 @@ class KernelWidget:
 
     def _on_restart(self, info: dict[str, Any]) -> None:
         reason = info.get("reason")
-        why = {"worker_wedged": "stopped answering and was restarted", "source_changed": "was restarted on its changed source"}.get(
-            str(reason), "crashed and was restarted"
-        )
+        why = {
+            "worker_wedged": "stopped answering and was restarted",
+            "allocation_ended": "lost its Slurm allocation and was restarted",
+            "source_changed": "was restarted on its changed source",
+        }.get(str(reason), "crashed and was restarted")
         self._flash(f"the interface restarted (its Python worker {why}) and its state was read again.")
         self._resync()
 

@@ -312,7 +312,8 @@ class InterfaceProxy(transfers.DataMethods):
 
         ``info`` is the ``instance_restarted`` payload: ``{"uuid", "reason", "message"}``, where
         ``reason`` is ``"worker_crashed"`` (it exited or was killed), ``"worker_wedged"`` (it
-        stopped answering and was killed) or ``"source_changed"`` (``portico serve --reload``
+        stopped answering and was killed), ``"allocation_ended"`` (``portico serve --workers slurm``:
+        Slurm ended the job it ran in) or ``"source_changed"`` (``portico serve --reload``
         started it again because the project's Python files changed). The gateway has already started the worker again; the
         next call makes the instance again (its state in memory is gone, a persisted widget state
         comes back), so the proxy needs nothing. Calls in flight when it died raise GatewayError.

@@ -1,4 +1,5 @@
-"""``python -m portico.worker <project dir>``: how the gateway starts a worker (kernel/worker.ts).
+"""``python -m portico.worker [--connect HOST:PORT] <project dir>``: how the gateway starts a worker
+(kernel/worker.ts); with ``--connect``, one placed away from it that connects back (connect.py).
 
 Owns the process around the worker: checking the arguments and the pipes, putting the project
 first on ``sys.path``, and leaving without interpreter shutdown (threads may be stuck in user code),
@@ -14,6 +15,7 @@ import traceback
 from .._frames import FrameReader
 from .dispatch import Worker
 from . import output
+from .connect import connect_back
 from .lookup import use_project_path
 from .pipe import EXIT_FLUSH_SECONDS, READ_BUFFER_BYTES, REPLY_FD, REQUEST_FD, exit_now, widen_pipe
 from .protocol import log
@@ -33,12 +35,17 @@ def _prepare(project: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
+    connect = None
+    if len(args) == 3 and args[0] == "--connect":
+        connect, args = args[1], args[2:]
     if len(args) != 1:
-        log("usage: python -m portico.worker <project dir>")
+        log("usage: python -m portico.worker [--connect HOST:PORT] <project dir>")
         return 2
     project = os.path.abspath(args[0])
     if not os.path.isdir(project):
         log(f"project directory {project} does not exist")
+        return 2
+    if connect is not None and connect_back(connect) != 0:
         return 2
     try:
         os.fstat(REQUEST_FD)

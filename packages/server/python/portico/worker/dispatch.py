@@ -3,7 +3,7 @@
 Each part owns its state and its ops (packages/server/src/kernel/README.md lists them):
 
     pipe.py       framing, leader/follower reading, the one writer         (ready), heartbeat
-    modules.py    import, change stamps, invalidation, descriptions        resolve, modules, schema, invalidate
+    modules.py    import, change stamps, invalidation, descriptions        resolve, modules, schema, resources, invalidate
     instances.py  the instance cache, events and widget pushes             release
     calls.py      sync / async / generator calls, credit, cancel           call, credit, cancel
     replies.py    running calls by id, their items and terminal frames     (result, item, end, error)
@@ -74,6 +74,7 @@ class Worker:
             "resolve": Op(self.modules.on_resolve),
             "modules": Op(self.modules.on_modules),
             "schema": Op(self.modules.on_schema),
+            "resources": Op(self.modules.on_resources),
             "call": Op(self.calls.on_call),
             "read": Op(self.reads.on_read),
             "widget_get": Op(self.widgets.on_widget_get),

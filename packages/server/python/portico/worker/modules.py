@@ -236,6 +236,25 @@ class Modules:
         loaded = sys.modules.get(module)
         return _reflect.module_doc(loaded) if loaded is not None and self._inside_project(getattr(loaded, "__file__", None)) else None
 
+    def on_resources(self, header: dict[str, Any]) -> None:
+        request_id = protocol.request_id(header)
+        module = protocol.field(header, "module", str)
+        self.pool.submit(self._resources, request_id, module)  # importing runs user code
+
+    def _resources(self, request_id: Any, module: str) -> None:
+        """What the module's interface class says its instances need (``__resources__``; None: nothing)."""
+        try:
+            cls, label = self.interface_class(module)
+            declared = getattr(cls, "__resources__", None)
+            if declared is not None and not isinstance(declared, dict):
+                raise Refusal("module_error", f"{label}.__resources__ must be a dict with the keys of a dispatch's resources, not {type(declared).__name__}")
+            self.pipe.send({"op": "resources", "id": request_id, "module": module, "resources": declared})
+        except Refusal as refusal:
+            self.pipe.send(protocol.error_header(request_id, refusal))
+        except BaseException as exc:  # a bug here, or values JSON cannot carry, must still answer the request
+            log("resources failed:\n" + "".join(traceback.format_exception(exc)).rstrip())
+            self.pipe.send(protocol.error_header(request_id, Refusal("module_error", f"Reading the __resources__ of {module!r} failed: {described(exc)}")))
+
     def on_schema(self, header: dict[str, Any]) -> None:
         request_id = protocol.request_id(header)
         module = protocol.field(header, "module", str)
