@@ -404,7 +404,7 @@ export class KernelPool {
 }
 
 /**
- * The pool's sweep (README "Lifetime"): releases instances idle too long, then takes out of
+ * The pool's sweep (docs/writing/lifetime.md): releases instances idle too long, then takes out of
  * `slots` and stops the workers that hold none and had no request for long.
  */
 function sweep(slots: Map<string, Slot>, options: PoolOptions, idle: { instanceMs: number; workerMs: number }, log: (line: string) => void): void {
