@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -38,14 +38,15 @@ def ensure_built() -> None:
         subprocess.run(["npm", "run", "build"], cwd=REPO_DIR, check=True, timeout=600)
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+#: The banner line that says where the gateway listens (it picks a free port itself: ``--port 0``).
+LISTENING = re.compile(r"API\s+(http://127\.0\.0\.1:(\d+))/v1")
 
 
 class GatewayProcess:
-    """``node bin/portico.js serve <tmp copy of the demo> --port <free>`` (``--api-token`` when given).
+    """``node bin/portico.js serve <tmp copy of the demo> --port 0`` (``--api-token`` when given).
+
+    The gateway picks its own free port and the banner says which: a port picked here and handed
+    over could be taken meanwhile by another process of the machine (srun's own I/O ports, say).
 
     ``extra`` maps file names to module sources (dedented) written into the project.
     """
@@ -60,9 +61,9 @@ class GatewayProcess:
             with open(os.path.join(self.project, name), "w", encoding="utf-8") as handle:
                 handle.write(textwrap.dedent(text))
         self.log_path = os.path.join(tempfile.gettempdir(), f"portico-client-test-{os.getpid()}-{id(self)}.log")
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        args = ["node", CLI, "serve", self.project, "--port", str(self.port)]
+        self.port = 0
+        self.url = ""
+        args = ["node", CLI, "serve", self.project, "--port", "0"]
         if token:
             args += ["--api-token", token]
         env = {k: v for k, v in os.environ.items() if not k.startswith("PORTICO_")}
@@ -80,7 +81,13 @@ class GatewayProcess:
         while True:
             if self.process.poll() is not None:
                 raise RuntimeError(f"the gateway exited with {self.process.returncode}:\n{self.output()}")
+            if not self.url:
+                listening = LISTENING.search(self.head())
+                if listening:
+                    self.url, self.port = listening.group(1), int(listening.group(2))
             try:
+                if not self.url:
+                    raise OSError("not listening yet")
                 req = urllib.request.Request(self.url + "/v1/health", headers=headers)
                 with urllib.request.urlopen(req, timeout=2) as response:
                     if json.loads(response.read()).get("status") == "ok":
@@ -90,6 +97,14 @@ class GatewayProcess:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"the gateway did not become healthy within {START_TIMEOUT} s:\n{self.output()}")
             time.sleep(0.1)
+
+    def head(self) -> str:
+        """The start of the gateway's output, where its banner is."""
+        try:
+            with open(self.log_path, "rb") as handle:
+                return handle.read(16384).decode("utf-8", "replace")
+        except OSError:
+            return ""
 
     def output(self) -> str:
         try:

@@ -58,7 +58,7 @@ async function tree(dir: string, prefix = ''): Promise<string[]> {
   return entries;
 }
 
-async function outcome(write: Promise<void>): Promise<string> {
+async function outcome(write: Promise<unknown>): Promise<string> {
   return write.then(
     () => 'written',
     (err: NodeJS.ErrnoException) => `failed: ${err.code}`,
