@@ -265,6 +265,52 @@ describe('workers placed by Slurm', { timeout: 120_000 }, () => {
     }
   });
 
+  it('waiting is visible: a WebSocket connect whose worker\'s job is pending hears `waiting` with Slurm\'s state and reason, then its answer once the job runs', async () => {
+    const blocker = blockNode();
+    let unblocked = false;
+    try {
+      const { g } = await placed({ workerWaitMs: 60_000 });
+      const client = await Client.open(g.url);
+      const id = client.send({ type: 'connect', target: 'placed' });
+      const told = await client.waitFor((f) => f.id === id && f.type === 'waiting' && f.payload.reason === 'Resources', 30_000);
+      expect(told.payload).toEqual({ job: expect.stringMatching(/^\d+$/), state: 'PENDING', reason: 'Resources', message: `Slurm job ${told.payload.job}: PENDING (Resources)` });
+      expect(client.replies(id).every((f) => f.type === 'waiting')).toBe(true); // nothing else yet
+      spawnSync('scancel', [blocker], { env: slurmEnv });
+      unblocked = true;
+      const answer = await client.waitFor((f) => f.id === id && f.type !== 'waiting', 60_000);
+      expect(answer.type).toBe('connected');
+      // Every notice came before the answer, each a change from the one before.
+      const replies = client.replies(id);
+      expect(replies.at(-1)).toBe(answer);
+      const notices = replies.slice(0, -1).map((f) => f.payload.message as string);
+      expect(notices.length).toBeGreaterThanOrEqual(1);
+      expect(new Set(notices).size).toBe(notices.length);
+      expect(notices.every((m) => m.startsWith(`Slurm job ${told.payload.job}: `))).toBe(true);
+      // Running now: the next call waits for nothing and hears no notice.
+      const call = await client.request({ type: 'call', method: 'where' });
+      expect(call.payload.job).toBe(told.payload.job);
+      expect(client.frames.filter((f) => f.type === 'waiting' && f.id !== id)).toEqual([]);
+    } finally {
+      if (!unblocked) spawnSync('scancel', [blocker], { env: slurmEnv });
+    }
+  });
+
+  it('waiting past --worker-wait: the connect heard `waiting` with the reason, then 503 worker_unavailable naming the job', async () => {
+    const blocker = blockNode();
+    try {
+      const { g } = await placed({ workerWaitMs: 5000 });
+      const client = await Client.open(g.url);
+      const answer = await client.request({ type: 'connect', target: 'placed' });
+      expect(answer).toMatchObject({ type: 'error', payload: { code: 'worker_unavailable' } });
+      const notices = client.replies(answer.id).filter((f) => f.type === 'waiting');
+      expect(notices.at(-1)!.payload).toMatchObject({ state: 'PENDING', reason: 'Resources' });
+      expect(answer.payload.message).toContain(`Slurm job ${notices.at(-1)!.payload.job} `);
+      expect(client.replies(answer.id).indexOf(answer)).toBe(client.replies(answer.id).length - 1);
+    } finally {
+      spawnSync('scancel', [blocker], { env: slurmEnv });
+    }
+  });
+
   it('a gateway killed with SIGKILL and started again cancels the worker job it left', async () => {
     const project = await tempProject({ 'placed.py': PLACED });
     const blocker = blockNode(); // keeps the first gateway's worker job pending: an orphan that would wait for ever
