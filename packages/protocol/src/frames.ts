@@ -82,7 +82,7 @@ export interface InstanceRestart {
  */
 export interface WaitNotice {
   job: string | null;
-  /** Slurm's state: `PENDING`, then `RUNNING` while the worker starts on its node. */
+  /** Slurm's state: `PENDING` while the job waits for its allocation. */
   state: string;
   /** Slurm's reason while pending (`Priority`, `Resources`); null when it gives none. */
   reason: string | null;

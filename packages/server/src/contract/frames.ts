@@ -215,7 +215,7 @@ export const ServerFrames = {
     id: Id,
     payload: Payload(
       z.object({ job: z.string().nullable(), state: z.string(), reason: z.string().nullable(), message: z.string() }),
-      "`--workers slurm`: the connect or call with this id waits for a worker whose Slurm job has not started: the job's id, Slurm's state and reason (PENDING, Priority) and that as one line, `Slurm job 123: PENDING (Priority)`. Sent once when the wait starts and whenever the state or reason changes, before the request's answer (or its 503 worker_unavailable after --worker-wait); then `RUNNING` while the worker starts on its node.",
+      "`--workers slurm`: the connect or call with this id waits for a worker whose Slurm job has not started: the job's id, Slurm's state and reason (PENDING, Priority) and that as one line, `Slurm job 123: PENDING (Priority)`. Sent once when the wait starts and whenever the state or reason changes, before the request's answer (or its 503 worker_unavailable after --worker-wait).",
     ),
   }),
   pong: z.object({ type: z.literal('pong'), id: Id }),

@@ -51,6 +51,6 @@ export function tellWaiting(listener: WaitListener, info: () => PlacementInfo, r
 export function noticeOf(info: PlacementInfo): WaitNotice | undefined {
   if (!info.job || !info.state) return undefined;
   const reason = info.reason ?? null;
-  const where = info.state === 'PENDING' ? (reason ? ` (${reason})` : '') : info.node ? ` on ${info.node}, starting the worker` : '';
+  const where = info.state === 'PENDING' ? (reason ? ` (${reason})` : '') : info.node ? ` on ${info.node}` : '';
   return { job: info.job, state: info.state, reason, message: `Slurm job ${info.job}: ${info.state}${where}` };
 }
