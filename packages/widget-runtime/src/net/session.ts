@@ -21,7 +21,8 @@
  *
  * `waiting` (`--workers slurm`: a request of this session waits for a worker whose Slurm job is
  * pending) goes to the page as the `waiting` event, whichever request it names: the connect, the
- * widget_get after it, a call; the request's own answer follows.
+ * widget_get after it, a call; the request's own answer follows. During the handshake it stops
+ * the handshake timeout: the gateway answers, and bounds that wait itself (`--worker-wait`).
  *
  * Without a widget (`widget: false`, for `connect()`), the handshake ends at `connected`: there is
  * no `widget_get` and no model. Calls and transfers (`request()`, used by transfers.ts) wait for
@@ -298,7 +299,11 @@ export class Session {
 
   /** Routes one frame; `views` are the buffers that came as binary frames after it. */
   #deliver(frame: ServerFrame, views: DataView[]): void {
-    if (frame.type === 'waiting') return void this.events.emit('waiting', frame.payload); // not its request's answer
+    if (frame.type === 'waiting') {
+      // Not its request's answer, but the gateway's: a handshake waiting for an allocation is bounded by its --worker-wait, not by handshakeTimeoutMs.
+      clearTimeout(this.#handshakeTimer);
+      return void this.events.emit('waiting', frame.payload);
+    }
     if (this.#exchanges.route(frame, views)) return;
     switch (frame.type) {
       case 'connected':
