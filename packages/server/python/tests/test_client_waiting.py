@@ -13,6 +13,7 @@ import io
 import os
 import queue
 import sys
+import threading
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -59,6 +60,14 @@ class WaitingNotices(unittest.TestCase):
         self.assertIsInstance(failure, GatewayError)
         self.assertEqual(failure.code, "worker_unavailable")  # type: ignore[union-attr]
         self.assertEqual(printed, "portico: Slurm job 123: PENDING (Resources)\n")
+
+    def test_after_a_notice_the_clients_timeout_no_longer_applies(self) -> None:
+        # The gateway answers (it bounds the wait with --worker-wait); a job can stay pending for minutes.
+        self.conn._route(notice(self.id, "PENDING", "Priority"))
+        threading.Timer(0.5, lambda: self.conn._route({"type": "connected", "id": self.id, "payload": {"uuid": "u1"}})).start()
+        with contextlib.redirect_stderr(io.StringIO()):
+            answer = self.conn.next(self.waiter, timeout=0.1)
+        self.assertEqual(answer["type"], "connected")
 
     def test_a_notice_without_a_message_prints_nothing(self) -> None:
         self.conn._route({"type": "waiting", "id": self.id, "payload": {"state": "PENDING"}})

@@ -131,8 +131,8 @@ class Connection:
     def next(self, waiter: Any, timeout: float | None = None) -> dict[str, Any]:
         """The next frame for ``waiter``; raises GatewayError for an error frame or a lost socket.
         A ``waiting`` notice (the request waits for a pending Slurm allocation) is shown
-        (``progress.show_waiting``) and the wait goes on: ``timeout`` bounds each frame, and the
-        gateway bounds the whole wait (``--worker-wait``)."""
+        (``progress.show_waiting``) and the wait goes on without ``timeout``: the gateway answers,
+        and bounds that wait itself (``--worker-wait``)."""
         while True:
             try:
                 item = waiter.get(timeout=timeout)
@@ -143,6 +143,7 @@ class Connection:
             kind = item.get("type")
             if kind == "waiting":
                 show_waiting(item.get("payload"))
+                timeout = None
                 continue
             if kind == "error":
                 raise GatewayError.from_detail(item.get("payload") or {})
