@@ -295,6 +295,26 @@ describe('workers placed by Slurm', { timeout: 120_000 }, () => {
     }
   });
 
+  it('waiting is visible to a call too: one whose class needs an allocation of its own hears `waiting` with its id while that job is pending, then its result', async () => {
+    const project = await tempProject({ 'placed.py': PLACED, 'lane_a.py': laned('LaneA', '{"cpus": 1, "time_limit": 30}') });
+    const { g } = await placed({ project, workerWaitMs: 60_000 });
+    const client = await Client.open(g.url);
+    await client.connect('lane_a'); // resolved by the default worker; the lane's starts on first use
+    const blocker = blockNode(idleCpus()); // what the default worker left free: the lane's job waits
+    try {
+      await expect.poll(() => squeue().find((line) => line.startsWith(`${blocker}|`))?.split('|')[2], { timeout: 30_000, interval: 250 }).toBe('RUNNING');
+      const id = client.send({ type: 'call', method: 'where' });
+      const told = await client.waitFor((f) => f.id === id && f.type === 'waiting' && f.payload.reason === 'Resources', 30_000);
+      expect(told.payload).toMatchObject({ job: expect.stringMatching(/^\d+$/), state: 'PENDING', message: `Slurm job ${told.payload.job}: PENDING (Resources)` });
+      spawnSync('scancel', [blocker], { env: slurmEnv });
+      const answer = await client.waitFor((f) => f.id === id && f.type !== 'waiting', 60_000);
+      expect(answer).toMatchObject({ type: 'result', payload: { job: told.payload.job, cpus: '1' } });
+      expect(client.replies(id).slice(0, -1).every((f) => f.type === 'waiting')).toBe(true);
+    } finally {
+      spawnSync('scancel', [blocker], { env: slurmEnv });
+    }
+  });
+
   it('waiting past --worker-wait: the connect heard `waiting` with the reason, then 503 worker_unavailable naming the job', async () => {
     const blocker = blockNode();
     try {
@@ -332,13 +352,19 @@ describe('workers placed by Slurm', { timeout: 120_000 }, () => {
   });
 });
 
-/** A batch job that takes every CPU of the node until cancelled; resolves with its id. */
-function blockNode(): string {
-  const cpus = Number(spawnSync('sinfo', ['--noheader', '--format=%c'], { env: slurmEnv, encoding: 'utf8' }).stdout.trim().split('\n')[0]);
+/** A batch job that takes `cpus` CPUs of the node (default: every one) until cancelled; resolves with its id. */
+function blockNode(cpus = Number(spawnSync('sinfo', ['--noheader', '--format=%c'], { env: slurmEnv, encoding: 'utf8' }).stdout.trim().split('\n')[0])): string {
   const res = spawnSync('sbatch', ['--parsable', '--job-name=blocker', `--cpus-per-task=${cpus}`, '--output=/dev/null', '--wrap', 'sleep 600'], { env: slurmEnv, encoding: 'utf8' });
   const id = res.stdout.trim().split(';')[0]!;
   expect(id, res.stderr).toMatch(/^\d+$/);
   return id;
+}
+
+/** The node's CPUs no job holds now (sinfo's allocated/idle/other/total). */
+function idleCpus(): number {
+  const idle = Number(spawnSync('sinfo', ['--noheader', '--format=%C'], { env: slurmEnv, encoding: 'utf8' }).stdout.trim().split('/')[1]);
+  expect(idle).toBeGreaterThan(0);
+  return idle;
 }
 
 const BIN = path.resolve(__dirname, '../packages/server/bin/portico.js');
