@@ -299,11 +299,8 @@ export class Session {
 
   /** Routes one frame; `views` are the buffers that came as binary frames after it. */
   #deliver(frame: ServerFrame, views: DataView[]): void {
-    if (frame.type === 'waiting') {
-      // Not its request's answer, but the gateway's: a handshake waiting for an allocation is bounded by its --worker-wait, not by handshakeTimeoutMs.
-      clearTimeout(this.#handshakeTimer);
-      return void this.events.emit('waiting', frame.payload);
-    }
+    // Not its request's answer, but the gateway's: a handshake waiting for an allocation is bounded by --worker-wait, not handshakeTimeoutMs.
+    if (frame.type === 'waiting') return void (clearTimeout(this.#handshakeTimer), this.events.emit('waiting', frame.payload));
     if (this.#exchanges.route(frame, views)) return;
     switch (frame.type) {
       case 'connected':
