@@ -145,10 +145,10 @@ export class Client {
     return this.frames.filter((f) => f.id === id);
   }
 
-  /** Sends a frame and waits for its terminal reply (result, connected, pong, error, or the final stream frame; not a call's output). */
+  /** Sends a frame and waits for its terminal reply (result, connected, pong, error, or the final stream frame; not a call's output, nor a `waiting` notice). */
   async request(frame: Record<string, unknown>): Promise<Frame> {
     const id = this.send(frame);
-    return this.waitFor((f) => f.id === id && f.type !== 'output' && (f.type !== 'stream' || f.final === true));
+    return this.waitFor((f) => f.id === id && f.type !== 'output' && f.type !== 'waiting' && (f.type !== 'stream' || f.final === true));
   }
 
   async connect(target: string, extra: Record<string, unknown> = {}): Promise<Frame> {

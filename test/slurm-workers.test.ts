@@ -265,6 +265,72 @@ describe('workers placed by Slurm', { timeout: 120_000 }, () => {
     }
   });
 
+  it('waiting is visible: a WebSocket connect whose worker\'s job is pending hears `waiting` with Slurm\'s state and reason, then its answer once the job runs', async () => {
+    const blocker = blockNode();
+    let unblocked = false;
+    try {
+      const { g } = await placed({ workerWaitMs: 60_000 });
+      const client = await Client.open(g.url);
+      const id = client.send({ type: 'connect', target: 'placed' });
+      const told = await client.waitFor((f) => f.id === id && f.type === 'waiting' && f.payload.reason === 'Resources', 30_000);
+      expect(told.payload).toEqual({ job: expect.stringMatching(/^\d+$/), state: 'PENDING', reason: 'Resources', message: `Slurm job ${told.payload.job}: PENDING (Resources)` });
+      expect(client.replies(id).every((f) => f.type === 'waiting')).toBe(true); // nothing else yet
+      spawnSync('scancel', [blocker], { env: slurmEnv });
+      unblocked = true;
+      const answer = await client.waitFor((f) => f.id === id && f.type !== 'waiting', 60_000);
+      expect(answer.type).toBe('connected');
+      // Every notice came before the answer, each a change from the one before.
+      const replies = client.replies(id);
+      expect(replies.at(-1)).toBe(answer);
+      const notices = replies.slice(0, -1).map((f) => f.payload.message as string);
+      expect(notices.length).toBeGreaterThanOrEqual(1);
+      expect(new Set(notices).size).toBe(notices.length);
+      expect(notices.every((m) => m.startsWith(`Slurm job ${told.payload.job}: `))).toBe(true);
+      // Running now: the next call waits for nothing and hears no notice.
+      const call = await client.request({ type: 'call', method: 'where' });
+      expect(call.payload.job).toBe(told.payload.job);
+      expect(client.frames.filter((f) => f.type === 'waiting' && f.id !== id)).toEqual([]);
+    } finally {
+      if (!unblocked) spawnSync('scancel', [blocker], { env: slurmEnv });
+    }
+  });
+
+  it('waiting is visible to a call too: one whose class needs an allocation of its own hears `waiting` with its id while that job is pending, then its result', async () => {
+    const project = await tempProject({ 'placed.py': PLACED, 'lane_a.py': laned('LaneA', '{"cpus": 1, "time_limit": 30}') });
+    const { g } = await placed({ project, workerWaitMs: 60_000 });
+    const client = await Client.open(g.url);
+    await client.connect('lane_a'); // resolved by the default worker; the lane's starts on first use
+    const blocker = blockNode(idleCpus()); // what the default worker left free: the lane's job waits
+    try {
+      await expect.poll(() => squeue().find((line) => line.startsWith(`${blocker}|`))?.split('|')[2], { timeout: 30_000, interval: 250 }).toBe('RUNNING');
+      const id = client.send({ type: 'call', method: 'where' });
+      const told = await client.waitFor((f) => f.id === id && f.type === 'waiting' && f.payload.reason === 'Resources', 30_000);
+      expect(told.payload).toMatchObject({ job: expect.stringMatching(/^\d+$/), state: 'PENDING', message: `Slurm job ${told.payload.job}: PENDING (Resources)` });
+      spawnSync('scancel', [blocker], { env: slurmEnv });
+      const answer = await client.waitFor((f) => f.id === id && f.type !== 'waiting', 60_000);
+      expect(answer).toMatchObject({ type: 'result', payload: { job: told.payload.job, cpus: '1' } });
+      expect(client.replies(id).slice(0, -1).every((f) => f.type === 'waiting')).toBe(true);
+    } finally {
+      spawnSync('scancel', [blocker], { env: slurmEnv });
+    }
+  });
+
+  it('waiting past --worker-wait: the connect heard `waiting` with the reason, then 503 worker_unavailable naming the job', async () => {
+    const blocker = blockNode();
+    try {
+      const { g } = await placed({ workerWaitMs: 5000 });
+      const client = await Client.open(g.url);
+      const answer = await client.request({ type: 'connect', target: 'placed' });
+      expect(answer).toMatchObject({ type: 'error', payload: { code: 'worker_unavailable' } });
+      const notices = client.replies(answer.id).filter((f) => f.type === 'waiting');
+      expect(notices.at(-1)!.payload).toMatchObject({ state: 'PENDING', reason: 'Resources' });
+      expect(answer.payload.message).toContain(`Slurm job ${notices.at(-1)!.payload.job} `);
+      expect(client.replies(answer.id).indexOf(answer)).toBe(client.replies(answer.id).length - 1);
+    } finally {
+      spawnSync('scancel', [blocker], { env: slurmEnv });
+    }
+  });
+
   it('a gateway killed with SIGKILL and started again cancels the worker job it left', async () => {
     const project = await tempProject({ 'placed.py': PLACED });
     const blocker = blockNode(); // keeps the first gateway's worker job pending: an orphan that would wait for ever
@@ -286,13 +352,19 @@ describe('workers placed by Slurm', { timeout: 120_000 }, () => {
   });
 });
 
-/** A batch job that takes every CPU of the node until cancelled; resolves with its id. */
-function blockNode(): string {
-  const cpus = Number(spawnSync('sinfo', ['--noheader', '--format=%c'], { env: slurmEnv, encoding: 'utf8' }).stdout.trim().split('\n')[0]);
+/** A batch job that takes `cpus` CPUs of the node (default: every one) until cancelled; resolves with its id. */
+function blockNode(cpus = Number(spawnSync('sinfo', ['--noheader', '--format=%c'], { env: slurmEnv, encoding: 'utf8' }).stdout.trim().split('\n')[0])): string {
   const res = spawnSync('sbatch', ['--parsable', '--job-name=blocker', `--cpus-per-task=${cpus}`, '--output=/dev/null', '--wrap', 'sleep 600'], { env: slurmEnv, encoding: 'utf8' });
   const id = res.stdout.trim().split(';')[0]!;
   expect(id, res.stderr).toMatch(/^\d+$/);
   return id;
+}
+
+/** The node's CPUs no job holds now (sinfo's allocated/idle/other/total). */
+function idleCpus(): number {
+  const idle = Number(spawnSync('sinfo', ['--noheader', '--format=%C'], { env: slurmEnv, encoding: 'utf8' }).stdout.trim().split('/')[1]);
+  expect(idle).toBeGreaterThan(0);
+  return idle;
 }
 
 const BIN = path.resolve(__dirname, '../packages/server/bin/portico.js');

@@ -76,6 +76,20 @@ export interface InstanceRestart {
   message: string;
 }
 
+/**
+ * What `waiting` carries: where the Slurm job of the worker a request waits for stands, sent when
+ * the wait starts and whenever Slurm's state or reason changes.
+ */
+export interface WaitNotice {
+  job: string | null;
+  /** Slurm's state: `PENDING` while the job waits for its allocation. */
+  state: string;
+  /** Slurm's reason while pending (`Priority`, `Resources`); null when it gives none. */
+  reason: string | null;
+  /** All of it as one line: `Slurm job 123: PENDING (Priority)`. */
+  message: string;
+}
+
 /** Widget state or changes: binary values are null here and travel as buffers placed by `buffer_paths`. */
 interface Buffered {
   buffer_paths?: BufferPath[];
@@ -102,6 +116,8 @@ export interface ServerFrames {
   released: { type: 'released'; id?: FrameId; payload: { uuid: string; released: boolean } };
   instance_restarted: { type: 'instance_restarted'; payload: InstanceRestart };
   pong: { type: 'pong'; id?: FrameId };
+  /** The connect or call with this id waits for a worker whose Slurm job is pending (`--workers slurm`); its answer follows. */
+  waiting: { type: 'waiting'; id?: FrameId; payload: WaitNotice };
 }
 export type ServerFrameType = keyof ServerFrames;
 export type ServerFrame = ServerFrames[ServerFrameType];

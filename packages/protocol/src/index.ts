@@ -22,6 +22,7 @@ export type {
   ServerFrames,
   ServerFrameType,
   UploadResult,
+  WaitNotice,
 } from './frames.js';
 export { ENDED_STATUSES, FILTER_OPS, RUN_STATUSES } from './rest.js';
 export type { ExecutionInfo, Filter, FilterOp, FindRequest, OutputChunk, ProjectIndex, ProjectModule, RunEvent, RunStatus, SearchItem, SearchResponse, SortSpec } from './rest.js';

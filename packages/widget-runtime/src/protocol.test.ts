@@ -17,6 +17,7 @@ describe('parseServerFrame', () => {
       { type: 'stream', id: 6, payload: 1, final: false },
       { type: 'chunk_done', id: 7, payload: { path: 'a/b.bin', bytes_written: 3, mode: 'write' } },
       { type: 'chunk_done', id: 8, payload: { bytes_sent: 0 } },
+      { type: 'waiting', id: 9, payload: { job: '123', state: 'PENDING', reason: 'Priority', message: 'Slurm job 123: PENDING (Priority)' } },
     ]) {
       expect(parseServerFrame(JSON.stringify(frame))).toEqual(frame);
     }
@@ -29,6 +30,7 @@ describe('parseServerFrame', () => {
     expect(parseServerFrame('{"type":"widget_change","payload":{"changes":[]}}')).toBeUndefined();
     expect(parseServerFrame('{"type":"widget_reload","payload":{"asset":"html"}}')).toBeUndefined();
     expect(parseServerFrame('{"type":"instance_restarted","payload":{"reason":"worker_crashed"}}')).toBeUndefined();
+    expect(parseServerFrame('{"type":"waiting","id":1,"payload":{"state":"PENDING"}}')).toBeUndefined();
     expect(parseServerFrame('not json')).toBeUndefined();
     expect(parseServerFrame('[1]')).toBeUndefined();
   });

@@ -49,6 +49,8 @@ export function parseServerFrame(text: string): ServerFrame | undefined {
         : undefined;
     case 'error':
       return isObject(payload) && typeof payload.code === 'string' ? (frame as ServerFrame) : undefined;
+    case 'waiting':
+      return isObject(payload) && typeof payload.message === 'string' ? (frame as ServerFrame) : undefined;
     case 'chunk_done':
       return isObject(payload) && (typeof payload.bytes_sent === 'number' || (typeof payload.path === 'string' && typeof payload.bytes_written === 'number'))
         ? (frame as ServerFrame)

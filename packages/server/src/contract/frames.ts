@@ -210,6 +210,14 @@ export const ServerFrames = {
       'The live instance died with its worker (worker_crashed: it exited or was killed; worker_wedged: it stopped answering and was killed; allocation_ended: `--workers slurm`, and Slurm ended the job of the worker (scancel, time limit, preemption, node failure; the message gives the state Slurm reported); source_changed: `portico serve --reload` started it again because the project\'s Python files changed on disk; owner_lost: several gateways, and the gateway that owned the instance went away or lost its lease). The worker is started again at once and the instance is made again on its next use, from the code now on disk, with its saved widget state: read the widget state again (widget_get).',
     ),
   }),
+  waiting: z.object({
+    type: z.literal('waiting'),
+    id: Id,
+    payload: Payload(
+      z.object({ job: z.string().nullable(), state: z.string(), reason: z.string().nullable(), message: z.string() }),
+      "`--workers slurm`: the connect or call with this id waits for a worker whose Slurm job has not started: the job's id, Slurm's state and reason (PENDING, Priority) and that as one line, `Slurm job 123: PENDING (Priority)`. Sent once when the wait starts and whenever the state or reason changes, before the request's answer (or its 503 worker_unavailable after --worker-wait).",
+    ),
+  }),
   pong: z.object({ type: z.literal('pong'), id: Id }),
 } as const;
 
@@ -239,6 +247,7 @@ export const FRAME_SUMMARIES: Record<'client_to_server' | 'server_to_client', Re
     event: 'Push from emit(), to every client attached to the interface (also during a call, for progress: payload {progress: 0..1, message?}); with display (its MIME bundle) when IPython could display the emitted value, as a result.',
     error: 'Failure of the frame with the same id (or of the socket when id is absent). The socket stays usable, but for shutting_down: the gateway stops, every frame still in flight gets one, then the socket closes with 1001.',
     pong: 'Reply to ping.',
+    waiting: "Progress of a connect or call (same id) waiting for a worker whose Slurm allocation is pending (`--workers slurm`): Slurm's state and reason, once at the start of the wait and on every change; its answer follows.",
     released: 'Reply to release.',
     instance_restarted: 'The live instance died with its worker (crashed or wedged, or its Slurm allocation ended: allocation_ended), or its worker was started again on changed source (source_changed, with --reload); sent to every attached client. The worker is started again at once; the next use makes the instance again with its saved widget state, so read the state again.',
     output: "/v1/interfaces/ws: what a call's own code printed or logged, to its caller only (with the call's id), in order with its items and events, before its result; also written to the gateway's log with interface and method. /v1/executions/ws: output appended to the run’s output.log, in order.",

@@ -23,6 +23,7 @@ import { PorticoError } from '../errors.js';
 import type { LineLevel, LogLine } from '../ops/logger.js';
 import { DEFAULT_LANE, laneOf, Lanes, type Lane } from './lanes.js';
 import type { PlacementInfo, WorkerPlacement } from './placement.js';
+import { tellWaiting, type WaitListener } from './waiting.js';
 import { Worker, type Push } from './worker.js';
 
 /** Why a worker was started again after it died. */
@@ -133,35 +134,36 @@ export class KernelPool {
    * The running worker for (project, python), starting one if there is none. One backing off
    * after quick deaths in a row is waited for until `deadline` (performance.now(); default
    * `LIMITS.workerRestartWaitMs` from now); a next start later than that answers
-   * `worker_unavailable` at once.
+   * `worker_unavailable` at once. While it starts (a pending Slurm job), `onWaiting` hears where it stands.
    */
-  get(project: string, python: string, deadline = performance.now() + LIMITS.workerRestartWaitMs, lane: Lane = DEFAULT_LANE): Promise<Worker> {
+  get(project: string, python: string, deadline = performance.now() + LIMITS.workerRestartWaitMs, lane: Lane = DEFAULT_LANE, onWaiting?: WaitListener): Promise<Worker> {
     if (this.closed) return Promise.reject(new Error('kernel pool is closed'));
     const key = slotKey(project, python, lane.key);
     const slot = this.slots.get(key);
-    if (slot && (slot.starting || slot.worker.alive)) return slot.ready;
+    if (slot && slot.starting) return waitFor(slot, onWaiting);
+    if (slot && slot.worker.alive) return slot.ready;
     const replacing = this.replacing.get(key);
-    if (replacing) return replacing.then(() => this.get(project, python, deadline, lane));
+    if (replacing) return replacing.then(() => this.get(project, python, deadline, lane, onWaiting));
     const trouble = this.troubles.get(key);
     const now = performance.now();
     if (trouble && now < trouble.notBefore) {
       if (trouble.notBefore <= deadline) {
         // The supervisor's restart (or this request, when nothing needed one) starts it then.
-        return new Promise((resolve) => setTimeout(resolve, trouble.notBefore - now)).then(() => this.get(project, python, deadline, lane));
+        return new Promise((resolve) => setTimeout(resolve, trouble.notBefore - now)).then(() => this.get(project, python, deadline, lane, onWaiting));
       }
       const wait = Math.ceil((trouble.notBefore - now) / 1000);
       return Promise.reject(
         new PorticoError('worker_unavailable', `The Python worker of this project died ${trouble.failures} times in a row soon after starting; the next start is in ${wait} s. Last: ${trouble.problem?.message ?? 'unknown'}`),
       );
     }
-    return this.start(key, project, python, lane.resources);
+    return waitFor(this.start(key, project, python, lane.resources), onWaiting);
   }
 
-  /** The worker for instances of `module`: with a placement that honours `__resources__`, the one of its class's lane (lanes.ts). */
-  async getFor(project: string, python: string, module: string): Promise<Worker> {
+  /** The worker for instances of `module`: with a placement that honours `__resources__`, the one of its class's lane (lanes.ts); `onWaiting` as for `get`. */
+  async getFor(project: string, python: string, module: string, onWaiting?: WaitListener): Promise<Worker> {
     if (this.options.placement?.name !== 'slurm') return this.get(project, python);
-    const lane = this.lanes.get(project, python, module) ?? this.lanes.set(project, python, module, laneOf(module, await withoutEffects(this, project, python, (w) => w.declaredResources(module))));
-    return this.get(project, python, undefined, lane);
+    const lane = this.lanes.get(project, python, module) ?? this.lanes.set(project, python, module, laneOf(module, await withoutEffects(this, project, python, (w) => w.declaredResources(module), onWaiting)));
+    return this.get(project, python, undefined, lane, onWaiting);
   }
 
   /** `getFor`'s worker when it is running; never starts one. */
@@ -172,7 +174,7 @@ export class KernelPool {
     return slot?.worker.alive ? slot.worker : undefined;
   }
 
-  private start(key: string, project: string, python: string, resources?: Resources): Promise<Worker> {
+  private start(key: string, project: string, python: string, resources?: Resources): Slot {
     const worker = new Worker({
       project,
       python,
@@ -204,7 +206,7 @@ export class KernelPool {
       () => (entry.starting = false),
       () => (entry.starting = false),
     );
-    return ready;
+    return entry;
   }
 
   /** The worker for (project, python) if one is running; never starts one. */
@@ -301,7 +303,7 @@ export class KernelPool {
     if (lost.length) this.options.onLost?.(project, python, lost, 'source_changed', message);
     // A supervised restart may have started one meanwhile (the old worker died while draining).
     if (this.closed || this.slots.has(key) || !(lost.length > 0 || (this.options.keepAlive?.(project, python) ?? false))) return;
-    await this.start(key, project, python, resources).catch(() => undefined); // a failed start is a death of its own
+    await this.start(key, project, python, resources).ready.catch(() => undefined); // a failed start is a death of its own
   }
 
   async close(): Promise<void> {
@@ -370,7 +372,7 @@ export class KernelPool {
       trouble.restart = undefined;
       if (this.closed || this.slots.has(key)) return;
       this.options.onRestart?.(reason);
-      this.start(key, project, python, worker.resources).catch(() => undefined); // a failed start is a death of its own
+      this.start(key, project, python, worker.resources).ready.catch(() => undefined); // a failed start is a death of its own
     }, delay);
     trouble.restart.unref();
   }
@@ -445,12 +447,18 @@ function slotKey(project: string, python: string, lane = ''): string {
  * of another interface took the process down), `op` runs once more on the new worker: nothing
  * of it can have happened, and the request that needed it arrived after the crash, not during it.
  */
-export async function withoutEffects<T>(pool: KernelPool, project: string, python: string, op: (worker: Worker) => Promise<T>): Promise<T> {
-  const worker = await pool.get(project, python);
+export async function withoutEffects<T>(pool: KernelPool, project: string, python: string, op: (worker: Worker) => Promise<T>, onWaiting?: WaitListener): Promise<T> {
+  const worker = await pool.get(project, python, undefined, undefined, onWaiting);
   try {
     return await op(worker);
   } catch (err) {
     if (!(err instanceof PorticoError && err.code === 'worker_crashed') || worker.alive) throw err;
-    return op(await pool.get(project, python));
+    return op(await pool.get(project, python, undefined, undefined, onWaiting));
   }
+}
+
+/** A starting worker's `ready`; `onWaiting` hears where its placement stands meanwhile (waiting.ts). */
+function waitFor(slot: Slot, onWaiting: WaitListener | undefined): Promise<Worker> {
+  if (onWaiting) tellWaiting(onWaiting, () => slot.worker.placementInfo, slot.ready);
+  return slot.ready;
 }

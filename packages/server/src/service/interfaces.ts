@@ -8,6 +8,10 @@ import { LIMITS } from '../config/constants.js';
 import { PorticoError, toPorticoError } from '../errors.js';
 import type { Metrics } from '../ops/metrics.js';
 import { withoutEffects, type KernelPool } from '../kernel/pool.js';
+import type { WaitListener } from '../kernel/waiting.js';
+
+// A request that waits for a pending Slurm job hears where it stands (ws/session.ts sends it as `waiting`).
+export type { WaitListener, WaitNotice } from '../kernel/waiting.js';
 import { Worker, type CallOutcome, type Display, type ItemSink, type OutputSink, type Settled } from '../kernel/worker.js';
 
 export type { CallOutcome };
@@ -91,6 +95,8 @@ export interface CallOptions {
   onItem?: ItemSink | undefined;
   /** What the call prints or logs, as it happens (also written to the gateway log). */
   onOutput?: OutputSink | undefined;
+  /** While the call waits for its worker's pending Slurm job: where the job stands, on every change. */
+  onWaiting?: WaitListener | undefined;
   timeoutMs?: number | undefined;
 }
 
@@ -168,32 +174,33 @@ export class InterfaceService {
   /**
    * Materializes an interface, or returns the existing one unchanged: `uuid` (client-supplied)
    * or `target` naming an existing record attaches to it; otherwise `target` is a module whose
-   * version is resolved by Python and whose uuid is the content hash of the result.
+   * version is resolved by Python and whose uuid is the content hash of the result. While that
+   * waits for a worker whose Slurm job is pending, `onWaiting` hears where the job stands.
    */
-  async create(ctx: RequestContext, input: CreateInput): Promise<InterfaceInfo> {
+  async create(ctx: RequestContext, input: CreateInput, onWaiting?: WaitListener): Promise<InterfaceInfo> {
     try {
-      return this.recent.note(ctx.project.dir, await this.createOrFind(ctx, input));
+      return this.recent.note(ctx.project.dir, await this.createOrFind(ctx, input, onWaiting));
     } catch (err) {
       // The index away: an interface used lately is still known here (its calls go on); a new one waits.
       if (!(err instanceof PorticoError && err.code === 'store_unavailable')) throw err;
-      const known = this.recent.get(ctx.project.dir, input.uuid ?? input.target) ?? (await this.recentByContent(ctx, input));
+      const known = this.recent.get(ctx.project.dir, input.uuid ?? input.target) ?? (await this.recentByContent(ctx, input, onWaiting));
       if (!known) throw err;
       return known;
     }
   }
 
   /** The recently used interface `input` resolves to, by its content uuid (the worker resolves without the index). */
-  private async recentByContent(ctx: RequestContext, input: CreateInput): Promise<InterfaceInfo | undefined> {
+  private async recentByContent(ctx: RequestContext, input: CreateInput, onWaiting?: WaitListener): Promise<InterfaceInfo | undefined> {
     if (input.uuid) return undefined;
     try {
-      const resolved = await withoutEffects(this.pool, ctx.project.dir, ctx.python, (worker) => worker.resolve(input.target, input.version ?? []));
+      const resolved = await withoutEffects(this.pool, ctx.project.dir, ctx.python, (worker) => worker.resolve(input.target, input.version ?? []), onWaiting);
       return this.recent.get(ctx.project.dir, contentUuid(resolved, input.predicate ?? {}));
     } catch {
       return undefined;
     }
   }
 
-  private async createOrFind(ctx: RequestContext, input: CreateInput): Promise<InterfaceInfo> {
+  private async createOrFind(ctx: RequestContext, input: CreateInput, onWaiting?: WaitListener): Promise<InterfaceInfo> {
     const { store } = ctx.project;
     const existing = (input.uuid && (await store.get(input.uuid))) || (await store.get(input.target));
     if (existing) return publicInfo(existing);
@@ -204,8 +211,12 @@ export class InterfaceService {
     if (ensuring) await ensuring;
     const resolved =
       this.pool.peek(ctx.project.dir, ctx.python)?.resolvedNow(input.target, input.version ?? []) ??
-      (await withoutEffects(this.pool, ctx.project.dir, ctx.python, (worker) =>
-        worker.resolve(input.target, input.version ?? []).catch((err: unknown) => explainUnknownModule(worker, input.target, err)),
+      (await withoutEffects(
+        this.pool,
+        ctx.project.dir,
+        ctx.python,
+        (worker) => worker.resolve(input.target, input.version ?? []).catch((err: unknown) => explainUnknownModule(worker, input.target, err)),
+        onWaiting,
       ));
     const predicate = input.predicate ?? {};
     const record: InterfaceRecord = {
@@ -325,7 +336,7 @@ export class InterfaceService {
     // The running worker is taken without an await: calls are the hot path.
     const worker = this.pool.peekFor(ctx.project.dir, ctx.python, record.module);
     if (worker) return worker.call(request, handlers);
-    void this.startWorker(ctx, record.module, handlers.onSettled).then((started) => {
+    void this.startWorker(ctx, record.module, handlers.onSettled, options.onWaiting).then((started) => {
       if (!(started instanceof Worker)) return;
       try {
         started.call(request, handlers);
@@ -365,10 +376,10 @@ export class InterfaceService {
     );
   }
 
-  /** Starts the worker for instances of `module` in `ctx`; when it cannot start, the failure is the outcome (also given to `onSettled`). */
-  private async startWorker(ctx: RequestContext, module: string, onSettled?: (outcome: CallOutcome) => void): Promise<Worker | CallOutcome> {
+  /** Starts the worker for instances of `module` in `ctx` (`onWaiting` hears a pending Slurm job); when it cannot start, the failure is the outcome (also given to `onSettled`). */
+  private async startWorker(ctx: RequestContext, module: string, onSettled?: (outcome: CallOutcome) => void, onWaiting?: WaitListener): Promise<Worker | CallOutcome> {
     try {
-      return await this.pool.getFor(ctx.project.dir, ctx.python, module);
+      return await this.pool.getFor(ctx.project.dir, ctx.python, module, onWaiting);
     } catch (err) {
       const outcome: CallOutcome = { ok: false, error: toPorticoError(err) };
       onSettled?.(outcome);

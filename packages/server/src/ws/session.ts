@@ -11,7 +11,7 @@ import { ClientFrames, type ClientFrame } from '../contract/frames.js';
 import { PorticoError } from '../errors.js';
 import type { RequestContext } from '../service/context.js';
 import type { BindInput, Gateway } from '../service/gateway.js';
-import type { CallOutcome, InterfaceInfo } from '../service/interfaces.js';
+import type { CallOutcome, InterfaceInfo, WaitListener } from '../service/interfaces.js';
 import type { Listener } from '../service/projects.js';
 import { checkWidgetBuffers } from '../service/widgets.js';
 import type { FrameId } from './decode.js';
@@ -244,7 +244,7 @@ export class Session extends SocketSession<ClientFrame> {
         uuid: frame.uuid ?? null,
         label: frame.label ?? null,
         meta: frame.meta ?? {},
-      });
+      }, this.waiting(frame.id));
       // With `cached` as REST answers it, computed now: the record is kept, its runs change.
       const [payload] = await this.gateway.executions.withCached(ctx, [record]);
       if (this.closed) return;
@@ -295,6 +295,7 @@ export class Session extends SocketSession<ClientFrame> {
           return display ? this.sendShown(item, display, true) : this.sendPaced(item);
         },
         onOutput: (stream, text) => this.send({ type: 'output', id, payload: { stream, text } }),
+        onWaiting: this.waiting(id),
         // Never throws: it may run inside `call` (a worker already gone), where a throw would
         // also reach dispatch's catch and end the frame a second time.
         onSettled: (outcome: CallOutcome) => {
@@ -311,6 +312,11 @@ export class Session extends SocketSession<ClientFrame> {
         },
       },
     );
+  }
+
+  /** While the request `id` waits for a worker whose Slurm job is pending: a `waiting` frame whenever its state or reason changes. */
+  private waiting(id: FrameId | undefined): WaitListener {
+    return (payload) => this.send({ type: 'waiting', id, payload });
   }
 
   /** Cancels calls in flight and detaches; the instance lives on (docs/writing/lifetime.md). */

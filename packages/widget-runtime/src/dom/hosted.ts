@@ -22,7 +22,7 @@ import { WidgetBinding, type View } from '../widget/lifecycle.js';
 import type { WidgetRegistry } from '../widget/registry.js';
 import { clearNotice, flashNotice, showNotice } from './notice.js';
 import { explainFailure } from '../net/diagnose.js';
-import type { InstanceRestart } from '@portico/protocol';
+import type { InstanceRestart, WaitNotice } from '@portico/protocol';
 
 export interface HostDeps {
   registry: WidgetRegistry;
@@ -46,9 +46,10 @@ function shareKey(options: ConnectOptions, uuid: string): string {
 
 /**
  * The hosted widget for `options`, shared when the same interface is already mounted; retained
- * once. `onRetry` hears each retry of the first connect (the gateway not listening yet).
+ * once. `onRetry` hears each retry of the first connect (the gateway not listening yet),
+ * `onWaiting` each `waiting` notice meanwhile (its worker's Slurm job is pending).
  */
-export async function acquireHosted(options: ConnectOptions, deps: HostDeps, onRetry?: (retry: FirstConnectRetry) => void): Promise<HostedWidget> {
+export async function acquireHosted(options: ConnectOptions, deps: HostDeps, onRetry?: (retry: FirstConnectRetry) => void, onWaiting?: (notice: WaitNotice) => void): Promise<HostedWidget> {
   if (options.uuid) {
     const existing = await shared.get(shareKey(options, options.uuid))?.catch(() => undefined);
     if (existing?.retain()) return existing;
@@ -56,11 +57,11 @@ export async function acquireHosted(options: ConnectOptions, deps: HostDeps, onR
   const limits = withDefaults(deps.limits);
   const explain = (error: WidgetRuntimeError) => explainFailure(options.url, error, deps.fetch);
   const session = new Session(options, { widgetManager: deps.registry.widgetManager, WebSocket: deps.WebSocket, limits, explain });
-  const unsubscribe = onRetry ? session.events.on('retrying', onRetry) : undefined;
+  const unsubscribe = [onRetry && session.events.on('retrying', onRetry), onWaiting && session.events.on('waiting', onWaiting)];
   try {
     await session.open();
   } finally {
-    unsubscribe?.();
+    for (const off of unsubscribe) off?.();
   }
   const key = shareKey(options, session.info.uuid);
   const existing = await shared.get(key)?.catch(() => undefined);

@@ -62,7 +62,13 @@ export async function mountWith(el: HTMLElement, options: MountOptions, deps: Ho
   let hosted: HostedWidget | undefined;
   let hostView: HostView;
   try {
-    hosted = await acquireHosted(options, deps, (retry) => showRetry(el, retry, withDefaults(deps.limits).handshakeTimeoutMs));
+    hosted = await acquireHosted(
+      options,
+      deps,
+      (retry) => showRetry(el, retry, withDefaults(deps.limits).handshakeTimeoutMs),
+      // Until the connect is answered: a pending allocation can last minutes, and nothing else says why.
+      (notice) => flashNotice(el, `connecting… ${notice.message}`, 'The gateway waits for Slurm to start the job of the Python worker (--workers slurm).', Infinity),
+    );
     clearAllNotices(el);
     hostView = await hosted.addView(el);
   } catch (caught) {

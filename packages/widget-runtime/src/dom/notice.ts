@@ -5,7 +5,9 @@
  *   `div.portico-widget-error[role=alert]` placed first in the mounted element, shown until cleared;
  * - a passing notice (`div.portico-widget-notice[role=status]`, also first), which removes itself
  *   after a while: the interface's instance restarted with its Python worker, or the first connect
- *   failed and is retried ("connecting… retrying in 2 s (attempt 3 of 6)").
+ *   failed and is retried ("connecting… retrying in 2 s (attempt 3 of 6)"); or that stays until
+ *   mounting ends: the connect waits for a Slurm allocation ("connecting… Slurm job 123: PENDING
+ *   (Priority)").
  *
  * Pages may restyle both through their classes.
  */
@@ -27,13 +29,15 @@ export function showNotice(host: HTMLElement, error: WidgetRuntimeError): void {
   box.textContent = `Portico widget: ${error.message} (${error.code})`;
 }
 
-/** Shows `text` (with `detail` as its tooltip) for `ms` milliseconds; a newer one replaces it. */
+/** Shows `text` (with `detail` as its tooltip) for `ms` milliseconds (Infinity: until cleared or replaced); a newer one replaces it. */
 export function flashNotice(host: HTMLElement, text: string, detail: string, ms: number): void {
   if (ms <= 0) return;
   const box = noticeBox(host, INFO_CLASS, 'status', INFO_STYLE);
   box.textContent = `Portico widget: ${text}`;
   box.title = detail;
   clearTimeout(infoTimers.get(host));
+  infoTimers.delete(host);
+  if (ms === Infinity) return;
   const shown = box;
   infoTimers.set(
     host,

@@ -46,6 +46,26 @@ describe('Session: handshake', () => {
     expect(session.model.get('count')).toBe(18);
   });
 
+  it('waiting notices (a pending Slurm allocation) go to the page as `waiting` events while the handshake waits past its timeout, and its answer still opens the session', async () => {
+    const { session, socket, sockets, statuses } = setupSession();
+    const heard: string[] = [];
+    session.events.on('waiting', (notice) => heard.push(notice.message));
+    const opened = session.open();
+    socket().open();
+    const connect = socket().last('connect').id;
+    socket().receive({ type: 'waiting', id: connect, payload: { job: '123', state: 'PENDING', reason: null, message: 'Slurm job 123: PENDING' } });
+    socket().receive({ type: 'waiting', id: connect, payload: { job: '123', state: 'PENDING', reason: 'Priority', message: 'Slurm job 123: PENDING (Priority)' } });
+    expect(statuses).toEqual([]); // still connecting
+    await vi.advanceTimersByTimeAsync(60_000); // far past handshakeTimeoutMs: the gateway bounds this wait
+    expect(sockets).toHaveLength(1);
+    socket().receive({ type: 'connected', id: connect, payload: { uuid: 'u', module: 'counter', config: {}, label: null } });
+    socket().receive({ type: 'widget_state', id: socket().last('widget_get').id, payload: { state: { count: 2 } } });
+    await opened;
+    expect(heard).toEqual(['Slurm job 123: PENDING', 'Slurm job 123: PENDING (Priority)']);
+    expect(statuses).toEqual(['open']);
+    expect(session.model.get('count')).toBe(2);
+  });
+
   it('without a token, no subprotocol is offered', () => {
     const { session, socket } = setupSession();
     void session.open();

@@ -19,6 +19,11 @@
  * meanwhile win), on the same socket; the event goes to the page. A refused read drops the socket,
  * so the reconnect retries it with backoff (e.g. `worker_unavailable` while the worker backs off).
  *
+ * `waiting` (`--workers slurm`: a request of this session waits for a worker whose Slurm job is
+ * pending) goes to the page as the `waiting` event, whichever request it names: the connect, the
+ * widget_get after it, a call; the request's own answer follows. During the handshake it stops
+ * the handshake timeout: the gateway answers, and bounds that wait itself (`--worker-wait`).
+ *
  * Without a widget (`widget: false`, for `connect()`), the handshake ends at `connected`: there is
  * no `widget_get` and no model. Calls and transfers (`request()`, used by transfers.ts) wait for
  * the session to be open, get the frames that answer their id, and fail with `connection_lost`
@@ -31,7 +36,7 @@
  * socket.ts (the socket and how a frame goes out), inbox.ts (a frame in, with its buffers),
  * exchanges.ts (requests in flight), widget-sync.ts (the model and its reads), heartbeat.ts.
  */
-import type { ClientFrame, ErrorPayload, FrameId, InstanceRestart, InterfaceInfo, JsonObject, ServerFrame, Version } from '@portico/protocol';
+import type { ClientFrame, ErrorPayload, FrameId, InstanceRestart, InterfaceInfo, JsonObject, ServerFrame, Version, WaitNotice } from '@portico/protocol';
 import { valueOfFrame } from '../display.js';
 import { WidgetRuntimeError, abortError, toRuntimeError } from '../errors.js';
 import { withDefaults, type Limits } from '../limits.js';
@@ -89,6 +94,8 @@ export type SessionEvents = {
   resynced: [];
   /** The first connect failed (`error`) and is tried again in `delayMs`: try `attempt` of `attempts`. */
   retrying: [retry: FirstConnectRetry];
+  /** A request waits for a worker whose Slurm job is pending: Slurm's state and reason (`notice.message`: `Slurm job 123: PENDING (Priority)`), on every change. */
+  waiting: [notice: WaitNotice];
   /**
    * The live instance died with its Python worker and is made again on next use (with its saved
    * widget state). A widget session has already asked for the state again when this fires; the
@@ -292,6 +299,8 @@ export class Session {
 
   /** Routes one frame; `views` are the buffers that came as binary frames after it. */
   #deliver(frame: ServerFrame, views: DataView[]): void {
+    // Not its request's answer, but the gateway's: a handshake waiting for an allocation is bounded by --worker-wait, not handshakeTimeoutMs.
+    if (frame.type === 'waiting') return void (clearTimeout(this.#handshakeTimer), this.events.emit('waiting', frame.payload));
     if (this.#exchanges.route(frame, views)) return;
     switch (frame.type) {
       case 'connected':

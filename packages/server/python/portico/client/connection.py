@@ -5,7 +5,7 @@ events, widget changes, instance restarts) and of binary frames (into the one re
 bounded for backpressure), and what happens to every waiter when the socket goes away. Events carry
 no call id: while a call is in flight they go to the oldest one, whose consumer moves its progress
 bar (``progress.py``) and hands them to the listeners in order with its items; otherwise straight
-to the listeners.
+to the listeners. A ``waiting`` notice goes to the request it names, whose wait prints it.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from .._json import dumps
 from .display import Display
 from .errors import GatewayError, closed_error
 from .listeners import Listeners
+from .progress import show_waiting
 
 log = logging.getLogger("portico.client")
 
@@ -128,16 +129,25 @@ class Connection:
         return answer
 
     def next(self, waiter: Any, timeout: float | None = None) -> dict[str, Any]:
-        """The next frame for ``waiter``; raises GatewayError for an error frame or a lost socket."""
-        try:
-            item = waiter.get(timeout=timeout)
-        except queue.Empty:
-            raise GatewayError("timeout", None, f"no answer from the gateway within {timeout} s") from None
-        if isinstance(item, Lost):
-            raise item.error
-        if item.get("type") == "error":
-            raise GatewayError.from_detail(item.get("payload") or {})
-        return item
+        """The next frame for ``waiter``; raises GatewayError for an error frame or a lost socket.
+        A ``waiting`` notice (the request waits for a pending Slurm allocation) is shown
+        (``progress.show_waiting``) and the wait goes on without ``timeout``: the gateway answers,
+        and bounds that wait itself (``--worker-wait``)."""
+        while True:
+            try:
+                item = waiter.get(timeout=timeout)
+            except queue.Empty:
+                raise GatewayError("timeout", None, f"no answer from the gateway within {timeout} s") from None
+            if isinstance(item, Lost):
+                raise item.error
+            kind = item.get("type")
+            if kind == "waiting":
+                show_waiting(item.get("payload"))
+                timeout = None
+                continue
+            if kind == "error":
+                raise GatewayError.from_detail(item.get("payload") or {})
+            return item
 
     def abandon(self, frame_id: Any) -> None:
         """Nobody waits for ``frame_id`` any more (a stream left early, an interrupted wait).

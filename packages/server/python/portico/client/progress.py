@@ -10,6 +10,11 @@ proxy (``connection.py``). The bar is updated from the thread that made the call
 it reads the call's frames. Outside a kernel nothing is shown and IPython is never imported: the
 bar exists only when ``IPython`` is already loaded and ``get_ipython()`` is a kernel's shell.
 ``Gateway.progress = False`` turns it off.
+
+A request (a connect, a call) waiting for a worker whose Slurm allocation is pending hears
+``waiting`` notices from the gateway (``--workers slurm``, docs/running/slurm-workers.md): each is
+printed as one line on stderr, ``portico: Slurm job 123: PENDING (Priority)``, in a notebook or not,
+as srun itself says a job is queued: the wait can be minutes, and nothing else tells why.
 """
 
 from __future__ import annotations
@@ -43,6 +48,13 @@ def progress_of(payload: Any) -> tuple[float, str | None] | None:
         return None  # NaN fails the comparison too
     message = payload.get("message")
     return float(value), message if isinstance(message, str) and message else None
+
+
+def show_waiting(payload: Any) -> None:
+    """Prints a ``waiting`` notice's message on stderr: ``portico: Slurm job 123: PENDING (Priority)``."""
+    message = payload.get("message") if isinstance(payload, dict) else None
+    if isinstance(message, str) and message:
+        print(f"portico: {message}", file=sys.stderr, flush=True)
 
 
 def _kernel_display() -> tuple[Callable[..., Any], Callable[..., Any]] | None:
