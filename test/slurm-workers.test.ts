@@ -322,10 +322,10 @@ describe('workers placed by Slurm', { timeout: 120_000 }, () => {
       const client = await Client.open(g.url);
       const answer = await client.request({ type: 'connect', target: 'placed' });
       expect(answer).toMatchObject({ type: 'error', payload: { code: 'worker_unavailable' } });
-      const notices = client.replies(answer.id).filter((f) => f.type === 'waiting');
+      const notices = client.replies(answer.id!).filter((f) => f.type === 'waiting');
       expect(notices.at(-1)!.payload).toMatchObject({ state: 'PENDING', reason: 'Resources' });
       expect(answer.payload.message).toContain(`Slurm job ${notices.at(-1)!.payload.job} `);
-      expect(client.replies(answer.id).indexOf(answer)).toBe(client.replies(answer.id).length - 1);
+      expect(client.replies(answer.id!).indexOf(answer)).toBe(client.replies(answer.id!).length - 1);
     } finally {
       spawnSync('scancel', [blocker], { env: slurmEnv });
     }
