@@ -13,7 +13,7 @@ import type { InterfaceInfo } from '@portico/protocol';
 import { WidgetRegistry } from '../widget/registry.js';
 import { acquireHosted, type HostDeps, type HostedWidget, type HostView } from './hosted.js';
 import { explainFailure } from '../net/diagnose.js';
-import { clearAllNotices, flashNotice, showNotice } from './notice.js';
+import { clearAllNotices, clearPassingNotice, flashNotice, showNotice } from './notice.js';
 
 export type MountOptions = ConnectOptions;
 
@@ -41,6 +41,8 @@ export interface WidgetHandle extends InterfaceCalls {
 /** The page's registry: `widget_manager.get_model` and `host.getWidget` see every mounted interface. */
 export const pageRegistry = new WidgetRegistry();
 const handles = new WeakMap<HTMLElement, WidgetHandle>();
+/** The tooltip of a notice that a request waits for a Slurm allocation. */
+const WAITING_DETAIL = 'The gateway waits for Slurm to start the job of the Python worker (--workers slurm).';
 
 /**
  * Mounts the widget of an interface into `el`.
@@ -67,7 +69,7 @@ export async function mountWith(el: HTMLElement, options: MountOptions, deps: Ho
       deps,
       (retry) => showRetry(el, retry, withDefaults(deps.limits).handshakeTimeoutMs),
       // Until the connect is answered: a pending allocation can last minutes, and nothing else says why.
-      (notice) => flashNotice(el, `connecting… ${notice.message}`, 'The gateway waits for Slurm to start the job of the Python worker (--workers slurm).', Infinity),
+      (notice) => flashNotice(el, `connecting… ${notice.message}`, WAITING_DETAIL, Infinity),
     );
     clearAllNotices(el);
     hostView = await hosted.addView(el);
@@ -101,7 +103,12 @@ function createHandle(el: HTMLElement, hosted: HostedWidget, hostView: HostView)
       console.error(`[portico-widget] ${error.code}: ${error.message}`);
     }
   };
-  const subscriptions = [session.events.on('status', showStatus)];
+  const subscriptions = [
+    session.events.on('status', showStatus),
+    // A request that waits for a new allocation (the re-read after allocation_ended, a call) says why, until it is answered.
+    session.events.on('waiting', (notice) => flashNotice(el, `waiting for the Python worker… ${notice.message}`, WAITING_DETAIL, Infinity)),
+    session.events.on('waited', () => clearPassingNotice(el)),
+  ];
   showStatus(session.status, undefined);
   let unmounting: Promise<void> | undefined;
   const live = <T>(run: () => Promise<T>): Promise<T> =>

@@ -7,7 +7,9 @@
  *   after a while: the interface's instance restarted with its Python worker, or the first connect
  *   failed and is retried ("connecting… retrying in 2 s (attempt 3 of 6)"); or that stays until
  *   mounting ends: the connect waits for a Slurm allocation ("connecting… Slurm job 123: PENDING
- *   (Priority)").
+ *   (Priority)"); or, once mounted, until a request that waits for a new allocation (the state read
+ *   again after the instance lost its allocation, a call) is answered ("waiting for the Python
+ *   worker… Slurm job 124: PENDING (Resources)").
  *
  * Pages may restyle both through their classes.
  */
@@ -53,12 +55,17 @@ export function clearNotice(host: HTMLElement): void {
   findChild(host, CLASS)?.remove();
 }
 
-/** Removes the error notice and a passing notice still shown (mounting, unmounting). */
-export function clearAllNotices(host: HTMLElement): void {
-  clearNotice(host);
+/** Removes the passing notice, if one is shown (a wait it told of is over). */
+export function clearPassingNotice(host: HTMLElement): void {
   clearTimeout(infoTimers.get(host));
   infoTimers.delete(host);
   findChild(host, INFO_CLASS)?.remove();
+}
+
+/** Removes the error notice and a passing notice still shown (mounting, unmounting). */
+export function clearAllNotices(host: HTMLElement): void {
+  clearNotice(host);
+  clearPassingNotice(host);
 }
 
 /** The host's notice box of `className`, made (first in the host) when it has none. */

@@ -61,6 +61,23 @@ describe('Session: instance_restarted', () => {
     expect(events).toEqual([]);
   });
 
+  it('allocation_ended: the state read again waits for a new allocation; the page hears `waiting` with Slurm\'s reason, then `waited` at its answer', async () => {
+    const { session, socket } = await connected();
+    const heard: string[] = [];
+    session.events.on('waiting', (notice) => heard.push(notice.message));
+    session.events.on('waited', () => heard.push('waited'));
+    socket().receive(restarted('uuid-1', 'allocation_ended'));
+    const get = socket().last('widget_get').id;
+    socket().receive({ type: 'waiting', id: get, payload: { job: '124', state: 'PENDING', reason: 'Priority', message: 'Slurm job 124: PENDING (Priority)' } });
+    socket().receive({ type: 'waiting', id: get, payload: { job: '124', state: 'PENDING', reason: 'Resources', message: 'Slurm job 124: PENDING (Resources)' } });
+    socket().receive({ type: 'widget_change', payload: { changes: { count: 6 } } }); // no id: not the answer
+    expect(heard).toEqual(['Slurm job 124: PENDING (Priority)', 'Slurm job 124: PENDING (Resources)']);
+    socket().receive({ type: 'widget_state', id: get, payload: { state: { count: 5, step: 1, label: 'a' } } });
+    expect(heard.at(-1)).toBe('waited');
+    expect(heard.filter((h) => h === 'waited')).toHaveLength(1);
+    expect(session.model.get('count')).toBe(6); // the push after the read's snapshot still wins
+  });
+
   it('a change pushed while the state is read again wins over the older snapshot; a local write is kept', async () => {
     const { session, socket } = await connected();
     session.model.set('label', 'mine');

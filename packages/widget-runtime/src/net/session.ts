@@ -48,6 +48,7 @@ import { Heartbeat } from './heartbeat.js';
 import { Inbox } from './inbox.js';
 import { CLOSING, OPEN, openSocket, sendFrame, type WebSocketConstructor, type WebSocketLike } from './socket.js';
 import { gatewayUrls } from './urls.js';
+import { Waits } from './waits.js';
 import { WidgetSync } from './widget-sync.js';
 
 export type ConnectionStatus = 'connecting' | 'open' | 'reconnecting' | 'closed';
@@ -96,6 +97,8 @@ export type SessionEvents = {
   retrying: [retry: FirstConnectRetry];
   /** A request waits for a worker whose Slurm job is pending: Slurm's state and reason (`notice.message`: `Slurm job 123: PENDING (Priority)`), on every change. */
   waiting: [notice: WaitNotice];
+  /** No request of this session waits for a pending Slurm job any more (each got its answer). */
+  waited: [];
   /**
    * The live instance died with its Python worker and is made again on next use (with its saved
    * widget state). A widget session has already asked for the state again when this fires; the
@@ -168,6 +171,7 @@ export class Session {
   #closed = false;
   #attempt = 0;
   readonly #exchanges = new Exchanges();
+  readonly #waits = new Waits((notice) => this.events.emit('waiting', notice), () => this.events.emit('waited'));
   readonly #inbox = new Inbox((frame, views) => this.#deliver(frame, views), (error) => this.#report(error));
   readonly #heartbeat: Heartbeat;
   readonly #sync: WidgetSync;
@@ -300,7 +304,7 @@ export class Session {
   /** Routes one frame; `views` are the buffers that came as binary frames after it. */
   #deliver(frame: ServerFrame, views: DataView[]): void {
     // Not its request's answer, but the gateway's: a handshake waiting for an allocation is bounded by --worker-wait, not handshakeTimeoutMs.
-    if (frame.type === 'waiting') return void (clearTimeout(this.#handshakeTimer), this.events.emit('waiting', frame.payload));
+    if (this.#waits.take(frame)) return void clearTimeout(this.#handshakeTimer);
     if (this.#exchanges.route(frame, views)) return;
     switch (frame.type) {
       case 'connected':
