@@ -21,6 +21,9 @@ export interface WaitNotice {
 
 export type WaitListener = (notice: WaitNotice) => void;
 
+/** What each listener was told last. */
+const told = new WeakMap<WaitListener, string>();
+
 /** How often a waiting request looks at its worker's placement again (ms); Slurm's is read from squeue every second. */
 const LOOK_MS = 250;
 
@@ -30,11 +33,12 @@ const LOOK_MS = 250;
  * state says anything (a local child never does).
  */
 export function tellWaiting(listener: WaitListener, info: () => PlacementInfo, ready: Promise<unknown>): void {
-  let told = '';
   const look = (): void => {
     const notice = noticeOf(info());
-    if (!notice || notice.message === told) return;
-    told = notice.message;
+    // By listener, not by wait: one request may wait on a starting worker twice at once (a
+    // connect resolves its config and finds its class's worker), and hears each change once.
+    if (!notice || notice.message === told.get(listener)) return;
+    told.set(listener, notice.message);
     try {
       listener(notice);
     } catch {

@@ -15,6 +15,7 @@ import { LIMITS } from '../config/constants.js';
 import { PorticoError } from '../errors.js';
 import { withoutEffects, type KernelPool } from '../kernel/pool.js';
 import type { CallOutcome, CallTarget, WidgetAsset, WidgetRequest } from '../kernel/worker.js';
+import type { WaitListener } from '../kernel/waiting.js';
 import type { RequestContext } from './context.js';
 import { explainUnknownModule } from './project.js';
 import type { Listener, Project } from './projects.js';
@@ -118,9 +119,13 @@ export class WidgetService {
     readonly bufferMax: number = LIMITS.widgetBufferMaxDefault,
   ) {}
 
-  /** The widget's full state (its `widget_state()`), binary values as buffers. */
-  async state(ctx: RequestContext, record: CallTarget, signal?: AbortSignal): Promise<WidgetState> {
-    const { payload, buffers } = await this.run(ctx, record, 'widget_get', {}, signal);
+  /**
+   * The widget's full state (its `widget_state()`), binary values as buffers. Here and in `update`
+   * and `message`, `onWaiting` hears where the worker's placement stands while it starts (a
+   * pending Slurm job: the state read again after `allocation_ended` waits for a new allocation).
+   */
+  async state(ctx: RequestContext, record: CallTarget, signal?: AbortSignal, onWaiting?: WaitListener): Promise<WidgetState> {
+    const { payload, buffers } = await this.run(ctx, record, 'widget_get', {}, signal, onWaiting);
     return { ...(payload as { state: Record<string, unknown>; buffer_paths?: unknown[] }), buffers };
   }
 
@@ -129,10 +134,10 @@ export class WidgetService {
    * other attached client (`except` is the caller, which answers its own client) and are returned.
    * Changes run after every set and message to this instance that came before (one lane per instance).
    */
-  async update(ctx: RequestContext, record: CallTarget, changes: WidgetChanges, except?: Listener, signal?: AbortSignal): Promise<WidgetChanges> {
+  async update(ctx: RequestContext, record: CallTarget, changes: WidgetChanges, except?: Listener, signal?: AbortSignal, onWaiting?: WaitListener): Promise<WidgetChanges> {
     checkWidgetBuffers(changes.buffers, this.bufferMax, 'widget_set');
     checkBufferPaths(changes.changes, changes.buffer_paths, changes.buffers.length);
-    const { payload, buffers } = await this.run(ctx, record, 'widget_set', changes, signal);
+    const { payload, buffers } = await this.run(ctx, record, 'widget_set', changes, signal, onWaiting);
     const normalized = { ...(payload as { changes: Record<string, unknown>; buffer_paths?: unknown[] }), buffers };
     const { buffers: _, ...fields } = normalized;
     ctx.project.push(record.uuid, { type: 'widget_change', payload: fields, buffers }, except);
@@ -143,9 +148,9 @@ export class WidgetService {
    * A custom message from a front end, with its buffers; the reply (when `widget_message`
    * returns one, with buffers when it is a WidgetReply) goes back to it.
    */
-  async message(ctx: RequestContext, record: CallTarget, content: unknown, buffers: Buffer[], signal?: AbortSignal): Promise<WidgetReply> {
+  async message(ctx: RequestContext, record: CallTarget, content: unknown, buffers: Buffer[], signal?: AbortSignal, onWaiting?: WaitListener): Promise<WidgetReply> {
     checkWidgetBuffers(buffers, this.bufferMax, 'widget_msg');
-    const outcome = await this.run(ctx, record, 'widget_msg', { content, buffers }, signal);
+    const outcome = await this.run(ctx, record, 'widget_msg', { content, buffers }, signal, onWaiting);
     return { ...(outcome.payload as { reply: unknown; has_reply: boolean }), buffers: outcome.buffers };
   }
 
@@ -174,8 +179,15 @@ export class WidgetService {
     }
   }
 
-  private async run(ctx: RequestContext, record: CallTarget, op: 'widget_get' | 'widget_set' | 'widget_msg', extra: Partial<WidgetRequest>, signal?: AbortSignal): Promise<{ payload: unknown; buffers: Buffer[] }> {
-    const worker = await this.pool.getFor(ctx.project.dir, ctx.python, record.module);
+  private async run(
+    ctx: RequestContext,
+    record: CallTarget,
+    op: 'widget_get' | 'widget_set' | 'widget_msg',
+    extra: Partial<WidgetRequest>,
+    signal?: AbortSignal,
+    onWaiting?: WaitListener,
+  ): Promise<{ payload: unknown; buffers: Buffer[] }> {
+    const worker = await this.pool.getFor(ctx.project.dir, ctx.python, record.module, onWaiting);
     const outcome: CallOutcome = await worker.widget(op, { uuid: record.uuid, module: record.module, config: record.config, ...extra }, signal);
     if (!outcome.ok) throw outcome.error;
     const buffers = outcome.buffers ?? [];

@@ -128,17 +128,17 @@ export class Session extends SocketSession<ClientFrame> {
     const { widgets } = this.gateway;
     const signal = this.controller.signal;
     if (frame.type === 'widget_get') {
-      const { buffers, ...payload } = await widgets.state(ctx, record, signal);
+      const { buffers, ...payload } = await widgets.state(ctx, record, signal, this.waiting(frame.id));
       this.sendWidget({ type: 'widget_state', id: frame.id, payload }, buffers);
       return;
     }
     const buffers = attached.length > 0 ? attached : (frame.buffers ?? []).map((b) => Buffer.from(b, 'base64'));
     if (frame.type === 'widget_set') {
       const changes = { changes: frame.changes, ...(frame.buffer_paths ? { buffer_paths: frame.buffer_paths } : {}), buffers };
-      const { buffers: normalized, ...payload } = await widgets.update(ctx, record, changes, local!.listener, signal);
+      const { buffers: normalized, ...payload } = await widgets.update(ctx, record, changes, local!.listener, signal, this.waiting(frame.id));
       this.sendWidget({ type: 'widget_change', id: frame.id, payload }, normalized);
     } else {
-      const reply = await widgets.message(ctx, record, frame.content ?? null, buffers, signal);
+      const reply = await widgets.message(ctx, record, frame.content ?? null, buffers, signal, this.waiting(frame.id));
       // One answer per message: the reply, or (the hook returned None) that it was handled.
       if (reply.has_reply) this.sendWidget({ type: 'widget_msg', id: frame.id, payload: { content: reply.reply } }, reply.buffers);
       else this.send({ type: 'widget_msg_done', id: frame.id });
