@@ -4,7 +4,8 @@
  * against the suite's real one-node cluster. The page and a second client change the state both
  * ways through the worker in its job; then the job is cancelled from outside (`scancel`), and the
  * page hears `instance_restarted` with reason `allocation_ended`, shows the state the instance
- * came back with in a new job, and keeps working.
+ * came back with in a new job, and keeps working. While that new job waits behind another one, the
+ * element says so with Slurm's reason, until the state is read.
  */
 import { spawnSync } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
@@ -30,6 +31,15 @@ const suite = embedSuite(
   async (origin) => gateway({ project: await tempProject(), workers: 'slurm', workerConnect: '127.0.0.1', slurm: { env: slurmEnv }, allowOrigins: [origin] }),
   E2E_TIMEOUT,
 );
+
+/** Submits a job asking for every CPU of the node; its id. */
+function blockNode(): string {
+  const cpus = Number(spawnSync('sinfo', ['--noheader', '--format=%c'], { env: slurmEnv, encoding: 'utf8' }).stdout.trim().split('\n')[0]);
+  const res = spawnSync('sbatch', ['--parsable', '--job-name=blocker', `--cpus-per-task=${cpus}`, '--output=/dev/null', '--wrap', 'sleep 600'], { env: slurmEnv, encoding: 'utf8' });
+  const id = res.stdout.trim().split(';')[0]!;
+  expect(id, res.stderr).toMatch(/^\d+$/);
+  return id;
+}
 
 /** The job of the worker that holds live instances, as /v1/projects lists it. */
 async function runningJob(): Promise<string> {
@@ -71,6 +81,9 @@ describe('a widget page through a Slurm-placed worker', { timeout: E2E_TIMEOUT }
     // The state the instance will come back with is on disk, then Slurm ends the job from outside.
     const saved = path.join(suite.running.gateway.options.project, '.portico/interfaces', uuid, '.widget-state');
     await expect.poll(() => readFile(saved).then((bytes) => /"count":\s*10\b/.test(bytes.toString('latin1')), () => false), { timeout: 30_000 }).toBe(true);
+    // A job that wants the whole node queues behind the worker's; once the worker's job ends it
+    // runs first, so the allocation the page's re-read asks for has to wait.
+    const blocker = blockNode();
     expect(spawnSync('scancel', [job], { env: slurmEnv }).status).toBe(0);
 
     await expect.poll(() => page.evaluate(() => (window as any).restarts.length), { timeout: 60_000 }).toBe(1);
@@ -78,9 +91,13 @@ describe('a widget page through a Slurm-placed worker', { timeout: E2E_TIMEOUT }
     expect(restart).toMatchObject({ uuid, reason: 'allocation_ended' });
     await expect.poll(() => page.locator('portico-widget .portico-widget-notice[role=status]').textContent(), { timeout: 10_000 }).toMatch(/lost its Slurm allocation/);
 
+    const notice = page.locator('portico-widget .portico-widget-notice[role=status]');
+    await expect.poll(() => notice.textContent(), { timeout: 60_000 }).toMatch(/waiting for the Python worker… Slurm job \d+: PENDING \((Resources|Priority)\)/);
+    expect(spawnSync('scancel', [blocker], { env: slurmEnv }).status).toBe(0);
     // The page read the state again, which made the instance anew in a new job with its saved
-    // state: it shows 10, and a click goes on from there.
+    // state: it shows 10, the notice goes, and a click goes on from there.
     await expect.poll(() => button.textContent(), { timeout: 90_000 }).toBe('count is 10');
+    await expect.poll(() => notice.count(), { timeout: 30_000 }).toBe(0);
     await button.click();
     await expect.poll(async () => (await api(suite.running, 'POST', '/v1/interfaces/call', { target: uuid, method: 'value' })).body.payload, { timeout: 90_000 }).toBe(11);
     await expect.poll(() => button.textContent(), { timeout: 30_000 }).toBe('count is 11');
