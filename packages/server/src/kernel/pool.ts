@@ -116,17 +116,17 @@ export class KernelPool {
   private readonly workerIdleMs: number;
   private readonly instanceIdleMs: number;
   private readonly livenessMs: number;
+  private readonly placed: boolean; // workers away from the gateway (not local children): `__resources__` pick them, a pending start is listed, each says where it runs
 
   constructor(private readonly options: PoolOptions) {
     this.workerIdleMs = options.workerIdleMs ?? LIMITS.workerIdleMs;
     this.instanceIdleMs = options.instanceIdleMs ?? LIMITS.instanceIdleMs;
     this.livenessMs = options.livenessMs ?? LIMITS.workerLivenessMs;
+    this.placed = (options.placement?.name ?? 'local') !== 'local';
     const shortest = Math.min(this.workerIdleMs, this.instanceIdleMs);
-    this.sweeper = setInterval(() => sweep(this.slots, options, { instanceMs: this.instanceIdleMs, workerMs: this.workerIdleMs }, (line) => this.log(line)), Math.max(1000, Math.min(shortest / 4, 30_000)));
-    this.sweeper.unref();
+    this.sweeper = setInterval(() => sweep(this.slots, options, { instanceMs: this.instanceIdleMs, workerMs: this.workerIdleMs }, (line) => this.log(line)), Math.max(1000, Math.min(shortest / 4, 30_000))).unref();
     if (this.livenessMs > 0) {
-      this.beater = setInterval(() => this.checkLiveness(), Math.max(50, this.livenessMs / LIMITS.workerHeartbeatsPerLiveness));
-      this.beater.unref();
+      this.beater = setInterval(() => this.checkLiveness(), Math.max(50, this.livenessMs / LIMITS.workerHeartbeatsPerLiveness)).unref();
     }
   }
 
@@ -161,14 +161,14 @@ export class KernelPool {
 
   /** The worker for instances of `module`: with a placement that honours `__resources__`, the one of its class's lane (lanes.ts); `onWaiting` as for `get`. */
   async getFor(project: string, python: string, module: string, onWaiting?: WaitListener): Promise<Worker> {
-    if (this.options.placement?.name !== 'slurm') return this.get(project, python);
+    if (!this.placed) return this.get(project, python);
     const lane = this.lanes.get(project, python, module) ?? this.lanes.set(project, python, module, laneOf(module, await withoutEffects(this, project, python, (w) => w.declaredResources(module), onWaiting)));
     return this.get(project, python, undefined, lane, onWaiting);
   }
 
   /** `getFor`'s worker when it is running; never starts one. */
   peekFor(project: string, python: string, module: string): Worker | undefined {
-    if (this.options.placement?.name !== 'slurm') return this.peek(project, python);
+    if (!this.placed) return this.peek(project, python);
     const lane = this.lanes.get(project, python, module);
     const slot = lane && this.slots.get(slotKey(project, python, lane.key));
     return slot?.worker.alive ? slot.worker : undefined;
@@ -229,8 +229,8 @@ export class KernelPool {
     return this.lastPeek.key;
   }
 
-  /** The running workers of `project` (every interpreter and lane); what its classes declare is asked again from now on. */
-  workersOf(project: string): Worker[] {
+  /** The project's source changed: its classes' `__resources__` are asked again; its running workers (every interpreter and lane), to drop the changed modules. */
+  sourceChanged(project: string): Worker[] {
     this.lanes.forget(project);
     return [...this.slots.values()].flatMap(({ worker }) => (worker.project === project && worker.alive ? [worker] : []));
   }
@@ -250,8 +250,8 @@ export class KernelPool {
 
   list(): WorkerInfo[] {
     return [...this.slots.values()]
-      .filter((slot) => slot.worker.alive || (slot.starting && this.options.placement?.name === 'slurm')) // a pending job is listed too
-      .map(({ worker }) => workerInfo(worker, this.options.placement));
+      .filter((slot) => slot.worker.alive || (slot.starting && this.placed)) // a pending job is listed too
+      .map(({ worker }) => workerInfo(worker, this.placed));
   }
 
   /** Live instances per project directory, across its interpreters. */
@@ -431,9 +431,9 @@ function sweep(slots: Map<string, Slot>, options: PoolOptions, idle: { instanceM
   }
 }
 
-/** What GET /v1/projects says of a worker: where it runs too, when a placement other than local put it there. */
-function workerInfo(worker: Worker, placement: WorkerPlacement | undefined): WorkerInfo {
-  const where = placement && placement.name !== 'local' ? { placement: worker.placementInfo } : {};
+/** What GET /v1/projects says of a worker: where it runs too, when it was `placed` away from the gateway. */
+function workerInfo(worker: Worker, placed: boolean): WorkerInfo {
+  const where = placed ? { placement: worker.placementInfo } : {};
   return { directory: worker.project, python: worker.python, pid: worker.pid ?? null, instances: worker.live.size, calls: worker.busy, ...where };
 }
 

@@ -74,7 +74,7 @@ export class SourceInvalidation {
 
   /** Tells every running worker of the project to drop `modules`. */
   private async invalidateWorkers(project: string, modules: string[]): Promise<void> {
-    const workers = this.pool.workersOf(project);
+    const workers = this.pool.sourceChanged(project);
     await Promise.all(
       workers.map((worker) =>
         worker?.invalidate(modules, LIMITS.sourceInvalidateTimeoutMs).catch((err: Error) => {
