@@ -10,7 +10,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
+import { promisify, stripVTControlCharacters } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { launchBrowser } from './browser.js';
 import { ROOT } from './helpers.js';
@@ -23,13 +23,13 @@ afterAll(async () => {
   for (const dir of made) await rm(dir, { recursive: true, force: true });
 });
 
-/** `vitepress build` of `docs` into a temporary folder: its exit status, output and folder. */
+/** `vitepress build` of `docs` into a temporary folder: its exit status, output (colours stripped: CI=true turns them on) and folder. */
 async function build(docs: string): Promise<{ code: number; output: string; out: string }> {
   const out = await mkdtemp(path.join(tmpdir(), 'portico-site-'));
   made.push(out);
   return promisify(execFile)(process.execPath, [VITEPRESS, 'build', docs, '--outDir', out], { cwd: ROOT, maxBuffer: 16 << 20 }).then(
-    ({ stdout, stderr }) => ({ code: 0, output: stdout + stderr, out }),
-    (err: { stdout: string; stderr: string; code: number }) => ({ code: err.code, output: err.stdout + err.stderr, out }),
+    ({ stdout, stderr }) => ({ code: 0, output: stripVTControlCharacters(stdout + stderr), out }),
+    (err: { stdout: string; stderr: string; code: number }) => ({ code: err.code, output: stripVTControlCharacters(err.stdout + err.stderr), out }),
   );
 }
 

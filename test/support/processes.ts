@@ -5,6 +5,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { stripVTControlCharacters } from 'node:util';
 
 export interface Launched {
   child: ChildProcess;
@@ -13,7 +14,7 @@ export interface Launched {
   out: () => string;
   err: () => string;
   exited: Promise<number | null>;
-  /** Resolves once stdout matches `pattern`; rejects if the command exits first. */
+  /** Resolves once stdout, as a terminal shows it (colours stripped: tools colour under CI=true), matches `pattern`; rejects if the command exits first. */
   printed(pattern: RegExp): Promise<RegExpExecArray>;
 }
 
@@ -34,7 +35,7 @@ export function launch(command: string, args: string[], options: { cwd: string; 
     printed: (pattern) =>
       new Promise((resolve, reject) => {
         const check = () => {
-          const match = pattern.exec(stdout);
+          const match = pattern.exec(stripVTControlCharacters(stdout));
           if (match) resolve(match);
         };
         child.stdout!.on('data', check);
