@@ -56,6 +56,8 @@ describe('GET /metrics', { timeout: 60_000 }, () => {
     expect(sample(page, 'portico_workers')).toBe(1);
     expect(sample(page, 'portico_executions', { state: 'finished' })).toBe(1);
     expect(sample(page, 'portico_store_operations_total', { op: 'insert', outcome: 'ok' })).toBeGreaterThanOrEqual(3);
+    // The second call by module name attached to the record the first made: looked up, not inserted again.
+    expect(sample(page, 'portico_store_operations_total', { op: 'existing', outcome: 'ok' })).toBeGreaterThanOrEqual(1);
     expect(sample(page, 'portico_http_requests_total', { method: 'GET', status: '401' })).toBe(1);
     expect(sample(page, 'portico_process_resident_memory_bytes')).toBeGreaterThan(0);
     expect(page).not.toContain(TOKEN);

@@ -4,6 +4,7 @@
  * PostgreSQL, with records inserted through `insert` and searched through `search`, so the SQL
  * compiler is held to the same oracle as the in-memory engine.
  */
+import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -202,6 +203,26 @@ describe.each(KINDS)('$name store', (kind) => {
       const again = await store.insert({ ...first, config: { n: 2 }, created_by: 'bob', label: null });
       expect(again).toEqual({ record: first, created: false });
       expect(await store.get('same')).toEqual(first);
+    });
+  });
+
+  it('existing: the record only once its create is durable, nothing for a uuid never created', async () => {
+    await withStore([], async (store, project) => {
+      expect(await store.existing('never')).toBeUndefined();
+      const made = record('durable', { n: 1 }, { created_by: 'alice' });
+      const insert = store.insert(made);
+      // Asked once get sees it: the embedded store holds it in memory before its journal is synced
+      // and its record file written (existing waits for both, as insert does); a PostgreSQL row is
+      // visible only once committed, durable then (its record file follows).
+      for (let turns = 0; !(await store.get('durable')); turns++) {
+        expect(turns).toBeLessThan(100_000);
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      expect(await store.existing('durable')).toEqual(made);
+      if (kind.name !== 'PostgreSQL') expect(existsSync(path.join(project, '.portico/interfaces/durable/interface.json'))).toBe(true);
+      expect(await insert).toEqual({ record: made, created: true });
+      await store.delete('durable');
+      expect(await store.existing('durable')).toBeUndefined();
     });
   });
 

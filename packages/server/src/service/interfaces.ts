@@ -219,8 +219,16 @@ export class InterfaceService {
         onWaiting,
       ));
     const predicate = input.predicate ?? {};
+    const uuid = input.uuid ?? contentUuid(resolved, predicate);
+    // Nothing of the caller's own to store (a REST call by module name, every time after its
+    // first): the record its content names is the answer, with no record built, checked or
+    // offered to the store (on PostgreSQL, one round trip fewer).
+    if (input.uuid == null && input.label === undefined && input.meta === undefined) {
+      const stored = await store.existing(uuid);
+      if (stored) return publicInfo(stored);
+    }
     const record: InterfaceRecord = {
-      uuid: input.uuid ?? contentUuid(resolved, predicate),
+      uuid,
       module: resolved.module,
       kind: INTERFACE_KIND,
       // The worker names the class `kind`, as the records did before class_name.

@@ -215,14 +215,22 @@ export class LowdbStore implements Store {
     return this.records.get(uuid);
   }
 
-  async insert(record: InterfaceRecord): Promise<{ record: InterfaceRecord; created: boolean }> {
-    const text = newRecordJson(record);
-    for (let existing = this.records.get(record.uuid); existing; existing = this.records.get(record.uuid)) {
+  async existing(uuid: string): Promise<InterfaceRecord | undefined> {
+    for (let existing = this.records.get(uuid); existing; existing = this.records.get(uuid)) {
+      const pending = this.pending.get(uuid);
+      if (!pending) return existing;
       // It may still be on its way to disk: acknowledge only once it is there. If that write
       // failed (or another changed it meanwhile), look again.
-      await this.pending.get(record.uuid)?.settled;
-      if (this.records.get(record.uuid) === existing) return { record: existing, created: false };
+      await pending.settled;
+      if (this.records.get(uuid) === existing) return existing;
     }
+    return undefined;
+  }
+
+  async insert(record: InterfaceRecord): Promise<{ record: InterfaceRecord; created: boolean }> {
+    const text = newRecordJson(record);
+    const existing = await this.existing(record.uuid);
+    if (existing) return { record: existing, created: false };
     if (await this.mutate(record.uuid, record, text, true)) noteFreshFolder(record);
     return { record, created: true };
   }

@@ -38,6 +38,11 @@ export interface Store {
   /** The record, or undefined. */
   get(uuid: string): Promise<InterfaceRecord | undefined>;
   /**
+   * The record once it is durable (a create of it still on its way to disk is waited for), or
+   * undefined: what insert would answer for a record that exists, without one to insert.
+   */
+  existing(uuid: string): Promise<InterfaceRecord | undefined>;
+  /**
    * Stores the record unless one with its uuid exists (then that one is returned unchanged).
    * Resolves only once the record is durable.
    */

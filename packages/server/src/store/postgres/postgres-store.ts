@@ -347,6 +347,11 @@ export class PostgresStore implements Store {
     return row && rowRecord(row);
   }
 
+  /** A row is there to read only once its insert committed. */
+  existing(uuid: string): Promise<InterfaceRecord | undefined> {
+    return this.get(uuid);
+  }
+
   async insert(record: InterfaceRecord): Promise<{ record: InterfaceRecord; created: boolean }> {
     // Refused before a row exists: a uuid that cannot name a directory, a record over its bounds.
     const text = newRecordJson(record);
