@@ -115,26 +115,27 @@ export async function restCalls(url, { count = 1500, warmup = 100, concurrency =
 }
 
 /**
- * Issue 45: REST calls through the gateway beside the two floors of a REST request, interleaved
- * (in each of `runs` rounds the raw \`http\` server, the bare Koa + @koa/router server, then the
- * gateway, so that all three see the same load on a shared machine): p50 with one keep-alive
- * client, requests/s with 16, and each server's own CPU per request. Each figure the median of the
- * rounds, with its smallest and largest (`spread`).
+ * Issue 45: REST calls through the gateway beside the floors of a REST request, interleaved (in
+ * each of `runs` rounds the raw \`http\` server, the bare Koa + @koa/router server, the same Koa
+ * with one round trip to a Python process per request, then the gateway, so that all four see the
+ * same load on a shared machine): p50 with one keep-alive client, requests/s with 16, and each
+ * server's own CPU per request. Each figure the median of the rounds, with its smallest and largest (`spread`).
  */
-export async function restBesideFloors(gw, { http: httpFloor, koa }, runs, perCall) {
+export async function restBesideFloors(gw, { http: httpFloor, koa, koaPipe }, runs, perCall) {
   const rounds = [];
   for (let i = 0; i < runs; i++) {
     const raw = await restCalls(httpFloor.url, { path: '/', serverPid: httpFloor.pid });
     const bare = await restCalls(koa.url, { serverPid: koa.pid });
+    const piped = await restCalls(koaPipe.url, { serverPid: koaPipe.pid });
     const m = await gw.measure(() => restCalls(gw.url));
-    rounds.push({ raw, koa: bare, gateway: { ...m.result, ...perCall(m, m.result.calls) } });
+    rounds.push({ raw, koa: bare, koaPipe: piped, gateway: { ...m.result, ...perCall(m, m.result.calls) } });
   }
   const pick = (who, key) => {
     const values = rounds.map((r) => r[who][key]).sort((a, b) => a - b);
     return { median: values[Math.floor(values.length / 2)], min: values[0], max: values.at(-1) };
   };
   const out = {};
-  for (const who of ['raw', 'koa', 'gateway']) {
+  for (const who of ['raw', 'koa', 'koaPipe', 'gateway']) {
     out[who] = {};
     for (const key of Object.keys(rounds[0][who])) if (typeof rounds[0][who][key] === 'number') out[who][key] = pick(who, key).median;
     out[who].spread = Object.fromEntries(['p50', 'perSecond', 'cpuUs'].map((key) => [key, pick(who, key)]));

@@ -17,6 +17,8 @@ export async function startFloorServer(file, scheme = 'ws') {
 export const startWsEcho = () => startFloorServer('ws-echo-server.mjs');
 export const startHttpFloor = () => startFloorServer('http-server.mjs', 'http');
 export const startKoaFloor = () => startFloorServer('koa-server.mjs', 'http');
+/** Bare Koa plus one round trip to a Python process per request: the floor of the architecture (issue 45). */
+export const startKoaPipeFloor = () => startFloorServer('koa-pipe-server.mjs', 'http');
 
 /** Opens a ws client; `deflate: true` offers permessage-deflate as browsers do, compressing every frame it sends. */
 export function openWs(url, protocols = [], { deflate = false } = {}) {

@@ -18,7 +18,7 @@ import { anywidgetsBench } from './anywidgets.mjs';
 import { indexBench } from './index.mjs';
 import { lifetimeBench } from './lifetime.mjs';
 import { postgresBench } from './postgres.mjs';
-import { pipeEchoRtt, startHttpFloor, startKoaFloor, startWsEcho, wsEchoRtt, wsEchoThroughput } from './floors.mjs';
+import { pipeEchoRtt, startHttpFloor, startKoaFloor, startKoaPipeFloor, startWsEcho, wsEchoRtt, wsEchoThroughput } from './floors.mjs';
 import { demoProject, fmt, medianOf, onDemoCopy, recorded, report, ROOT, rssMb, section, startGateway } from './lib.mjs';
 
 if (!existsSync(path.join(ROOT, 'packages/server/dist/cli/main.js'))) {
@@ -55,6 +55,7 @@ console.log(`Portico bench — node ${process.version}, ${CORES} cores, each cal
 const echo = await startWsEcho();
 const httpFloor = await startHttpFloor();
 const koaFloor = await startKoaFloor();
+const koaPipeFloor = await startKoaPipeFloor();
 const project = await demoProject();
 const gw = await startGateway(project.dir);
 try {
@@ -69,6 +70,7 @@ try {
       wsPipelined: await medianOf(RUNS, () => wsEchoThroughput(echo.url, { connections: 8, inFlight: 32 })),
       http1: await medianOf(RUNS, () => restCalls(httpFloor.url, { path: '/', concurrency: 16, serverPid: httpFloor.pid })),
       koa: await medianOf(RUNS, () => restCalls(koaFloor.url, { concurrency: 16, serverPid: koaFloor.pid })),
+      koaPipe: await medianOf(RUNS, () => restCalls(koaPipeFloor.url, { concurrency: 16, serverPid: koaPipeFloor.pid })),
     };
     floors.callP50 = floors.ws.p50 + floors.pipe.p50;
     floors.callP99 = floors.ws.p99 + floors.pipe.p99;
@@ -85,6 +87,9 @@ try {
       { name: 'bare Koa + @koa/router POST p50 (1 keep-alive client)', value: floors.koa.p50, unit: ' µs', floor: floors.http1.p50 },
       { name: 'bare Koa + @koa/router POST/s (16 keep-alive clients)', value: floors.koa.perSecond, unit: '/s', floor: floors.http1.perSecond },
       { name: 'bare Koa + @koa/router server CPU per POST', value: floors.koa.cpuUs, unit: ' µs', floor: floors.http1.cpuUs },
+      { name: 'Koa + a Python pipe round trip POST p50 (1 keep-alive client)', value: floors.koaPipe.p50, unit: ' µs', floor: floors.koa.p50 },
+      { name: 'Koa + a Python pipe round trip POST/s (16 keep-alive clients)', value: floors.koaPipe.perSecond, unit: '/s', floor: floors.koa.perSecond },
+      { name: 'Koa + a Python pipe round trip server CPU per POST', value: floors.koaPipe.cpuUs, unit: ' µs', floor: floors.koa.cpuUs },
     ]);
   }
 
@@ -108,7 +113,7 @@ try {
       { name: 'Python worker CPU per ws call (pipelined)', value: pipelined.workerUs, unit: ' µs' },
     );
     const http = await medianOf(RUNS, () => restCalls(gw.url, { path: '/v1/health', method: 'GET', total: 2000 }));
-    const besides = await restBesideFloors(gw, { http: httpFloor, koa: koaFloor }, RUNS, perCall);
+    const besides = await restBesideFloors(gw, { http: httpFloor, koa: koaFloor, koaPipe: koaPipeFloor }, RUNS, perCall);
     const rest = besides.gateway;
     rows.push(
       { name: 'REST GET /v1/health p50 (HTTP stack, no Python)', value: http.p50, unit: ' µs' },
@@ -129,7 +134,7 @@ try {
   if (want('rest')) {
     section('rest', 'REST calls (issue 45): demo streamer.echo(1) beside a bare Koa + @koa/router server and a raw http server, interleaved in each round');
     const perCall = (m, calls) => ({ cpuUs: (m.cpu * 1e6) / calls, workerUs: (m.workerCpu * 1e6) / calls, allocB: m.allocated / calls });
-    const besides = await restBesideFloors(gw, { http: httpFloor, koa: koaFloor }, RUNS, perCall);
+    const besides = await restBesideFloors(gw, { http: httpFloor, koa: koaFloor, koaPipe: koaPipeFloor }, RUNS, perCall);
     report([
       ...restRows(besides),
       { name: 'gateway allocations per REST call', value: besides.gateway.allocB, unit: ' B' },
@@ -222,6 +227,7 @@ try {
   echo.stop();
   httpFloor.stop();
   koaFloor.stop();
+  koaPipeFloor.stop();
   await project.remove();
 }
 
@@ -230,16 +236,23 @@ try {
  * server's), with the min–max of the rounds. `pipeP50`, when given, adds the old row: the p50
  * beside a raw http POST plus a raw pipe echo.
  */
-function restRows({ raw, koa, gateway }, pipeP50) {
+function restRows({ raw, koa, koaPipe, gateway }, pipeP50) {
   const spread = (who, key, unit) => `${fmt(who.spread[key].min, unit)}–${fmt(who.spread[key].max, unit)}`;
-  console.log(`  (rounds' min–max: REST p50 ${spread(gateway, 'p50', ' µs')}, Koa ${spread(koa, 'p50', ' µs')}; REST/s ${spread(gateway, 'perSecond', '/s')}, Koa ${spread(koa, 'perSecond', '/s')}; CPU ${spread(gateway, 'cpuUs', ' µs')}, Koa ${spread(koa, 'cpuUs', ' µs')})`);
+  console.log(`  (rounds' min–max: REST p50 ${spread(gateway, 'p50', ' µs')}, Koa ${spread(koa, 'p50', ' µs')}, Koa + pipe ${spread(koaPipe, 'p50', ' µs')}; REST/s ${spread(gateway, 'perSecond', '/s')}, Koa ${spread(koa, 'perSecond', '/s')}, Koa + pipe ${spread(koaPipe, 'perSecond', '/s')}; CPU ${spread(gateway, 'cpuUs', ' µs')}, Koa ${spread(koa, 'cpuUs', ' µs')}, Koa + pipe ${spread(koaPipe, 'cpuUs', ' µs')})`);
   return [
+    // The architecture's own floor: what any gateway that runs the call in a Python process pays.
+    { name: 'Koa + a Python pipe round trip: p50 beside bare Koa', value: koaPipe.p50, unit: ' µs', floor: koa.p50 },
+    { name: 'Koa + a Python pipe round trip: POST/s beside bare Koa', value: koaPipe.perSecond, unit: '/s', floor: koa.perSecond },
+    { name: 'Koa + a Python pipe round trip: server CPU per POST beside bare Koa', value: koaPipe.cpuUs, unit: ' µs', floor: koa.cpuUs },
     { name: 'REST call p50 (1 keep-alive client), beside bare Koa', value: gateway.p50, unit: ' µs', floor: koa.p50, target: 1.5 },
     ...(pipeP50 === undefined ? [] : [{ name: 'REST call p50 (1 keep-alive client), beside raw http + pipe', value: gateway.p50, unit: ' µs', floor: raw.p50 + pipeP50, target: 2 }]),
     { name: 'REST calls/s (16 keep-alive clients), beside bare Koa', value: gateway.perSecond, unit: '/s', floor: koa.perSecond, target: 0.7 * koa.perSecond, higherIsBetter: true },
     { name: 'REST calls/s (16 keep-alive clients), beside raw http', value: gateway.perSecond, unit: '/s', floor: raw.perSecond },
     { name: 'gateway CPU per REST call, beside bare Koa per request', value: gateway.cpuUs, unit: ' µs', floor: koa.cpuUs, target: 1.5 },
     { name: 'gateway CPU per REST call, beside raw http per request', value: gateway.cpuUs, unit: ' µs', floor: raw.cpuUs },
+    { name: 'REST call p50, beside Koa + a Python pipe round trip', value: gateway.p50, unit: ' µs', floor: koaPipe.p50 },
+    { name: 'REST calls/s, beside Koa + a Python pipe round trip', value: gateway.perSecond, unit: '/s', floor: koaPipe.perSecond },
+    { name: 'gateway CPU per REST call, beside Koa + a Python pipe round trip', value: gateway.cpuUs, unit: ' µs', floor: koaPipe.cpuUs },
   ];
 }
 
