@@ -123,14 +123,18 @@ class Instances:
         if not isinstance(uuid, str):
             raise Refusal("bad_request", "release: field 'uuid' must be a string")
         with self._instances_lock:
-            self.instances.pop(uuid, None)
+            released = self.instances.pop(uuid, None)
+        if released is not None and released.persist and self.states is not None:
+            self.states.let_go(uuid)
 
     def evict(self, affected: Callable[[str], bool]) -> list[str]:
         """Drop the instances whose class comes from a module ``affected`` names; their uuids."""
         with self._instances_lock:
             evicted = [uuid for uuid, instance in self.instances.items() if affected(type(instance.obj).__module__)]
-            for uuid in evicted:
-                del self.instances[uuid]
+            held = [uuid for uuid in evicted if self.instances.pop(uuid).persist]
+        if self.states is not None:
+            for uuid in held:
+                self.states.let_go(uuid)
         return evicted
 
     def _emit(self, uuid: str | None, payload: Any) -> None:

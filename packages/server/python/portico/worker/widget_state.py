@@ -19,6 +19,11 @@ and given to its ``widget_update`` before anyone can use it.
   reader, or the next worker after a crash, finds the previous file or the new one, never a torn one.
 - **Exit.** ``flush`` writes what is pending, bounded (``EXIT_FLUSH_SECONDS``), before the worker
   leaves (``__main__``); a crash may lose the last ``SAVE_DELAY_S`` of changes, never the file.
+- **One process at a time.** A worker that restores a uuid holds ``.widget-state.lock`` in its
+  folder (``flock``, exclusive) until it lets the instance go (``let_go``: a release, a reload) or
+  exits. The worker of a gateway that was killed still writes its last changes as it leaves; the
+  next gateway's worker waits for that (at most ``TAKEOVER_SECONDS``) before it reads the file, so
+  it never restores a state older than one the killed gateway's client was answered with.
 """
 
 from __future__ import annotations
@@ -34,6 +39,11 @@ import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+try:
+    import fcntl
+except ImportError:  # not a POSIX system: no lock, as on a file system without locks
+    fcntl = None  # type: ignore[assignment]
 
 from .. import _storage
 from .._buffers import join_body, put_buffers, split_body, split_buffers
@@ -57,6 +67,11 @@ SETTLE_SECONDS = 2.0
 HOOK_TIMEOUT_S = 10.0
 #: Saves tried again when ``widget_state()`` raised (it may race a change on another thread).
 SAVE_TRIES = 3
+#: The lock file beside the state: held by the one worker process that has the instance.
+LOCK_FILE = ".widget-state.lock"
+#: How long making an instance waits for another process to let its state go (a worker whose
+#: gateway died writes its last save first, within ``EXIT_FLUSH_SECONDS``); then it goes on.
+TAKEOVER_SECONDS = 5.0
 
 
 def persists(cls: type) -> bool:
@@ -127,6 +142,8 @@ class WidgetStates:
         self._saving: str | None = None  # the uuid the saver is writing now
         self._thread: threading.Thread | None = None
         self._written: dict[str, bytes] = {}  # uuid → SHA-256 of the file as this worker last wrote it
+        self._held: dict[str, int] = {}  # uuid → the descriptor of its lock file, locked by this worker
+        self._letting_go: set[str] = set()  # uuids whose lock goes once their pending save is written
 
     # -- saving ----------------------------------------------------------------------------------
 
@@ -187,7 +204,13 @@ class WidgetStates:
             finally:
                 with self._cond:
                     self._saving = None
+                    fd = None
+                    if uuid in self._letting_go and uuid not in self._pending:
+                        self._letting_go.discard(uuid)
+                        fd = self._held.pop(uuid, None)
                     self._cond.notify_all()
+                if fd is not None:
+                    os.close(fd)
 
     def _save(self, uuid: str, entry: _Due) -> None:
         try:
@@ -235,6 +258,55 @@ class WidgetStates:
                 raise
         return result
 
+    # -- holding ---------------------------------------------------------------------------------
+
+    def hold(self, uuid: str) -> None:
+        """Hold ``uuid``'s lock file from now until ``let_go``: waits (at most ``TAKEOVER_SECONDS``)
+        for another process that holds it. Nothing to hold where the file system has no locks."""
+        with self._cond:
+            self._letting_go.discard(uuid)
+            if uuid in self._held:
+                return
+        path = state_path(self.project, uuid)
+        if path is None or fcntl is None:
+            return
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            fd = os.open(os.path.join(os.path.dirname(path), LOCK_FILE), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as exc:
+            log(f"the widget state of {uuid} is restored without its lock: {described(exc)}")
+            return
+        deadline = time.monotonic() + TAKEOVER_SECONDS
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    log(f"the widget state of {uuid} is still held by another process after {TAKEOVER_SECONDS:g} s; restoring it without waiting longer")
+                    os.close(fd)
+                    return
+                time.sleep(0.01)
+            except OSError:  # a file system without locks (some network mounts)
+                os.close(fd)
+                return
+        with self._cond:
+            if uuid in self._held:  # another thread of this worker took it meanwhile
+                os.close(fd)
+            else:
+                self._held[uuid] = fd
+
+    def let_go(self, uuid: str) -> None:
+        """This worker no longer has ``uuid``'s instance: its lock goes once a pending save is written."""
+        with self._cond:
+            if uuid not in self._held:
+                return
+            if uuid in self._pending or self._saving == uuid:
+                self._letting_go.add(uuid)
+                return
+            fd = self._held.pop(uuid)
+        os.close(fd)
+
     # -- restoring -------------------------------------------------------------------------------
 
     def restore(self, uuid: str, obj: Interface) -> bool:
@@ -247,6 +319,7 @@ class WidgetStates:
         path = state_path(self.project, uuid)
         if path is None:
             return False  # such a uuid never saves either
+        self.hold(uuid)  # another process still writing its last save of this uuid goes first
         self.settle(uuid)  # a save of the instance this one replaces, still pending
         try:
             with open(path, "rb") as stream:
