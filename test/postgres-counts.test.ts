@@ -66,6 +66,14 @@ describe('schema migration', () => {
       expect((await store.search({ kind: 'Model1', limit: 1 })).total).toBe(0);
       expect((await store.get((await store.search({ limit: 1 })).items[0]!.uuid))).toMatchObject({ kind: 'Interface', class_name: expect.stringMatching(/^Model[012]$/) });
       await expectExactTotals(store);
+      // Version 6: offset pages skip by the backfilled hour and minute counts, and land where the
+      // same order walked (a second sort key: no skipping) does.
+      for (const offset of [1, 59, 60, 999, 1500, 2935]) {
+        const jumped = (await store.search({ offset, limit: 5 })).items.map((item) => item.uuid);
+        const walked = (await store.search({ offset, limit: 5, sort: [{ by: 'created_at', direction: 'desc' }, { by: 'uuid', direction: 'asc' }] })).items.map((item) => item.uuid);
+        expect(jumped, `offset ${offset}`).toHaveLength(5);
+        expect(jumped, `offset ${offset}`).toEqual(walked);
+      }
     } finally {
       await index.close();
     }

@@ -16,7 +16,7 @@
 import type pg from 'pg';
 import { PorticoError } from '../../errors.js';
 import { codeText, indexedPrefix } from './coding.js';
-import { COUNTS_CLASS_NAME_MIGRATION, COUNTS_MIGRATION, COUNTS_PREFIX_MIGRATION } from './counts.js';
+import { COUNTS_CLASS_NAME_MIGRATION, COUNTS_CREATED_MIGRATION, COUNTS_MIGRATION, COUNTS_PREFIX_MIGRATION } from './counts.js';
 import { LEASES_MIGRATION } from './leases.js';
 import { INTERFACE_KIND } from '../store.js';
 
@@ -68,6 +68,8 @@ export const MIGRATIONS: readonly string[] = [
    ALTER TABLE portico_interfaces ALTER COLUMN class_name SET NOT NULL;
    ${prefixIndexes(['class_name'])}
    ${COUNTS_CLASS_NAME_MIGRATION}`,
+  // Offset pages newest or oldest first skip whole minutes by their counts: see counts.ts.
+  COUNTS_CREATED_MIGRATION,
 ];
 
 /** The schema version this gateway writes. */

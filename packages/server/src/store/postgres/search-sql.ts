@@ -15,7 +15,7 @@
 import { createHash } from 'node:crypto';
 import type { NormalFilter, Position, QueryPlan, SortKey } from '../query.js';
 import { codedPrefix, codeText, codeValue, indexedPrefix, PREFIX_INDEXED, RECORD_COLUMNS } from './coding.js';
-import { countedGroup } from './counts.js';
+import { countedGroup, CREATED_BUCKETS, type CountedGroup } from './counts.js';
 
 export interface Statement {
   text: string;
@@ -316,6 +316,61 @@ function totalSql(b: Builder, project: string, plan: QueryPlan, where: string[])
 }
 
 /**
+ * An offset page in created_at order over a set the counts hold (no filter but on archived): its
+ * direction and group, or null. Its rows skip whole hours, then whole minutes, by their counts.
+ */
+function createdJump(plan: QueryPlan): { desc: boolean; group: CountedGroup } | null {
+  const [sort, ...more] = plan.sorts;
+  if (plan.offset === 0 || plan.after || !sort || more.length || sort.path.length !== 1 || sort.path[0] !== 'created_at') return null;
+  const group = countedGroup(plan);
+  return group && group.dimension === 'all' && group.archived.length ? { desc: sort.direction === 'desc', group } : null;
+}
+
+/**
+ * The page of an offset search in created_at order (createdJump), without walking what it skips:
+ * from the counts (counts.ts, one snapshot with the rows, so exact), the hour that holds the page's
+ * first row and how many rows come before that hour, then the minute within that hour, then a walk
+ * of the index from that minute's edge for the rest of the offset. A minute is a range of
+ * created_at: its rows are those whose text starts with it, so newest first it ends just below
+ * the minute followed by the highest code point (coded text never holds it), or, for a created_at
+ * shorter than a minute's prefix (the minute is all of it), at the minute itself; oldest first it
+ * starts at the minute.
+ */
+function createdJumpRows(b: Builder, project: string, plan: QueryPlan, page: string[], order: string[], jump: { desc: boolean; group: CountedGroup }): string {
+  const [hour, minute] = CREATED_BUCKETS;
+  const direction = jump.desc ? 'DESC' : 'ASC';
+  const archived = jump.group.archived.length === 1 ? `archived = ${b.param(jump.group.archived[0])}` : 'archived IN (false, true)';
+  const at = b.param(project);
+  const offset = b.param(plan.offset, '::bigint');
+  const edge = jump.desc
+    ? `created_at < (SELECT value || (CASE WHEN length(value) = ${minute.length} THEN chr(1114111) ELSE chr(1) END) FROM minute)`
+    : 'created_at >= (SELECT value FROM minute)';
+  return `WITH hours AS (
+    SELECT value, sum(delta) AS n FROM portico_counts
+    WHERE project = ${at} AND dimension = '${hour.dimension}' AND ${archived}
+    GROUP BY value HAVING sum(delta) <> 0
+  ), hour AS (
+    SELECT value, before FROM (SELECT value, n, sum(n) OVER (ORDER BY value ${direction} ROWS UNBOUNDED PRECEDING) - n AS before FROM hours) AS h
+    WHERE before + n > ${offset} ORDER BY value ${direction} LIMIT 1
+  ), minutes AS (
+    SELECT c.value, sum(c.delta) AS n FROM portico_counts AS c, hour
+    WHERE c.project = ${at} AND c.dimension = '${minute.dimension}' AND c.${archived}
+      AND ${indexedPrefix('c.value')} >= hour.value AND ${indexedPrefix('c.value')} < hour.value || chr(1114111) AND left(c.value, ${hour.length}) = hour.value
+    GROUP BY c.value HAVING sum(c.delta) <> 0
+  ), minute AS (
+    SELECT m.value, hour.before + m.before AS before
+    FROM (SELECT value, n, sum(n) OVER (ORDER BY value ${direction} ROWS UNBOUNDED PRECEDING) - n AS before FROM minutes) AS m, hour
+    WHERE hour.before + m.before + m.n > ${offset} ORDER BY m.value ${direction} LIMIT 1
+  )
+  SELECT ${RECORD_COLUMNS.join(', ')} FROM portico_interfaces
+  WHERE project = ${at} AND uuid IN (
+    SELECT uuid FROM portico_interfaces WHERE ${[...page, edge].join(' AND ')} ORDER BY ${order.join(', ')}
+    LIMIT ${b.param(plan.limit + 1, '::int')} OFFSET (SELECT ${offset} - before FROM minute)
+  )
+  ORDER BY ${order.join(', ')}`;
+}
+
+/**
  * The statement for a planned search in one project. Its rows: `total` and `deltas` on each, and the page's
  * records (RECORD_COLUMNS, coded), at most limit + 1 of them; one row with null columns when
  * the page is empty.
@@ -329,12 +384,14 @@ export function searchStatement(project: string, plan: QueryPlan): Statement {
   const order = [...sorts.flatMap(({ columns, desc }) => columns.order.map((column) => `${column} ${desc ? 'DESC' : 'ASC'}`)), 'uuid ASC'];
   const page = [...where];
   if (plan.after) page.push(afterSql(b, sorts, plan.after));
-  const limit = `LIMIT ${b.param(plan.limit + 1, '::int')} OFFSET ${b.param(plan.offset, '::int')}`;
-  // Past the first page, a deferred join: the rows skipped are walked in an index alone (the
+  const jump = createdJump(plan);
+  const limit = jump ? '' : `LIMIT ${b.param(plan.limit + 1, '::int')} OFFSET ${b.param(plan.offset, '::int')}`;
+  // In created_at order, the counts skip whole minutes (createdJumpRows). Else past the first page, a deferred join: the rows skipped are walked in an index alone (the
   // uuids, with what the filters and the order read), and only the page's own rows are read whole;
   // an offset half-way through a million records read a half-million rows otherwise.
-  const rows =
-    plan.offset > 0
+  const rows = jump
+    ? createdJumpRows(b, project, plan, page, order, jump)
+    : plan.offset > 0
       ? `SELECT ${RECORD_COLUMNS.join(', ')} FROM portico_interfaces
   WHERE project = ${b.param(project)} AND uuid IN (
     SELECT uuid FROM portico_interfaces WHERE ${page.join(' AND ')} ORDER BY ${order.join(', ')} ${limit}
