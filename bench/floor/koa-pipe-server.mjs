@@ -9,6 +9,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Router from '@koa/router';
 import Koa from 'koa';
+import { readJson } from './json-body.mjs';
 
 const python = spawn('python3', [path.join(path.dirname(fileURLToPath(import.meta.url)), 'pipe_echo.py')], { stdio: ['ignore', 'inherit', 'inherit', 'pipe', 'pipe'] });
 const [toPython, fromPython] = [python.stdio[3], python.stdio[4]];
@@ -40,21 +41,6 @@ function roundTrip(message) {
     const prefix = Buffer.alloc(8);
     prefix.writeUInt32BE(header.length, 0);
     toPython.write(Buffer.concat([prefix, header]));
-  });
-}
-
-function readJson(req) {
-  return new Promise((resolve, reject) => {
-    const chunks = [];
-    req.on('data', (c) => chunks.push(c));
-    req.on('end', () => {
-      try {
-        resolve(JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}'));
-      } catch (err) {
-        reject(err);
-      }
-    });
-    req.on('error', reject);
   });
 }
 

@@ -5,21 +5,7 @@
 // serializes as it does any object body. Everything the gateway does beyond this is its own per-request work.
 import Router from '@koa/router';
 import Koa from 'koa';
-
-function readJson(req) {
-  return new Promise((resolve, reject) => {
-    const chunks = [];
-    req.on('data', (c) => chunks.push(c));
-    req.on('end', () => {
-      try {
-        resolve(JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}'));
-      } catch (err) {
-        reject(err);
-      }
-    });
-    req.on('error', reject);
-  });
-}
+import { readJson } from './json-body.mjs';
 
 const app = new Koa();
 const router = new Router();
