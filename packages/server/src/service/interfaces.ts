@@ -221,8 +221,8 @@ export class InterfaceService {
     const predicate = input.predicate ?? {};
     const uuid = input.uuid ?? contentUuid(resolved, predicate);
     // Nothing of the caller's own to store (a REST call by module name, every time after its
-    // first: no label, meta {}): the record its content names is the answer, with no record built, checked or
-    // offered to the store (on PostgreSQL, one round trip fewer).
+    // first: no label, meta {}): the record its content names is the answer, with no record
+    // built, checked or offered to the store (on PostgreSQL, one round trip fewer).
     if (input.uuid == null && input.label == null && (input.meta === undefined || Object.keys(input.meta).length === 0)) {
       const stored = await store.existing(uuid);
       if (stored) return publicInfo(stored);
