@@ -209,8 +209,9 @@ export class InterfaceService {
     // promise (no remotes to fetch, a resolution the running worker remembers).
     const ensuring = this.remotes.ensure(ctx.project.dir, input.target);
     if (ensuring) await ensuring;
+    const remembered = this.pool.peek(ctx.project.dir, ctx.python)?.resolvedNow(input.target, input.version ?? []);
     const resolved =
-      this.pool.peek(ctx.project.dir, ctx.python)?.resolvedNow(input.target, input.version ?? []) ??
+      remembered ??
       (await withoutEffects(
         this.pool,
         ctx.project.dir,
@@ -220,10 +221,11 @@ export class InterfaceService {
       ));
     const predicate = input.predicate ?? {};
     const uuid = input.uuid ?? contentUuid(resolved, predicate);
-    // Nothing of the caller's own to store (a REST call by module name, every time after its
-    // first: no label, meta {}): the record its content names is the answer, with no record
-    // built, checked or offered to the store (on PostgreSQL, one round trip fewer).
-    if (input.uuid == null && input.label == null && (input.meta === undefined || Object.keys(input.meta).length === 0)) {
+    // A version resolved before (a REST call by module name, every time after its first) with
+    // nothing of the caller's own to store (no label, meta {}): the record its content names is
+    // the answer, with no record built, checked or offered to the store (on PostgreSQL, one round
+    // trip fewer). A version new to the worker is most likely a new record: straight to insert.
+    if (remembered && input.uuid == null && input.label == null && (input.meta === undefined || Object.keys(input.meta).length === 0)) {
       const stored = await store.existing(uuid);
       if (stored) return publicInfo(stored);
     }
