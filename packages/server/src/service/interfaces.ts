@@ -202,33 +202,34 @@ export class InterfaceService {
 
   private async createOrFind(ctx: RequestContext, input: CreateInput, onWaiting?: WaitListener): Promise<InterfaceInfo> {
     const { store } = ctx.project;
-    const existing = (input.uuid && (await store.get(input.uuid))) || (await store.get(input.target));
+    const named = input.uuid ? await store.get(input.uuid) : undefined;
+    if (named) return publicInfo(named);
+    const version = input.version ?? [];
+    const predicate = input.predicate ?? {};
+    // A version the worker resolved before (a REST call by module name, every time after its
+    // first) with nothing of the caller's own to store (no uuid, no label, meta {}): the record
+    // its content names is looked up beside the target, in one round trip on PostgreSQL, and is
+    // the answer, with no record built, checked or offered to insert. A version new to the worker
+    // is most likely a new record: it goes straight to insert.
+    const remembered = this.pool.peek(ctx.project.dir, ctx.python)?.resolvedNow(input.target, version);
+    const ownless = input.uuid == null && input.label == null && (input.meta === undefined || Object.keys(input.meta).length === 0);
+    const [existing, attached] = await Promise.all([store.get(input.target), remembered && ownless ? store.existing(contentUuid(remembered, predicate)) : undefined]);
     if (existing) return publicInfo(existing);
+    if (attached) return publicInfo(attached);
 
-    // A REST call by module name comes here every time: what is known already is taken without a
-    // promise (no remotes to fetch, a resolution the running worker remembers).
+    // What is known already is taken without a promise (no remotes to fetch, a remembered resolution).
     const ensuring = this.remotes.ensure(ctx.project.dir, input.target);
     if (ensuring) await ensuring;
-    const remembered = this.pool.peek(ctx.project.dir, ctx.python)?.resolvedNow(input.target, input.version ?? []);
     const resolved =
       remembered ??
       (await withoutEffects(
         this.pool,
         ctx.project.dir,
         ctx.python,
-        (worker) => worker.resolve(input.target, input.version ?? []).catch((err: unknown) => explainUnknownModule(worker, input.target, err)),
+        (worker) => worker.resolve(input.target, version).catch((err: unknown) => explainUnknownModule(worker, input.target, err)),
         onWaiting,
       ));
-    const predicate = input.predicate ?? {};
     const uuid = input.uuid ?? contentUuid(resolved, predicate);
-    // A version resolved before (a REST call by module name, every time after its first) with
-    // nothing of the caller's own to store (no label, meta {}): the record its content names is
-    // the answer, with no record built, checked or offered to the store (on PostgreSQL, one round
-    // trip fewer). A version new to the worker is most likely a new record: straight to insert.
-    if (remembered && input.uuid == null && input.label == null && (input.meta === undefined || Object.keys(input.meta).length === 0)) {
-      const stored = await store.existing(uuid);
-      if (stored) return publicInfo(stored);
-    }
     const record: InterfaceRecord = {
       uuid,
       module: resolved.module,
