@@ -1,10 +1,10 @@
 /**
  * Group commit for the PostgreSQL store: calls that arrive while a statement is running are
- * queued and sent together as one statement once it returns. An idle gateway sends each call
- * at once (a batch of one, no added wait); a busy one sends one round trip and one commit (one
- * WAL flush) for many calls instead of one each. Profiling REST creates with 16 in flight showed
- * the gateway's per-statement work (socket writes, result parsing) and PostgreSQL's commit per
- * create as the cost that batching removes.
+ * queued and sent together as one statement once it returns. An idle gateway sends what one
+ * turn of the event loop submitted at that turn's end (no added wait); a busy one sends one round
+ * trip and one commit (one WAL flush) for many calls instead of one each. Profiling REST creates
+ * with 16 in flight showed the gateway's per-statement work (socket writes, result parsing) and
+ * PostgreSQL's commit per create as the cost that batching removes.
  */
 
 interface Pending<T, R> {
@@ -30,11 +30,15 @@ export class Batcher<T, R> {
     private readonly perItem: (err: unknown) => boolean,
   ) {}
 
-  /** Resolves with the item's result once the statement that carried it returned. */
+  /**
+   * Resolves with the item's result once the statement that carried it returned. The items
+   * submitted in one synchronous turn (a call's lookups of its target and of its record, say) go
+   * in one statement even when the pool is idle: the pump waits for the turn's end, a microtask.
+   */
   submit(item: T): Promise<R> {
     return new Promise<R>((resolve, reject) => {
       this.queue.push({ item, resolve, reject });
-      this.pump();
+      if (this.queue.length === 1) queueMicrotask(() => this.pump());
     });
   }
 
