@@ -41,11 +41,25 @@ describe('search compiled to SQL', () => {
     expect(first.text.match(/\bSELECT\b/g)).toHaveLength(3);
     expect(first.values).toContain(26);
     // Past the first page, the skipped records are walked in an index alone: a deferred join, one SELECT more.
-    const { text, values } = compile({ limit: 25, offset: 50 });
+    const { text, values } = compile({ module: 'm', limit: 25, offset: 50 });
     expect(text.match(/\bSELECT\b/g)).toHaveLength(4);
     expect(text).toMatch(/uuid IN \(\s*SELECT uuid FROM portico_interfaces/);
     expect(values).toContain(26);
     expect(values).toContain(50);
+  });
+
+  it('skips whole hours and minutes by their counts for an offset page in created_at order with no filter', () => {
+    for (const request of [{ offset: 50 }, { offset: 50, include_archived: true }, { offset: 50, sort: [{ by: 'created_at', direction: 'asc' as const }] }]) {
+      const { text, values } = compile({ ...request, limit: 25 });
+      expect(text).toMatch(/dimension = 'created_hour'/);
+      expect(text).toMatch(/dimension = 'created_minute'/);
+      expect(text).toMatch(/OFFSET \(SELECT \$\d+::bigint - before FROM minute\)/);
+      expect(values).toContain(26);
+    }
+    // Any other filter or order: the deferred join.
+    for (const request of [{ module: 'm', offset: 50 }, { offset: 50, sort: [{ by: 'uuid', direction: 'asc' as const }] }, { cursor: null, offset: 0 }]) {
+      expect(compile({ ...request, limit: 25 }).text).not.toMatch(/created_minute/);
+    }
   });
 
   it('sums the trigger-kept counts for the common totals and counts the matches for the others', () => {
