@@ -48,6 +48,9 @@ async function onTerminal(command: string[], ready: RegExp, env: Record<string, 
   return { child, output: () => text, ctrlC: () => child.stdin!.write('ctrl-c\n'), exited };
 }
 
+/** A shell's environment, not npm's: `npm test` would hand its npm_lifecycle_event to the gateway. */
+const NOT_UNDER_NPM = { npm_lifecycle_event: '' };
+
 /** The line a gateway prints once it listens. */
 const banner = (port: number) => new RegExp(`API\\s+http://127\\.0\\.0\\.1:${port}/v1`);
 
@@ -116,7 +119,7 @@ describe('Ctrl+C in a terminal', { timeout: 180_000 }, () => {
     const project = await tempProject();
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
-    const terminal = await onTerminal(['node', PORTICO, 'serve', project, '--port', String(port)], banner(port));
+    const terminal = await onTerminal(['node', PORTICO, 'serve', project, '--port', String(port)], banner(port), NOT_UNDER_NPM);
     const work = await inFlight(url);
     const ms = await expectCleanStop(terminal, port, project, work);
     console.log(`portico serve: Ctrl+C to exit with a call, a stream, creates and an upload in flight: ${ms.toFixed(0)} ms`);
@@ -139,7 +142,7 @@ describe('Ctrl+C in a terminal', { timeout: 180_000 }, () => {
   it('a second Ctrl+C, later, stops at once (exit 130)', async () => {
     const project = await tempProject();
     const port = await freePort();
-    const terminal = await onTerminal(['node', PORTICO, 'serve', project, '--port', String(port)], banner(port));
+    const terminal = await onTerminal(['node', PORTICO, 'serve', project, '--port', String(port)], banner(port), NOT_UNDER_NPM);
     // Cut off by the stop at once: its connection just closes.
     const call = api({ url: `http://127.0.0.1:${port}` }, 'POST', '/v1/interfaces/call', { target: 'slow', method: 'wait', args: [30] }).catch(() => undefined);
     await new Promise((r) => setTimeout(r, 500));
@@ -150,4 +153,5 @@ describe('Ctrl+C in a terminal', { timeout: 180_000 }, () => {
     expect(terminal.output()).toMatch(/SIGINT again, stopping now/);
     await call;
   });
+
 });

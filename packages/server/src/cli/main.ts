@@ -116,10 +116,13 @@ async function serve(argv: string[]): Promise<number> {
   unwatch();
   const first = performance.now();
   // Through the gateway's log (JSON lines on a stderr that is not a terminal), like every other line it writes.
+  let echoed = false;
   const now = (again: NodeJS.Signals) => {
     // One Ctrl+C under npm arrives twice: the terminal signals the whole foreground group, npm
-    // among it, and npm passes its own copy on. That copy is the same Ctrl+C, not a second one.
-    if (again === 'SIGINT' && signal === 'SIGINT' && process.env.npm_lifecycle_event && performance.now() - first < SIGNAL_ECHO_MS) {
+    // among it, and npm passes its own copy on. That copy (one, however late a loaded machine
+    // makes it) is the same Ctrl+C, not a second one; a second Ctrl+C arrives twice as well.
+    if (again === 'SIGINT' && signal === 'SIGINT' && process.env.npm_lifecycle_event && !echoed && performance.now() - first < SIGNAL_ECHO_MS) {
+      echoed = true;
       process.once(again, () => now(again));
       return;
     }
@@ -134,8 +137,8 @@ async function serve(argv: string[]): Promise<number> {
   return 0;
 }
 
-/** Under npm, a second SIGINT this soon after the first is npm passing the terminal's Ctrl+C on, not a second one (ms). */
-const SIGNAL_ECHO_MS = 1000;
+/** Under npm, one more SIGINT this soon after the first is npm passing the terminal's Ctrl+C on, not a second one (ms). */
+const SIGNAL_ECHO_MS = 5000;
 
 /** How often a gateway started by npm checks that npm is still there (ms). */
 const PARENT_CHECK_MS = 500;
