@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import struct
+import time
 import unittest
 
 from support import TIMEOUT, WorkerProcess, make_project
@@ -25,6 +26,12 @@ PROJECT = {
                 # A non-daemon thread in user code must not keep the worker alive after EOF.
                 threading.Thread(target=time.sleep, args=(60,)).start()
                 return "started"
+
+            def linger(self, marker):
+                # A call that outlives its gateway: it would run far past the test's patience.
+                open(marker, "w").close()
+                time.sleep(600)
+                return "done"
 
             def chatty(self):
                 # Printed outside any call (a thread of its own): the worker's own stdout, buffered.
@@ -57,6 +64,25 @@ class WorkerProcessTest(unittest.TestCase):
         worker.close_requests()
         self.assertEqual(worker.proc.wait(TIMEOUT), 0)
         worker.wait_output(b"buffered words\n")  # user output is flushed on the way out
+
+    def test_eof_while_a_call_still_runs_ends_the_worker_without_waiting_for_it(self) -> None:
+        # A gateway killed during a call: the worker cannot answer it any more, so it leaves at the
+        # EOF (widget saves written first) rather than when the call would have ended. Twice: the
+        # call the reading thread runs itself, and one past the hand-over to another reader.
+        for settle in (0.0, 1.0):
+            with self.subTest(settle=settle):
+                worker = self.start()
+                # The instance exists already: the reading thread runs the next call itself.
+                worker.result(worker.call("paths", module="where"))
+                marker = os.path.join(worker.proc.args[-1], f"lingering-{settle}")
+                worker.call("linger", marker, module="where")
+                deadline = time.monotonic() + TIMEOUT
+                while not os.path.exists(marker):
+                    self.assertLess(time.monotonic(), deadline, "the call never started")
+                    time.sleep(0.01)
+                time.sleep(settle)
+                worker.close_requests()
+                self.assertEqual(worker.proc.wait(TIMEOUT), 0)
 
     def test_shutdown_ends_the_worker(self) -> None:
         worker = self.start()

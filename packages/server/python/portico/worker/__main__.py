@@ -3,13 +3,15 @@
 
 Owns the process around the worker: checking the arguments and the pipes, putting the project
 first on ``sys.path``, and leaving without interpreter shutdown (threads may be stuck in user code),
-after writing the widget state saves still pending (bounded, ``widget_state.EXIT_FLUSH_SECONDS``).
+after writing the widget state saves still pending (bounded, ``widget_state.EXIT_FLUSH_SECONDS``),
+as soon as serving ended, whichever thread met its end.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import threading
 import traceback
 
 from .._frames import FrameReader
@@ -60,17 +62,26 @@ def main(argv: list[str] | None = None) -> int:
     _prepare(project)
     worker = Worker(project)
     output.install(worker.pipe.writer)  # a call's prints go to its caller from here on
+
+    def leave(status: int) -> None:
+        # EOF on fd 3, shutdown or a failure: the last widget changes reach their files first (a
+        # crash, os._exit elsewhere, may lose them; the file then holds the state before, never a
+        # torn one).
+        if not worker.widget_states.flush(STATE_FLUSH_SECONDS):
+            log(f"widget state saves still pending after {STATE_FLUSH_SECONDS} s were left unwritten")
+        worker.pipe.writer.flush(EXIT_FLUSH_SECONDS)
+        exit_now(status)
+
+    # Serving can end while this thread is inside a call it read itself (a gateway killed during
+    # a long call: another thread took over the reading and met the EOF). No answer can reach
+    # anyone any more, so the worker leaves from there rather than when the call ends.
+    threading.Thread(target=lambda: leave(worker.pipe.ended()), name="portico-leave", daemon=True).start()
     try:
         status = worker.serve(FrameReader(REQUEST_FD, READ_BUFFER_BYTES))
     except BaseException as exc:
         log("worker failed:\n" + "".join(traceback.format_exception(exc)).rstrip())
         status = 1
-    # EOF on fd 3, shutdown or a failure: the last widget changes reach their files first (a crash,
-    # os._exit elsewhere, may lose them; the file then holds the state before, never a torn one).
-    if not worker.widget_states.flush(STATE_FLUSH_SECONDS):
-        log(f"widget state saves still pending after {STATE_FLUSH_SECONDS} s were left unwritten")
-    worker.pipe.writer.flush(EXIT_FLUSH_SECONDS)
-    exit_now(status)
+    leave(status)
     return status  # not reached: exit_now ends the process
 
 

@@ -80,6 +80,11 @@ class Pipe:
         self._reader: FrameReader | None = None
         self._dispatch: Callable[[dict[str, Any], bytes], Work | None] | None = None
 
+    def ended(self) -> int:
+        """Waits until serving ended (EOF, ``shutdown``, lost framing), whichever thread met it; its status."""
+        self._done.wait()
+        return self._status
+
     def send(self, header: dict[str, Any]) -> None:
         self.writer.put(encode_frame(header))
 
