@@ -9,7 +9,6 @@
 // Issue 45: each store's creates/s beside the create floor (createFloor): in Node, exactly the work a
 // create cannot avoid (one worker round trip, the durable write, the record folder and file), with
 // 16 in flight; target 60% of it.
-import { spawn } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, writeSync } from 'node:fs';
 import { open, readFile, rm } from 'node:fs/promises';
 import { loadavg } from 'node:os';
@@ -17,6 +16,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { cpuMs, createRate, demoProject, jsonClient, medianOf, ROOT, startGateway } from './lib.mjs';
 import { startCluster } from '../scripts/provision-postgres.mjs';
+import { startPipeEcho } from './floor/pipe-echo.mjs';
 
 const { recordValues, INSERT_COLUMNS } = await import(path.join(ROOT, 'packages/server/dist/store/postgres/coding.js'));
 const { interfaceUuid } = await import(path.join(ROOT, 'packages/server/dist/store/identity.js'));
@@ -159,29 +159,9 @@ const RESOLVE_ANSWER_BYTES = 140;
  * resolves when the echo is back; `stop()` ends the echo; `pid` is the Python process.
  */
 function pipeRoundTrips() {
-  const child = spawn('python3', [path.join(ROOT, 'bench/floor/pipe_echo.py')], { stdio: ['ignore', 'inherit', 'inherit', 'pipe', 'pipe'] });
-  const [toPy, fromPy] = [child.stdio[3], child.stdio[4]];
-  const waiting = [];
-  let pending = Buffer.alloc(0);
-  fromPy.on('data', (chunk) => {
-    pending = pending.length ? Buffer.concat([pending, chunk]) : chunk;
-    while (pending.length >= 8) {
-      const size = 8 + pending.readUInt32BE(0) + pending.readUInt32BE(4);
-      if (pending.length < size) break;
-      pending = pending.subarray(size);
-      waiting.shift()();
-    }
-  });
-  const roundTrip = (i) =>
-    new Promise((resolve) => {
-      const json = JSON.stringify({ id: i, ok: true, payload: { module: 'counter', kind: 'Counter', config: { start: i, step: 1 }, version: [{ start: i }] } });
-      const header = Buffer.from(json.padEnd(RESOLVE_ANSWER_BYTES));
-      const prefix = Buffer.alloc(8);
-      prefix.writeUInt32BE(header.length, 0);
-      waiting.push(resolve);
-      toPy.write(Buffer.concat([prefix, header]));
-    });
-  return { roundTrip, pid: child.pid, stop: () => child.kill('SIGTERM') };
+  const echo = startPipeEcho();
+  const roundTrip = (i) => echo.roundTrip({ id: i, ok: true, payload: { module: 'counter', kind: 'Counter', config: { start: i, step: 1 }, version: [{ start: i }] } }, RESOLVE_ANSWER_BYTES);
+  return { roundTrip, pid: echo.pid, stop: echo.stop };
 }
 
 /** The create floor's record folders made so far in this process (each round makes new ones). */

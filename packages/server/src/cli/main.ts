@@ -115,8 +115,8 @@ async function serve(argv: string[]): Promise<number> {
   });
   unwatch();
   const first = performance.now();
-  // Through the gateway's log (JSON lines on a stderr that is not a terminal), like every other line it writes.
   let echoed = false;
+  // Through the gateway's log (JSON lines on a stderr that is not a terminal), like every other line it writes.
   const now = (again: NodeJS.Signals) => {
     // One Ctrl+C under npm arrives twice: the terminal signals the whole foreground group, npm
     // among it, and npm passes its own copy on. That copy (one, however late a loaded machine
