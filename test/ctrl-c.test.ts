@@ -75,11 +75,23 @@ async function inFlight(url: string) {
   uploading.sendRaw(Buffer.alloc(256 * 1024, 7));
   const upload = uploading.waitFor((f) => f.id === 'up' && (f.type === 'chunk_done' || f.type === 'error'), 60_000);
   await new Promise((r) => setTimeout(r, 300)); // all of it under way
+  // Each is awaited in turn once Ctrl+C is typed; one that fails first must fail the test there,
+  // not surface later as an unhandled rejection of another.
+  for (const pending of [call, stream, creates, upload]) pending.catch(() => {});
   return { call, stream, creates, upload, finishUpload: () => uploading.send({ type: 'chunk_end', id: 'up' }), close: () => (streaming.close(), uploading.close()) };
 }
 
 /** What a clean stop looks like in the terminal and on disk. */
 async function expectCleanStop(terminal: Terminal, port: number, project: string, work: Awaited<ReturnType<typeof inFlight>>) {
+  try {
+    return await cleanStop(terminal, port, project, work);
+  } catch (err) {
+    work.close();
+    throw new Error(`${(err as Error).message}\nwhat the terminal showed:\n${terminal.output()}`, { cause: err });
+  }
+}
+
+async function cleanStop(terminal: Terminal, port: number, project: string, work: Awaited<ReturnType<typeof inFlight>>) {
   const started = performance.now();
   terminal.ctrlC();
   work.finishUpload();

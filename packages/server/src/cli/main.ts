@@ -106,31 +106,39 @@ async function serve(argv: string[]): Promise<number> {
   }
   const running = await startServer(options);
   process.stdout.write(banner(running.url, running.gateway.projects.defaultDir, options));
-  // The first signal drains and stops (exit 0); a second one stops at once.
-  let unwatch = () => {};
-  const signal = await new Promise<string>((resolve) => {
-    process.once('SIGINT', () => resolve('SIGINT'));
-    process.once('SIGTERM', () => resolve('SIGTERM'));
-    unwatch = whenOrphaned(() => resolve('npm, which started the gateway, is gone'));
-  });
-  unwatch();
-  const first = performance.now();
+  // The first signal drains and stops (exit 0); a second one stops at once. The handlers stay on
+  // for the gateway's whole life: between removing one listener and adding the next, Node restores
+  // the default action, and a SIGINT landing in that gap (npm's copy of the same Ctrl+C, often)
+  // would kill the gateway mid-drain.
+  let first: { signal: string; at: number } | undefined;
   let echoed = false;
-  // Through the gateway's log (JSON lines on a stderr that is not a terminal), like every other line it writes.
-  const now = (again: NodeJS.Signals) => {
+  let stopping = (_signal: string) => {};
+  const stop = new Promise<string>((resolve) => (stopping = resolve));
+  const onSignal = (received: NodeJS.Signals) => {
+    if (!first) {
+      first = { signal: received, at: performance.now() };
+      stopping(received);
+      return;
+    }
     // One Ctrl+C under npm arrives twice: the terminal signals the whole foreground group, npm
     // among it, and npm passes its own copy on. That copy (one, however late a loaded machine
     // makes it) is the same Ctrl+C, not a second one; a second Ctrl+C arrives twice as well.
-    if (again === 'SIGINT' && signal === 'SIGINT' && process.env.npm_lifecycle_event && !echoed && performance.now() - first < SIGNAL_ECHO_MS) {
+    if (received === 'SIGINT' && first.signal === 'SIGINT' && process.env.npm_lifecycle_event && !echoed && performance.now() - first.at < SIGNAL_ECHO_MS) {
       echoed = true;
-      process.once(again, () => now(again));
       return;
     }
-    running.gateway.log(`${again} again, stopping now`, 'warn');
-    process.exit(again === 'SIGINT' ? 130 : 143);
+    // Through the gateway's log (JSON lines on a stderr that is not a terminal), like every other line it writes.
+    running.gateway.log(`${received} again, stopping now`, 'warn');
+    process.exit(received === 'SIGINT' ? 130 : 143);
   };
-  process.once('SIGINT', () => now('SIGINT'));
-  process.once('SIGTERM', () => now('SIGTERM'));
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  const unwatch = whenOrphaned(() => {
+    first ??= { signal: 'orphaned', at: performance.now() };
+    stopping('npm, which started the gateway, is gone');
+  });
+  const signal = await stop;
+  unwatch();
   const again = signal.startsWith('SIG') ? 'send it again' : 'send SIGTERM';
   running.gateway.log(`${signal}, stopping (in-flight work gets up to ${options.drainMs / 1000} s; ${again} to stop now)`, 'warn');
   await running.close();
