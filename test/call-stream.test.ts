@@ -117,6 +117,17 @@ describe('a call answered as it happens over HTTP', { timeout: 60_000 }, () => {
     const unknown = await lines('application/x-ndjson', 'nope');
     expect(unknown.status).toBe(404);
     expect(JSON.parse(unknown.text)).toMatchObject({ code: 'not_found', detail: { code: 'not_found' } });
+    // No instance to call (an unknown module, a config that does not resolve): the answer a plain
+    // JSON call gets, status and body.
+    const answered = async (accept: string, body: unknown) => {
+      const res = await fetch(`${g.url}/v1/interfaces/call`, { method: 'POST', headers: { 'content-type': 'application/json', accept }, body: JSON.stringify(body) });
+      return { status: res.status, type: res.headers.get('content-type'), body: await res.json() };
+    };
+    for (const body of [{ target: 'tickr', method: 'run', args: [1] }, { target: 'ticker', version: [{ nope: 1 }], method: 'run', args: [1] }]) {
+      const streamed = await answered('application/x-ndjson', body);
+      expect(streamed).toEqual(await answered('application/json', body));
+      expect([streamed.status, streamed.type]).toEqual([400, 'application/json; charset=utf-8']);
+    }
   });
 
   it('server-sent events carry the same objects, each named by its type', async () => {

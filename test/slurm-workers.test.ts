@@ -316,6 +316,71 @@ describe('workers placed by Slurm', { timeout: 120_000 }, () => {
     }
   });
 
+  it('waiting is visible to curl too: a streamed REST call whose worker\'s job is pending answers `waiting` lines at once, then its result once the job runs', async () => {
+    const blocker = blockNode();
+    let unblocked = false;
+    try {
+      const { g } = await placed({ workerWaitMs: 60_000 });
+      const res = await streamed(g, 'application/x-ndjson', { target: 'placed', method: 'where' });
+      // Headers come with the first notice, while the job is still pending.
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toMatch(/^application\/x-ndjson/);
+      const lines = readLines(res);
+      const told = await lines.until((line) => line.type === 'waiting' && line.payload.reason === 'Resources');
+      expect(told.payload).toEqual({ job: expect.stringMatching(/^\d+$/), state: 'PENDING', reason: 'Resources', message: `Slurm job ${told.payload.job}: PENDING (Resources)` });
+      spawnSync('scancel', [blocker], { env: slurmEnv });
+      unblocked = true;
+      const all = await lines.all();
+      expect(all.at(-1)).toMatchObject({ type: 'result', payload: { job: told.payload.job } });
+      const notices = all.slice(0, -1);
+      expect(notices.every((line) => line.type === 'waiting')).toBe(true);
+      notices.slice(1).forEach((line, i) => expect(line.payload.message).not.toBe(notices[i].payload.message));
+    } finally {
+      if (!unblocked) spawnSync('scancel', [blocker], { env: slurmEnv });
+    }
+  });
+
+  it('a streamed REST call whose class needs an allocation of its own: `waiting` lines while that job is pending, then the result', async () => {
+    const project = await tempProject({ 'placed.py': PLACED, 'lane_a.py': laned('LaneA', '{"cpus": 1, "time_limit": 30}') });
+    const { g } = await placed({ project, workerWaitMs: 60_000 });
+    expect((await api(g, 'POST', '/v1/interfaces', { target: 'lane_a' })).status).toBe(200); // resolved by the default worker
+    const blocker = blockNode(idleCpus()); // what the default worker left free: the lane's job waits
+    try {
+      await expect.poll(() => squeue().find((line) => line.startsWith(`${blocker}|`))?.split('|')[2], { timeout: 30_000, interval: 250 }).toBe('RUNNING');
+      const lines = readLines(await streamed(g, 'application/x-ndjson', { target: 'lane_a', method: 'where' }));
+      const told = await lines.until((line) => line.type === 'waiting' && line.payload.reason === 'Resources');
+      spawnSync('scancel', [blocker], { env: slurmEnv });
+      const all = await lines.all();
+      expect(all.at(-1)).toMatchObject({ type: 'result', payload: { job: told.payload.job, cpus: '1' } });
+      expect(all.slice(0, -1).every((line) => line.type === 'waiting')).toBe(true);
+    } finally {
+      spawnSync('scancel', [blocker], { env: slurmEnv });
+    }
+  });
+
+  it('a streamed REST call waiting past --worker-wait: `waiting` events, then an `error` event worker_unavailable naming the job (the status was sent with the first)', async () => {
+    const blocker = blockNode();
+    try {
+      const { g } = await placed({ workerWaitMs: 5000 });
+      const res = await streamed(g, 'text/event-stream', { target: 'placed', method: 'where' });
+      expect(res.status).toBe(200);
+      const events = (await res.text()).trimEnd().split('\n\n').map((block) => {
+        const [event, data] = block.split('\n');
+        return { event: event!.replace(/^event: /, ''), line: JSON.parse(data!.replace(/^data: /, '')) };
+      });
+      const last = events.at(-1)!;
+      expect(last.event).toBe('error');
+      expect(last.line.payload).toMatchObject({ code: 'worker_unavailable' });
+      const notices = events.slice(0, -1);
+      expect(notices.length).toBeGreaterThanOrEqual(1);
+      expect(notices.every(({ event, line }) => event === 'waiting' && line.type === 'waiting')).toBe(true);
+      expect(notices.at(-1)!.line.payload).toMatchObject({ state: 'PENDING', reason: 'Resources' });
+      expect(last.line.payload.message).toContain(`Slurm job ${notices.at(-1)!.line.payload.job} `);
+    } finally {
+      spawnSync('scancel', [blocker], { env: slurmEnv });
+    }
+  });
+
   it('waiting past --worker-wait: the connect heard `waiting` with the reason, then 503 worker_unavailable naming the job', async () => {
     const blocker = blockNode();
     try {
@@ -352,6 +417,40 @@ describe('workers placed by Slurm', { timeout: 120_000 }, () => {
     }
   });
 });
+
+/** `POST /v1/interfaces/call` answered as it happens (`accept`), as `curl -N` asks for it. */
+const streamed = (g: { url: string }, accept: string, body: unknown) =>
+  fetch(`${g.url}/v1/interfaces/call`, { method: 'POST', headers: { 'content-type': 'application/json', accept }, body: JSON.stringify(body) });
+
+/** The NDJSON lines of `res` as they come: `until` waits for one, `all` for the end. */
+function readLines(res: Response) {
+  const seen: any[] = [];
+  let text = '';
+  const reader = res.body!.getReader();
+  const decoder = new TextDecoder();
+  const more = async () => {
+    const { done, value } = await reader.read();
+    if (done) return false;
+    text += decoder.decode(value, { stream: true });
+    const parts = text.split('\n');
+    text = parts.pop()!;
+    seen.push(...parts.filter(Boolean).map((part) => JSON.parse(part)));
+    return true;
+  };
+  return {
+    async until(match: (line: any) => boolean) {
+      for (;;) {
+        const found = seen.find(match);
+        if (found) return found;
+        if (!(await more())) throw new Error(`the stream ended without it: ${JSON.stringify(seen)}`);
+      }
+    },
+    async all() {
+      while (await more());
+      return seen;
+    },
+  };
+}
 
 /** A batch job that takes `cpus` CPUs of the node (default: every one) until cancelled; resolves with its id. */
 function blockNode(cpus = Number(spawnSync('sinfo', ['--noheader', '--format=%c'], { env: slurmEnv, encoding: 'utf8' }).stdout.trim().split('\n')[0])): string {

@@ -50,7 +50,7 @@ export const InterfaceCallResponse = z
  */
 export const CallStreamLine = z
   .object({
-    type: z.enum(['stream', 'event', 'output', 'result', 'error']).describe('stream: an item the generator yielded (final: true ends the call); event: what the method emitted; output: what it printed or logged ({stream, text}); result: the return value of a plain method (ends the call); error: the call failed ({code, message, …} in payload; ends the call).'),
+    type: z.enum(['waiting', 'stream', 'event', 'output', 'result', 'error']).describe('waiting: the call waits for a worker whose Slurm job is pending ({job, state, reason, message}; one whenever that changes); stream: an item the generator yielded (final: true ends the call); event: what the method emitted; output: what it printed or logged ({stream, text}); result: the return value of a plain method (ends the call); error: the call failed ({code, message, …} in payload; ends the call).'),
     payload: z.unknown(),
     final: z.boolean().optional(),
     display: DisplayBundle.optional(),

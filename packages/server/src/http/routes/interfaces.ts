@@ -17,7 +17,7 @@ import {
   UuidParams,
 } from '../../contract/rest.js';
 import { displayFields } from '../../service/display.js';
-import type { InterfaceInfo as ServiceInfo } from '../../service/interfaces.js';
+import type { InterfaceInfo as ServiceInfo, WaitListener } from '../../service/interfaces.js';
 import type { Gateway } from '../../service/gateway.js';
 import { bindRequest } from '../bind.js';
 import { streamCall, streamFormat } from '../call-stream.js';
@@ -84,21 +84,24 @@ export function interfaceRoutes(gateway: Gateway) {
       summary: 'Call a method',
       description:
         'Invokes a public method and answers {payload}; a result IPython could display (a figure, an image, a DataFrame) also carries display, its MIME bundle (binary data as base64), and metadata when it has any. Failures carry a structured detail (code, message, exception). ' +
-        'With Accept: application/x-ndjson (or text/event-stream) the call is answered as it happens, one CallStreamLine per line (or per server-sent event): each item of a generator, each event it emits, then one line that ends it (the final stream line, the result, or the error); a generator needs one of these (or the WebSocket), plain JSON answers it 400 streaming_unsupported.',
+        'With Accept: application/x-ndjson (or text/event-stream) the call is answered as it happens, one CallStreamLine per line (or per server-sent event): where a pending Slurm job stands while the call waits for its worker, each item of a generator, each event it emits, what it prints, then one line that ends it (the final stream line, the result, or the error); a generator needs one of these (or the WebSocket), plain JSON answers it 400 streaming_unsupported.',
       body: InterfaceCallRequest,
       response: InterfaceCallResponse,
       alsoResponds: { 'application/x-ndjson': CallStreamLine, 'text/event-stream': CallStreamLine },
       errors: [400, 401, 403, 404, 502, 503, 504],
       handler: async (ctx, { body }) => {
         const bound = await bindRequest(ctx, gateway);
-        const record = await interfaces.create(bound, { target: body.target, version: body.version, meta: body.meta });
+        const instance = (onWaiting?: WaitListener) => interfaces.create(bound, { target: body.target, version: body.version, meta: body.meta }, onWaiting);
+        // Accept: application/x-ndjson or text/event-stream: items, events and the end as they happen,
+        // from the first wait for a pending Slurm job on (one gateway: no owner to hand the call to).
+        const format = streamFormat(ctx.get('accept') || undefined);
+        if (format && !gateway.ownership.shared) return streamCall(ctx, gateway, bound, instance, body, format, closeSignal(ctx.req.socket));
+        const record = await instance();
         // Several gateways: the call goes where its live instance is (the owner answers it).
         if (gateway.ownership.shared && !(await atOwner(ctx, gateway, bound, record.uuid, { ...body, target: record.uuid, version: [] })).local) return undefined;
         // A client that goes away cancels its call.
         const signal = closeSignal(ctx.req.socket);
-        // Accept: application/x-ndjson or text/event-stream: items, events and the end as they happen.
-        const format = streamFormat(ctx.get('accept') || undefined);
-        if (format) return streamCall(ctx, gateway, bound, record, body, format, signal);
+        if (format) return streamCall(ctx, gateway, bound, async () => record, body, format, signal);
         // Widget hooks by name too (`widget_state`, …): the service routes them, as for a WebSocket call.
         const { payload, display } = await interfaces.callForResult(bound, record, body, signal);
         return display ? { payload, ...displayFields(display).fields } : { payload };
