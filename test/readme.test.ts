@@ -49,6 +49,7 @@ const RUN = SHELL.filter((b) => !b.directive?.skip);
 /** The shell blocks that do not run here, by page and the heading they are under (page order); each says why. */
 const SKIPPED = [
   'README.md (Set up)',
+  'docs/clients/rest.md (Streams over plain HTTP)',
   'docs/clients/jupyterlab.md (JupyterLab)',
   'docs/running/slurm.md (On a Slurm cluster)',
   'docs/running/slurm-workers.md (Starting the gateway)',
