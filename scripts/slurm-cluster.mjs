@@ -214,9 +214,11 @@ function readTail(file) {
 if (process.argv[1] && path.resolve(process.argv[1]) === new URL(import.meta.url).pathname) {
   const cluster = await startSlurmCluster({ log: console.log });
   console.log(`export SLURM_CONF=${cluster.conf}`);
+  // Listening for good: with no listener, a second Ctrl+C during the stop would kill this process
+  // with the daemons still up.
   await new Promise((r) => {
-    process.once('SIGINT', r);
-    process.once('SIGTERM', r);
+    process.on('SIGINT', r);
+    process.on('SIGTERM', r);
   });
   await cluster.stop();
 }
