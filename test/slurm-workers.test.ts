@@ -9,7 +9,8 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { api, cleanup, Client, gateway, tempProject } from './helpers.js';
+import { api, cleanup, Client, gateway, ROOT, tempProject } from './helpers.js';
+import { cleanEnv, readLines } from './support/requests.js';
 import { slurmCluster, type SlurmCluster } from './support/slurm.js';
 
 const PLACED = `
@@ -381,6 +382,32 @@ describe('workers placed by Slurm', { timeout: 120_000 }, () => {
     }
   });
 
+  it('the Python client prints the wait on stderr while its connect waits for a pending job, then goes on', async () => {
+    const blocker = blockNode();
+    let unblocked = false;
+    try {
+      const { g } = await placed({ workerWaitMs: 60_000 });
+      const script = 'import sys\nfrom portico.client import Gateway\nwith Gateway(sys.argv[1]).interface("placed") as placed:\n    print(placed.where()["job"])\n';
+      const child = spawn('python3', ['-c', script, g.url], { env: { ...cleanEnv(), PYTHONPATH: path.join(ROOT, 'packages/server/python') }, stdio: ['ignore', 'pipe', 'pipe'] });
+      spawned.push(child);
+      let out = '';
+      let err = '';
+      child.stdout!.on('data', (d) => (out += d));
+      child.stderr!.on('data', (d) => (err += d));
+      const exited = new Promise<number>((resolve) => child.once('exit', (code) => resolve(code ?? -1)));
+      await expect.poll(() => err, { timeout: 30_000, interval: 200 }).toMatch(/^portico: Slurm job \d+: PENDING \(Resources\)$/m);
+      expect(out).toBe(''); // still waiting, past the client's own connect timeout if need be
+      spawnSync('scancel', [blocker], { env: slurmEnv });
+      unblocked = true;
+      expect(await exited, err).toBe(0);
+      const job = /Slurm job (\d+)/.exec(err)![1];
+      expect(out.trim()).toBe(job);
+      expect(err.trim().split('\n').every((line) => line.startsWith(`portico: Slurm job ${job}: `)), err).toBe(true);
+    } finally {
+      if (!unblocked) spawnSync('scancel', [blocker], { env: slurmEnv });
+    }
+  });
+
   it('waiting past --worker-wait: the connect heard `waiting` with the reason, then 503 worker_unavailable naming the job', async () => {
     const blocker = blockNode();
     try {
@@ -421,36 +448,6 @@ describe('workers placed by Slurm', { timeout: 120_000 }, () => {
 /** `POST /v1/interfaces/call` answered as it happens (`accept`), as `curl -N` asks for it. */
 const streamed = (g: { url: string }, accept: string, body: unknown) =>
   fetch(`${g.url}/v1/interfaces/call`, { method: 'POST', headers: { 'content-type': 'application/json', accept }, body: JSON.stringify(body) });
-
-/** The NDJSON lines of `res` as they come: `until` waits for one, `all` for the end. */
-function readLines(res: Response) {
-  const seen: any[] = [];
-  let text = '';
-  const reader = res.body!.getReader();
-  const decoder = new TextDecoder();
-  const more = async () => {
-    const { done, value } = await reader.read();
-    if (done) return false;
-    text += decoder.decode(value, { stream: true });
-    const parts = text.split('\n');
-    text = parts.pop()!;
-    seen.push(...parts.filter(Boolean).map((part) => JSON.parse(part)));
-    return true;
-  };
-  return {
-    async until(match: (line: any) => boolean) {
-      for (;;) {
-        const found = seen.find(match);
-        if (found) return found;
-        if (!(await more())) throw new Error(`the stream ended without it: ${JSON.stringify(seen)}`);
-      }
-    },
-    async all() {
-      while (await more());
-      return seen;
-    },
-  };
-}
 
 /** A batch job that takes `cpus` CPUs of the node (default: every one) until cancelled; resolves with its id. */
 function blockNode(cpus = Number(spawnSync('sinfo', ['--noheader', '--format=%c'], { env: slurmEnv, encoding: 'utf8' }).stdout.trim().split('\n')[0])): string {

@@ -1,7 +1,7 @@
 /**
  * Plain HTTP(S) requests for the tests that go through a TLS proxy (fetch cannot be told to trust
  * one certificate, nor to leave from one loopback address), and the environment a launched
- * gateway gets.
+ * gateway gets, and the lines of a streamed answer as they come.
  */
 import http from 'node:http';
 import https from 'node:https';
@@ -48,4 +48,34 @@ export function send(url: string, { method = 'GET', headers = {}, body, ca, loca
 /** The environment without the PORTICO_* variables the test run itself may have. */
 export function cleanEnv(): NodeJS.ProcessEnv {
   return Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('PORTICO_')));
+}
+
+/** The NDJSON lines of `res` as they come: `until` waits for one, `all` for the end. */
+export function readLines(res: Response) {
+  const seen: any[] = [];
+  let text = '';
+  const reader = res.body!.getReader();
+  const decoder = new TextDecoder();
+  const more = async () => {
+    const { done, value } = await reader.read();
+    if (done) return false;
+    text += decoder.decode(value, { stream: true });
+    const parts = text.split('\n');
+    text = parts.pop()!;
+    seen.push(...parts.filter(Boolean).map((part) => JSON.parse(part)));
+    return true;
+  };
+  return {
+    async until(match: (line: any) => boolean) {
+      for (;;) {
+        const found = seen.find(match);
+        if (found) return found;
+        if (!(await more())) throw new Error(`the stream ended without it: ${JSON.stringify(seen)}`);
+      }
+    },
+    async all() {
+      while (await more());
+      return seen;
+    },
+  };
 }
